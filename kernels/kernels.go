@@ -1,0 +1,80 @@
+// Package kernels turns a problem into candidate configurations and renders
+// each one to CUDA source from the templates in package templates.
+package kernels
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// Config is one point of a family's search space: knob name to value.
+type Config map[string]int
+
+// String lists the knobs sorted by name, e.g. "TileH=8,TileK=32".
+func (c Config) String() string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, c[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// Limits are the device limits a configuration must respect.
+type Limits struct {
+	MaxThreadsPerBlock int // 1024 on every current GPU
+	MaxSharedPerBlock  int // bytes with opt-in (232448 on sm_90)
+	RegistersPerSM     int // 65536
+	MaxRegsPerThread   int // 255
+}
+
+// DefaultLimits are sm_80/sm_90 limits, used when no GPU is attached.
+func DefaultLimits(arch int) Limits {
+	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255}
+	if arch == 80 {
+		l.MaxSharedPerBlock = 166912
+	}
+	return l
+}
+
+// Candidate is a configuration with the static verdict on it: Rejected is
+// empty for configurations worth compiling, otherwise it says why not.
+type Candidate struct {
+	Family   string
+	Config   Config
+	Rejected string
+}
+
+// ID names the candidate uniquely within a problem: "family/knobs".
+func (c Candidate) ID() string { return c.Family + "/" + c.Config.String() }
+
+// Kernel is a rendered candidate: CUDA source and how to launch it. The
+// kernel's parameters are always (out, in, filter, bias) device pointers.
+type Kernel struct {
+	Family      string
+	Config      Config
+	Name        string // the __global__ function's name
+	Source      string
+	Grid        [3]int
+	Block       [3]int
+	SharedBytes int // dynamic shared memory per block
+}
+
+// Family is a kernel template with its knobs.
+type Family interface {
+	// Name is the family's short name, also its template's base name.
+	Name() string
+	// Serves returns nil if the family can compute the problem.
+	Serves(p problem.Problem) error
+	// Space enumerates every configuration, rejected ones with a reason.
+	Space(p problem.Problem, lim Limits) []Candidate
+	// Render produces the kernel for one configuration.
+	Render(p problem.Problem, cfg Config) (Kernel, error)
+}

@@ -1,0 +1,258 @@
+// Package problem describes what convgen is asked to build: the convolution's
+// shape, the arithmetic precision and the tensor layout.
+package problem
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Shape is one 2-D convolution: input N×C×H×W, filter K×(C/Groups)×R×S,
+// output N×K×P×Q, with symmetric zero padding.
+type Shape struct {
+	N, C, H, W int // batch, input channels, input height and width
+	K, R, S    int // output channels, filter height and width
+
+	StrideH, StrideW     int // step between filter positions
+	PadH, PadW           int // zeros added on each side of the input
+	DilationH, DilationW int // step between filter taps
+	Groups               int // channel groups; C and K are divisible by it
+	Bias                 bool
+}
+
+// maxIndex is the largest element count a kernel may index with 32-bit int
+// arithmetic.
+const maxIndex = math.MaxInt32
+
+// keys lists every key Parse accepts, in canonical order.
+var shapeKeys = []string{"n", "c", "h", "w", "k", "r", "s",
+	"stride", "stride_h", "stride_w", "pad", "pad_h", "pad_w",
+	"dilation", "dilation_h", "dilation_w", "groups", "bias"}
+
+// ParseShape reads a shape from comma-separated KEY=VALUE pairs, keys
+// case-insensitive: N,C,H,W,K,R,S are required; stride, pad and dilation
+// (each also as _h/_w), groups (default 1) and bias (default true) are
+// optional. Stride and dilation default to 1, pad to 0.
+func ParseShape(spec string) (Shape, error) {
+	vals := map[string]string{}
+	for _, pair := range strings.Split(spec, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok {
+			return Shape{}, fmt.Errorf("shape: %q is not KEY=VALUE", pair)
+		}
+		k = strings.ToLower(strings.TrimSpace(k))
+		v = strings.TrimSpace(v)
+		if !known(k) {
+			return Shape{}, fmt.Errorf("shape: unknown key %q (known: %s)", k, strings.Join(shapeKeys, ", "))
+		}
+		if _, dup := vals[k]; dup {
+			return Shape{}, fmt.Errorf("shape: key %q given twice", k)
+		}
+		vals[k] = v
+	}
+	s := Shape{Groups: 1, Bias: true}
+	var err error
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"n", &s.N}, {"c", &s.C}, {"h", &s.H}, {"w", &s.W}, {"k", &s.K}, {"r", &s.R}, {"s", &s.S}} {
+		v, ok := vals[f.key]
+		if !ok {
+			return Shape{}, fmt.Errorf("shape: missing required key %q (required: N,C,H,W,K,R,S)", strings.ToUpper(f.key))
+		}
+		if *f.dst, err = positive(strings.ToUpper(f.key), v); err != nil {
+			return Shape{}, err
+		}
+	}
+	if s.StrideH, s.StrideW, err = pairOf(vals, "stride", 1, positive); err != nil {
+		return Shape{}, err
+	}
+	if s.PadH, s.PadW, err = pairOf(vals, "pad", 0, nonNegative); err != nil {
+		return Shape{}, err
+	}
+	if s.DilationH, s.DilationW, err = pairOf(vals, "dilation", 1, positive); err != nil {
+		return Shape{}, err
+	}
+	if v, ok := vals["groups"]; ok {
+		if s.Groups, err = positive("groups", v); err != nil {
+			return Shape{}, err
+		}
+	}
+	if v, ok := vals["bias"]; ok {
+		switch strings.ToLower(v) {
+		case "1", "true", "yes", "on":
+			s.Bias = true
+		case "0", "false", "no", "off":
+			s.Bias = false
+		default:
+			return Shape{}, fmt.Errorf("shape: bias=%q: must be true or false (or 1/0)", v)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return Shape{}, err
+	}
+	return s, nil
+}
+
+func known(k string) bool {
+	for _, key := range shapeKeys {
+		if key == k {
+			return true
+		}
+	}
+	return false
+}
+
+func positive(key, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("shape: %s=%q: must be a positive integer", key, v)
+	}
+	return n, nil
+}
+
+func nonNegative(key, v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("shape: %s=%q: must be a non-negative integer", key, v)
+	}
+	return n, nil
+}
+
+// pairOf reads KEY, KEY_h and KEY_w; KEY sets both and may not be combined
+// with the others.
+func pairOf(vals map[string]string, key string, def int, conv func(string, string) (int, error)) (h, w int, err error) {
+	h, w = def, def
+	if v, ok := vals[key]; ok {
+		for _, side := range []string{key + "_h", key + "_w"} {
+			if _, both := vals[side]; both {
+				return 0, 0, fmt.Errorf("shape: %s and %s both given: use one or the other", key, side)
+			}
+		}
+		if h, err = conv(key, v); err != nil {
+			return 0, 0, err
+		}
+		return h, h, nil
+	}
+	if v, ok := vals[key+"_h"]; ok {
+		if h, err = conv(key+"_h", v); err != nil {
+			return 0, 0, err
+		}
+	}
+	if v, ok := vals[key+"_w"]; ok {
+		if w, err = conv(key+"_w", v); err != nil {
+			return 0, 0, err
+		}
+	}
+	return h, w, nil
+}
+
+// Validate checks the rules ParseShape enforces, for shapes built in code.
+func (s Shape) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"N", s.N}, {"C", s.C}, {"H", s.H}, {"W", s.W}, {"K", s.K}, {"R", s.R}, {"S", s.S},
+		{"stride_h", s.StrideH}, {"stride_w", s.StrideW}, {"dilation_h", s.DilationH}, {"dilation_w", s.DilationW}, {"groups", s.Groups}} {
+		if f.v < 1 {
+			return fmt.Errorf("shape: %s=%d: must be positive", f.name, f.v)
+		}
+	}
+	if s.PadH < 0 || s.PadW < 0 {
+		return fmt.Errorf("shape: pad=%d,%d: must be non-negative", s.PadH, s.PadW)
+	}
+	if s.C%s.Groups != 0 {
+		return fmt.Errorf("shape: C=%d is not divisible by groups=%d", s.C, s.Groups)
+	}
+	if s.K%s.Groups != 0 {
+		return fmt.Errorf("shape: K=%d is not divisible by groups=%d", s.K, s.Groups)
+	}
+	if s.P() < 1 {
+		return fmt.Errorf("shape: output height P=(H+2*pad_h-dilation_h*(R-1)-1)/stride_h+1 is %d: must be at least 1 (filter taller than padded input)", s.P())
+	}
+	if s.Q() < 1 {
+		return fmt.Errorf("shape: output width Q=(W+2*pad_w-dilation_w*(S-1)-1)/stride_w+1 is %d: must be at least 1 (filter wider than padded input)", s.Q())
+	}
+	for _, f := range []struct {
+		name  string
+		elems []int
+	}{{"input N*C*H*W", []int{s.N, s.C, s.H, s.W}},
+		{"output N*K*P*Q", []int{s.N, s.K, s.P(), s.Q()}},
+		{"filter K*C*R*S", []int{s.K, s.C / s.Groups, s.R, s.S}},
+		{"padded input rows N*C*(H+2*pad_h)", []int{s.N, s.C, s.H + 2*s.PadH}}} {
+		if product(f.elems) > maxIndex {
+			return fmt.Errorf("shape: %s has more than %d elements: 32-bit kernel indices would overflow", f.name, maxIndex)
+		}
+	}
+	return nil
+}
+
+// product multiplies, saturating above maxIndex so that it cannot overflow.
+func product(xs []int) int {
+	p := 1
+	for _, x := range xs {
+		if p > maxIndex || x > maxIndex || p*x > maxIndex {
+			return maxIndex + 1
+		}
+		p *= x
+	}
+	return p
+}
+
+// P is the output height.
+func (s Shape) P() int { return (s.H+2*s.PadH-s.DilationH*(s.R-1)-1)/s.StrideH + 1 }
+
+// Q is the output width.
+func (s Shape) Q() int { return (s.W+2*s.PadW-s.DilationW*(s.S-1)-1)/s.StrideW + 1 }
+
+// FLOPs counts the multiply-adds as two operations each (bias adds not counted).
+func (s Shape) FLOPs() float64 {
+	return 2 * float64(s.N) * float64(s.K) * float64(s.P()) * float64(s.Q()) *
+		float64(s.C/s.Groups) * float64(s.R) * float64(s.S)
+}
+
+// Elements returns the element counts of input, filter, bias and output.
+func (s Shape) Elements() (input, filter, bias, output int) {
+	input = s.N * s.C * s.H * s.W
+	filter = s.K * (s.C / s.Groups) * s.R * s.S
+	if s.Bias {
+		bias = s.K
+	}
+	output = s.N * s.K * s.P() * s.Q()
+	return
+}
+
+// String is the canonical form: every key, lower case except the sizes,
+// stride/pad/dilation written once when height and width agree. ParseShape
+// reads it back to the same Shape.
+func (s Shape) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "N=%d,C=%d,H=%d,W=%d,K=%d,R=%d,S=%d", s.N, s.C, s.H, s.W, s.K, s.R, s.S)
+	for _, p := range []struct {
+		key  string
+		h, w int
+	}{{"stride", s.StrideH, s.StrideW}, {"pad", s.PadH, s.PadW}, {"dilation", s.DilationH, s.DilationW}} {
+		if p.h == p.w {
+			fmt.Fprintf(&b, ",%s=%d", p.key, p.h)
+		} else {
+			fmt.Fprintf(&b, ",%s_h=%d,%s_w=%d", p.key, p.h, p.key, p.w)
+		}
+	}
+	fmt.Fprintf(&b, ",groups=%d,bias=%t", s.Groups, s.Bias)
+	return b.String()
+}
+
+// Supported says whether the current kernel templates can serve the shape;
+// the error says what is missing.
+func (s Shape) Supported() error {
+	if s.Groups != 1 {
+		return fmt.Errorf("shape: groups=%d is not supported yet (only groups=1)", s.Groups)
+	}
+	return nil
+}
