@@ -3,10 +3,12 @@ module github.com/convgen/convgen
 go 1.26
 
 require (
-	github.com/dave/jennifer v1.7.1 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
+	github.com/dave/jennifer v1.7.1
+	github.com/ebitengine/purego v0.11.3
+	gorgonia.org/cu v0.9.6
+)
+
+require (
 	github.com/google/uuid v1.1.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/spf13/pflag v1.0.10 // indirect
-	gorgonia.org/cu v0.9.6 // indirect
 )

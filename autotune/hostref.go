@@ -1,0 +1,75 @@
+package autotune
+
+import "github.com/convgen/convgen/problem"
+
+// The checking kernels fill device buffers with a counter-based hash of
+// (index, seed); hostValue reproduces those values bit for bit, so the CPU
+// can compute float64 references without copying inputs back.
+
+func mix(x uint32) uint32 {
+	x ^= x >> 16
+	x *= 0x7feb352d
+	x ^= x >> 15
+	x *= 0x846ca68b
+	x ^= x >> 16
+	return x
+}
+
+// hostValue is element i of a buffer filled by convgen_fill with seed:
+// uniform in [0,1), or in [-1,1) when symmetric.
+func hostValue(i int64, seed uint32, symmetric bool) float64 {
+	u := int32(mix(uint32(i)*0x9e3779b9^seed) >> 8)
+	if symmetric {
+		return float64(2*u-(1<<24)) / (1 << 24)
+	}
+	return float64(u) / (1 << 24)
+}
+
+// seeds derives the input, filter and bias seeds of one check.
+func seeds(seed uint32) (in, filter, bias uint32) {
+	return seed, seed ^ 0x5bd1e995, seed ^ 0x27d4eb2f
+}
+
+// hostOutput computes output element idx (in the layout's order) in float64
+// from hash-filled input, filter and bias.
+func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
+	s := p.Shape
+	P, Q := int64(s.P()), int64(s.Q())
+	K, C, H, W := int64(s.K), int64(s.C), int64(s.H), int64(s.W)
+	R, S := int64(s.R), int64(s.S)
+	var n, k, pp, q int64
+	if p.Layout == problem.NHWC {
+		k, q, pp, n = idx%K, idx/K%Q, idx/(K*Q)%P, idx/(K*Q*P)
+	} else {
+		q, pp, k, n = idx%Q, idx/Q%P, idx/(P*Q)%K, idx/(P*Q*K)
+	}
+	inSeed, fSeed, bSeed := seeds(seed)
+	acc := 0.0
+	if s.Bias {
+		acc = hostValue(k, bSeed, true)
+	}
+	for c := int64(0); c < C; c++ {
+		for r := int64(0); r < R; r++ {
+			h := pp*int64(s.StrideH) - int64(s.PadH) + r*int64(s.DilationH)
+			if h < 0 || h >= H {
+				continue
+			}
+			for t := int64(0); t < S; t++ {
+				w := q*int64(s.StrideW) - int64(s.PadW) + t*int64(s.DilationW)
+				if w < 0 || w >= W {
+					continue
+				}
+				var xi, fi int64
+				if p.Layout == problem.NHWC {
+					xi = ((n*H+h)*W+w)*C + c
+					fi = ((k*R+r)*S+t)*C + c
+				} else {
+					xi = ((n*C+c)*H+h)*W + w
+					fi = ((k*C+c)*R+r)*S + t
+				}
+				acc += hostValue(xi, inSeed, false) * hostValue(fi, fSeed, true)
+			}
+		}
+	}
+	return acc
+}

@@ -1,0 +1,476 @@
+// Package autotune searches a problem's kernel configurations on the GPU:
+// it compiles candidates with NVRTC in parallel on the CPU, then measures
+// them one at a time in a disposable worker process (this binary re-executed
+// in worker mode), so that a faulting or hanging candidate costs one trial.
+// Every candidate is checked against a float64 reference before it is timed.
+package autotune
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// Options configure one tuning run.
+type Options struct {
+	Problem problem.Problem
+	Worker  []string // argv that starts a worker (e.g. this binary with --worker)
+	Trials  int      // candidates to measure at most (0: all)
+	Time    time.Duration
+	Seed    uint64 // seeds the sampling and the check inputs
+	Jobs    int    // concurrent compiles (0: the number of CPUs)
+	Warmup  int
+	Runs    int // timed runs per candidate (median taken)
+	Retime  int // how many of the best are timed again before choosing
+	// Timeout bounds one candidate's check and timing in the worker.
+	Timeout time.Duration
+	// Only, when set, restricts the search to these candidate IDs (pinning).
+	Only []string
+	// Extra candidates, rendered by the caller, measured in addition (tests
+	// plant faulty kernels this way).
+	Extra    []kernels.Kernel
+	Progress io.Writer // progress lines; nil for none
+}
+
+// Trial is what happened to one candidate.
+type Trial struct {
+	ID          string         `json:"id"`
+	Family      string         `json:"family"`
+	Config      kernels.Config `json:"config"`
+	Status      Status         `json:"status"`
+	Reason      string         `json:"reason,omitempty"`
+	Registers   int            `json:"registers,omitempty"`
+	SpillStores int            `json:"spill_stores,omitempty"`
+	SpillLoads  int            `json:"spill_loads,omitempty"`
+	StackBytes  int            `json:"stack_bytes,omitempty"`
+	SharedBytes int            `json:"shared_bytes,omitempty"` // dynamic + static
+	Threads     int            `json:"threads,omitempty"`
+	MedianMS    float64        `json:"median_ms,omitempty"`
+	P10MS       float64        `json:"p10_ms,omitempty"`
+	P90MS       float64        `json:"p90_ms,omitempty"`
+	Runs        int            `json:"runs,omitempty"`
+	RelError    float64        `json:"rel_error,omitempty"`
+	SampleError float64        `json:"sample_error,omitempty"`
+
+	kernel kernels.Kernel
+	cubin  []byte
+	ptx    string
+}
+
+// Result is a finished tuning run.
+type Result struct {
+	Problem         problem.Problem
+	Device          gpu.Info
+	NVRTC           string
+	TemplateVersion string
+	Trials          []Trial // every candidate, in enumeration order
+	Winner          *Trial
+	Kernel          kernels.Kernel // the winner's launch geometry
+	CUBIN           []byte
+	PTX             string
+	TieNote         string // how a near-tie was broken, if there was one
+}
+
+// Tune runs the search. It fails only when nothing could be measured at all
+// (no worker, no GPU); individual candidates' failures are recorded.
+func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error) {
+	opt = withDefaults(opt)
+	prog := newProgress(opt.Progress)
+	dir, err := os.MkdirTemp("", "convgen-tune-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	m, err := newMeasurer(opt, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer m.close()
+	info := m.info
+	arch := info.Arch
+	if !lib.SupportsArch(arch) {
+		return nil, fmt.Errorf("NVRTC %s cannot target the device's %s", lib.VersionString(), arch)
+	}
+	// The checking kernels.
+	refK, err := kernels.Reference(opt.Problem)
+	if err != nil {
+		return nil, err
+	}
+	refBin, err := lib.Compile(refK.Source, nvrtc.Options{Name: "reference.cu", Arch: arch})
+	if err != nil {
+		return nil, fmt.Errorf("compile checking kernels: %w", err)
+	}
+	supportPath := filepath.Join(dir, "support.cubin")
+	if err := os.WriteFile(supportPath, refBin.CUBIN, 0o644); err != nil {
+		return nil, fmt.Errorf("write checking kernels: %w", err)
+	}
+	if err := m.init(supportPath); err != nil {
+		return nil, err
+	}
+
+	lim := kernels.DefaultLimits(90)
+	lim.MaxSharedPerBlock = info.SharedOptin
+	cands, err := kernels.Enumerate(opt.Problem, lim)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Problem: opt.Problem, Device: info, NVRTC: lib.VersionString(), TemplateVersion: templatesVersion()}
+	trials := make([]Trial, len(cands))
+	var kept []int
+	for i, c := range cands {
+		trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusSkipped}
+		if c.Rejected != "" {
+			trials[i].Status, trials[i].Reason = StatusRejected, c.Rejected
+			continue
+		}
+		if len(opt.Only) > 0 && !slices.Contains(opt.Only, c.ID()) {
+			trials[i].Reason = "not pinned"
+			continue
+		}
+		kept = append(kept, i)
+	}
+	for _, k := range opt.Extra {
+		trials = append(trials, Trial{ID: k.Family + "/" + k.Name, Family: k.Family, Config: k.Config, Status: StatusSkipped, kernel: k})
+		kept = append(kept, len(trials)-1)
+	}
+	if len(opt.Only) > 0 && len(kept) == len(opt.Extra) {
+		return nil, fmt.Errorf("none of the pinned configs %v is in the search space of %s (or all were rejected)", opt.Only, opt.Problem)
+	}
+
+	s := &search{opt: opt, lib: lib, arch: arch, trials: trials, m: m, prog: prog, deadline: deadline(opt.Time)}
+	prog.start(len(cands), len(kept), opt.Trials)
+	s.run(ctx, kept)
+	prog.done()
+	if err := s.pick(res); err != nil {
+		res.Trials = trials
+		return res, err
+	}
+	res.Trials = trials
+	return res, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Jobs <= 0 {
+		o.Jobs = runtime.NumCPU()
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 3
+	}
+	if o.Runs < 20 {
+		o.Runs = 30
+	}
+	if o.Retime <= 0 {
+		o.Retime = 3
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano())
+	}
+	return o
+}
+
+func deadline(d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(d)
+}
+
+// search holds the state of one run.
+type search struct {
+	opt      Options
+	lib      *nvrtc.Library
+	arch     string
+	trials   []Trial
+	m        *measurer
+	prog     *progress
+	deadline time.Time
+	measured int
+}
+
+func (s *search) outOfBudget() bool {
+	if s.opt.Trials > 0 && s.measured >= s.opt.Trials {
+		return true
+	}
+	return !s.deadline.IsZero() && time.Now().After(s.deadline)
+}
+
+// run measures candidates: all of them when they fit the budget, otherwise a
+// random sample followed by local refinement around the best.
+func (s *search) run(ctx context.Context, kept []int) {
+	rng := rand.New(rand.NewPCG(s.opt.Seed, 1))
+	if s.opt.Trials <= 0 || len(kept) <= s.opt.Trials {
+		s.batch(ctx, kept)
+		return
+	}
+	order := slices.Clone(kept)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	explore := max(1, s.opt.Trials*3/5)
+	s.batch(ctx, order[:explore])
+	// Local refinement: neighbours of the best (one knob changed), best first.
+	for !s.outOfBudget() && ctx.Err() == nil {
+		best := s.bestIndex()
+		if best < 0 {
+			s.batch(ctx, s.unvisited(order)[:min(len(s.unvisited(order)), s.opt.Jobs)])
+			if len(s.unvisited(order)) == 0 {
+				return
+			}
+			continue
+		}
+		var next []int
+		for _, i := range kept {
+			if s.trials[i].Status == StatusSkipped && neighbours(s.trials[best].Config, s.trials[i].Config) {
+				next = append(next, i)
+			}
+		}
+		if len(next) == 0 {
+			rest := s.unvisited(order)
+			if len(rest) == 0 {
+				return
+			}
+			next = rest[:min(len(rest), s.opt.Jobs)]
+		}
+		s.batch(ctx, next)
+	}
+}
+
+func (s *search) unvisited(order []int) []int {
+	var out []int
+	for _, i := range order {
+		if s.trials[i].Status == StatusSkipped {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// neighbours says whether two configs of one family differ in one knob.
+func neighbours(a, b kernels.Config) bool {
+	diff := 0
+	for k, v := range a {
+		if b[k] != v {
+			diff++
+		}
+	}
+	return diff == 1 && len(a) == len(b)
+}
+
+func (s *search) bestIndex() int {
+	best := -1
+	for i, t := range s.trials {
+		if t.Status == StatusOK && (best < 0 || t.MedianMS < s.trials[best].MedianMS) {
+			best = i
+		}
+	}
+	return best
+}
+
+// batch compiles the given candidates concurrently and measures each as soon
+// as it is compiled, in order, until the budget runs out.
+func (s *search) batch(ctx context.Context, idx []int) {
+	type compiled struct {
+		i   int
+		err error
+	}
+	results := make([]chan compiled, len(idx))
+	sem := make(chan struct{}, s.opt.Jobs)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for n, i := range idx {
+		results[n] = make(chan compiled, 1)
+		wg.Add(1)
+		go func(n, i int) {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-cctx.Done():
+				results[n] <- compiled{i, cctx.Err()}
+				return
+			}
+			defer func() { <-sem }()
+			if cctx.Err() != nil {
+				results[n] <- compiled{i, cctx.Err()}
+				return
+			}
+			results[n] <- compiled{i, s.compile(i)}
+		}(n, i)
+	}
+	for n := range idx {
+		r := <-results[n]
+		if s.outOfBudget() || ctx.Err() != nil {
+			cancel()
+			continue
+		}
+		t := &s.trials[r.i]
+		if r.err != nil {
+			if errors.Is(r.err, context.Canceled) {
+				continue
+			}
+			t.Status, t.Reason = StatusCompile, r.err.Error()
+		} else {
+			s.measure(t)
+		}
+		s.measured++
+		s.prog.trial(t, s.bestTrial())
+	}
+	wg.Wait()
+}
+
+func (s *search) bestTrial() *Trial {
+	if i := s.bestIndex(); i >= 0 {
+		return &s.trials[i]
+	}
+	return nil
+}
+
+// compile renders and compiles trial i, filling in its resources.
+func (s *search) compile(i int) error {
+	t := &s.trials[i]
+	k := t.kernel
+	if k.Source == "" {
+		var err error
+		if k, err = kernels.RenderCandidate(s.opt.Problem, kernels.Candidate{Family: t.Family, Config: t.Config}); err != nil {
+			return fmt.Errorf("render: %w", err)
+		}
+	}
+	out, err := s.lib.Compile(k.Source, nvrtc.Options{Name: k.Family + ".cu", Arch: s.arch})
+	if err != nil {
+		return err
+	}
+	t.kernel, t.cubin, t.ptx = k, out.CUBIN, out.PTX
+	t.Threads = k.Block[0] * k.Block[1] * k.Block[2]
+	if r, ok := out.Resources[k.Name]; ok {
+		t.Registers, t.SpillStores, t.SpillLoads, t.StackBytes = r.Registers, r.SpillStores, r.SpillLoads, r.StackBytes
+		t.SharedBytes = k.SharedBytes + r.SharedBytes
+	}
+	return nil
+}
+
+// measure checks and times one compiled trial in the worker.
+func (s *search) measure(t *Trial) {
+	s.m.seq++
+	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)+uint32(s.m.seq)*0x9e3779b9, s.opt.Runs)
+	if err != nil {
+		switch {
+		case errors.Is(err, errWorkerTimeout):
+			t.Status = StatusTimeout
+		default:
+			t.Status = StatusFault
+		}
+		t.Reason = err.Error()
+		return
+	}
+	s.apply(t, r)
+}
+
+func (s *search) apply(t *Trial, r response) {
+	t.Status, t.Reason = r.Status, r.Error
+	if r.Registers > 0 {
+		t.Registers = r.Registers
+	}
+	t.RelError, t.SampleError = r.RelError, r.SampleError
+	if r.Status == StatusOK {
+		sorted := sortedFloats(r.TimesMS)
+		t.MedianMS, t.P10MS, t.P90MS, t.Runs = quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9), len(sorted)
+	}
+}
+
+// pick re-times the best few with fresh inputs and chooses the winner;
+// medians within 1% are a near-tie, broken by the smaller candidate ID.
+func (s *search) pick(res *Result) error {
+	var ok []*Trial
+	for i := range s.trials {
+		if s.trials[i].Status == StatusOK {
+			ok = append(ok, &s.trials[i])
+		}
+	}
+	if len(ok) == 0 {
+		return fmt.Errorf("no candidate passed verification (%s)", summarize(s.trials))
+	}
+	slices.SortStableFunc(ok, func(a, b *Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
+	top := ok[:min(len(ok), s.opt.Retime)]
+	var alive []*Trial
+	for _, t := range top {
+		s.measure2(t)
+		if t.Status == StatusOK {
+			alive = append(alive, t)
+		}
+	}
+	if len(alive) == 0 {
+		return fmt.Errorf("every finalist failed when timed again: %s", top[0].Reason)
+	}
+	slices.SortStableFunc(alive, func(a, b *Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
+	win := alive[0]
+	for _, t := range alive[1:] {
+		if t.MedianMS <= alive[0].MedianMS*1.01 && t.ID < win.ID {
+			res.TieNote = fmt.Sprintf("near-tie within 1%% between %s (%.4f ms) and %s (%.4f ms): chose the smaller ID", alive[0].ID, alive[0].MedianMS, t.ID, t.MedianMS)
+			win = t
+		}
+	}
+	res.Winner = win
+	res.Kernel, res.CUBIN, res.PTX = win.kernel, win.cubin, win.ptx
+	return nil
+}
+
+// measure2 times a finalist again with more runs and fresh inputs.
+func (s *search) measure2(t *Trial) {
+	s.m.seq++
+	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^0xa5a5a5a5+uint32(s.m.seq), 2*s.opt.Runs)
+	if err != nil {
+		t.Status, t.Reason = StatusFault, "re-time: "+err.Error()
+		return
+	}
+	s.apply(t, r)
+}
+
+func summarize(trials []Trial) string {
+	counts := map[Status]int{}
+	for _, t := range trials {
+		counts[t.Status]++
+	}
+	var parts []string
+	for _, st := range []Status{StatusRejected, StatusCompile, StatusLoad, StatusLaunch, StatusFault, StatusTimeout, StatusWrong, StatusSkipped} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	return fmt.Sprint(parts)
+}
+
+func sortedFloats(xs []float64) []float64 {
+	c := slices.Clone(xs)
+	slices.Sort(c)
+	return c
+}
+
+// quantile of sorted xs by linear interpolation.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[lo]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
+}

@@ -1,0 +1,354 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/problem"
+)
+
+// ServeWorker runs the measuring side of the tuner: it reads JSON requests
+// line by line from r and answers each with one JSON line on w. It returns
+// after a fault (the CUDA context is then unusable) or at end of input.
+func ServeWorker(r io.Reader, w io.Writer) error {
+	dev, err := gpu.Open(0)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer dev.Close()
+	wk := &worker{dev: dev}
+	in := bufio.NewScanner(r)
+	in.Buffer(make([]byte, 1<<20), 1<<26)
+	enc := json.NewEncoder(w)
+	for in.Scan() {
+		var req request
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			return fmt.Errorf("worker: bad request: %w", err)
+		}
+		resp := wk.handle(req)
+		if err := enc.Encode(resp); err != nil {
+			return fmt.Errorf("worker: write response: %w", err)
+		}
+		if resp.Status == StatusFault {
+			return nil // the context is poisoned: let the tuner start a fresh worker
+		}
+	}
+	return in.Err()
+}
+
+// worker holds the device buffers of one problem.
+type worker struct {
+	dev     *gpu.Device
+	prob    problem.Problem
+	ready   bool
+	fill    gpu.Function
+	ref     gpu.Function
+	compare gpu.Function
+	gather  gpu.Function
+
+	in, filter, bias, out, refOut, sums, idx, gathered, flush cu.DevicePtr
+	nIn, nFilter, nBias, nOut                                 int64
+	flushBytes                                                int64
+	maxSamples                                                int
+}
+
+func (wk *worker) handle(req request) response {
+	switch req.Op {
+	case "info":
+		if err := wk.measureBandwidth(); err != nil {
+			return response{Error: err.Error()}
+		}
+		return response{Info: wk.dev.Info}
+	case "init":
+		if err := wk.init(req); err != nil {
+			return response{Error: err.Error()}
+		}
+		return response{Info: wk.dev.Info}
+	case "measure":
+		if !wk.ready {
+			return response{Error: "measure before init"}
+		}
+		return wk.measure(req)
+	}
+	return response{Error: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// measureBandwidth times a 1 GiB device-to-device copy (best of 5).
+func (wk *worker) measureBandwidth() error {
+	if wk.dev.Info.MemoryGBps > 0 {
+		return nil
+	}
+	const bytes = 1 << 30
+	a, err := wk.dev.Alloc(bytes)
+	if err != nil {
+		return err
+	}
+	defer cu.MemFree(a)
+	b, err := wk.dev.Alloc(bytes)
+	if err != nil {
+		return err
+	}
+	defer cu.MemFree(b)
+	best := math.Inf(1)
+	for i := 0; i < 6; i++ {
+		ms, err := wk.timed(func() error { return cu.MemcpyDtoDAsync(b, a, bytes, wk.dev.Stream) })
+		if err != nil {
+			return fmt.Errorf("bandwidth copy: %w", err)
+		}
+		if i > 0 { // the first copy is warm-up
+			best = math.Min(best, ms)
+		}
+	}
+	wk.dev.Info.MemoryGBps = 2 * bytes / (best * 1e-3) / 1e9
+	return nil
+}
+
+// timed runs f between two events on the stream and returns milliseconds.
+func (wk *worker) timed(f func() error) (float64, error) {
+	start, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return 0, err
+	}
+	defer cu.DestroyEvent(&start)
+	stop, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return 0, err
+	}
+	defer cu.DestroyEvent(&stop)
+	if err := start.Record(wk.dev.Stream); err != nil {
+		return 0, err
+	}
+	if err := f(); err != nil {
+		return 0, err
+	}
+	if err := stop.Record(wk.dev.Stream); err != nil {
+		return 0, err
+	}
+	if err := stop.Synchronize(); err != nil {
+		return 0, err
+	}
+	return start.Elapsed(stop)
+}
+
+func (wk *worker) init(req request) error {
+	if req.Problem == nil {
+		return fmt.Errorf("init without a problem")
+	}
+	wk.prob = *req.Problem
+	image, err := os.ReadFile(req.SupportImage)
+	if err != nil {
+		return fmt.Errorf("read checking kernels: %w", err)
+	}
+	for _, f := range []struct {
+		dst  *gpu.Function
+		name string
+	}{{&wk.fill, "convgen_fill"}, {&wk.ref, "convgen_reference"}, {&wk.compare, "convgen_compare"}, {&wk.gather, "convgen_gather"}} {
+		if *f.dst, err = wk.dev.Load(image, f.name, 0); err != nil {
+			return fmt.Errorf("checking kernels: %w", err)
+		}
+	}
+	in, filter, bias, out := wk.prob.Shape.Elements()
+	wk.nIn, wk.nFilter, wk.nBias, wk.nOut = int64(in), int64(filter), int64(bias), int64(out)
+	eb := int64(wk.prob.Precision.ElementBytes())
+	wk.maxSamples = 4096
+	wk.flushBytes = max(int64(2*wk.dev.Info.L2Bytes), 64<<20)
+	for _, a := range []struct {
+		dst   *cu.DevicePtr
+		bytes int64
+	}{{&wk.in, wk.nIn * eb}, {&wk.filter, wk.nFilter * eb}, {&wk.bias, max(wk.nBias, 1) * eb},
+		{&wk.out, wk.nOut * eb}, {&wk.refOut, wk.nOut * 8}, {&wk.sums, 3 * 8},
+		{&wk.idx, int64(wk.maxSamples) * 8}, {&wk.gathered, int64(wk.maxSamples) * 16}, {&wk.flush, wk.flushBytes}} {
+		if *a.dst, err = wk.dev.Alloc(a.bytes); err != nil {
+			return err
+		}
+	}
+	wk.ready = true
+	return nil
+}
+
+func blocksFor(n int64) int { return int(min((n+255)/256, 65535)) }
+
+// prepare fills fresh inputs from seed and computes the reference output.
+func (wk *worker) prepare(seed uint32) error {
+	inSeed, fSeed, bSeed := seeds(seed)
+	for _, f := range []struct {
+		buf  cu.DevicePtr
+		n    int64
+		seed uint32
+		sym  uint64
+	}{{wk.in, wk.nIn, inSeed, 0}, {wk.filter, wk.nFilter, fSeed, 1}, {wk.bias, wk.nBias, bSeed, 1}} {
+		if f.n == 0 {
+			continue
+		}
+		if err := wk.dev.Launch(wk.fill, [3]int{blocksFor(f.n), 1, 1}, [3]int{256, 1, 1}, 0,
+			uint64(f.buf), uint64(f.n), uint64(f.seed), f.sym); err != nil {
+			return fmt.Errorf("fill: %w", err)
+		}
+	}
+	if err := wk.dev.Launch(wk.ref, [3]int{int((wk.nOut + 255) / 256), 1, 1}, [3]int{256, 1, 1}, 0,
+		uint64(wk.refOut), uint64(wk.in), uint64(wk.filter), uint64(wk.bias)); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	return wk.dev.Sync()
+}
+
+// poison fills the output with NaN bits, so unwritten elements show.
+func (wk *worker) poison() error {
+	if wk.prob.Precision.ElementBytes() == 2 {
+		return cu.MemsetD16Async(wk.out, 0x7e00, wk.nOut, wk.dev.Stream)
+	}
+	return cu.MemsetD32Async(wk.out, 0x7fc00000, wk.nOut, wk.dev.Stream)
+}
+
+// check compares the whole output with the GPU reference.
+func (wk *worker) check() (relErr float64, nonFinite int64, err error) {
+	if err := cu.MemsetD32Async(wk.sums, 0, 6, wk.dev.Stream); err != nil {
+		return 0, 0, err
+	}
+	if err := wk.dev.Launch(wk.compare, [3]int{1024, 1, 1}, [3]int{256, 1, 1}, 0,
+		uint64(wk.out), uint64(wk.refOut), uint64(wk.nOut), uint64(wk.sums)); err != nil {
+		return 0, 0, err
+	}
+	if err := wk.dev.Sync(); err != nil {
+		return 0, 0, err
+	}
+	var sums [3]float64
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&sums[0]), wk.sums, 24); err != nil {
+		return 0, 0, err
+	}
+	if sums[1] == 0 {
+		return math.Inf(1), int64(sums[2]), nil
+	}
+	return math.Sqrt(sums[0] / sums[1]), int64(sums[2]), nil
+}
+
+// sample checks n outputs (the first and last, and random ones) against the
+// CPU's float64 reference: the candidate's error, and the GPU reference's.
+func (wk *worker) sample(seed uint32, n int) (candErr, refErr float64, err error) {
+	n = min(n, wk.maxSamples)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	idx := make([]int64, n)
+	for i := range idx {
+		idx[i] = rng.Int64N(wk.nOut)
+	}
+	idx[0], idx[n-1] = 0, wk.nOut-1
+	if err := cu.MemcpyHtoD(wk.idx, unsafe.Pointer(&idx[0]), int64(8*n)); err != nil {
+		return 0, 0, err
+	}
+	if err := wk.dev.Launch(wk.gather, [3]int{(n + 255) / 256, 1, 1}, [3]int{256, 1, 1}, 0,
+		uint64(wk.out), uint64(wk.refOut), uint64(wk.idx), uint64(n), uint64(wk.gathered)); err != nil {
+		return 0, 0, err
+	}
+	if err := wk.dev.Sync(); err != nil {
+		return 0, 0, err
+	}
+	got := make([]float64, 2*n)
+	if err := cu.MemcpyDtoH(unsafe.Pointer(&got[0]), wk.gathered, int64(16*n)); err != nil {
+		return 0, 0, err
+	}
+	var dc, dr, nr float64
+	for i, at := range idx {
+		want := hostOutput(wk.prob, seed, at)
+		dc += (got[2*i] - want) * (got[2*i] - want)
+		dr += (got[2*i+1] - want) * (got[2*i+1] - want)
+		nr += want * want
+	}
+	if math.IsNaN(dc) {
+		dc = math.Inf(1)
+	}
+	return math.Sqrt(dc / nr), math.Sqrt(dr / nr), nil
+}
+
+func (wk *worker) measure(req request) response {
+	fn, err := wk.dev.Load(mustRead(req.Image), req.Kernel, req.Shared)
+	if err != nil {
+		return response{Status: StatusLoad, Error: err.Error()}
+	}
+	defer fn.Unload()
+	var resp response
+	resp.Registers, resp.LocalBytes, _ = fn.Attributes()
+	launch := func() error {
+		return wk.dev.Launch(fn, req.Grid, req.Block, req.Shared,
+			uint64(wk.out), uint64(wk.in), uint64(wk.filter), uint64(wk.bias))
+	}
+	fault := func(what string, err error) response {
+		resp.Status, resp.Error = StatusFault, fmt.Sprintf("%s: %v", what, err)
+		return resp
+	}
+	if err := wk.prepare(req.Seed); err != nil {
+		return fault("prepare check", err)
+	}
+	if err := wk.poison(); err != nil {
+		return fault("poison output", err)
+	}
+	if err := launch(); err != nil {
+		resp.Status, resp.Error = StatusLaunch, err.Error()
+		return resp
+	}
+	if err := wk.dev.Sync(); err != nil {
+		return fault("run", err)
+	}
+	bound := wk.prob.Precision.ErrorBound()
+	if resp.RelError, resp.NonFinite, err = wk.check(); err != nil {
+		return fault("compare", err)
+	}
+	if resp.SampleError, resp.RefError, err = wk.sample(req.Seed, max(req.Samples, 2)); err != nil {
+		return fault("sample", err)
+	}
+	if resp.RefError > 1e-9 {
+		resp.Status, resp.Error = StatusWrong, fmt.Sprintf("the GPU reference itself disagrees with the CPU (%.2g): harness bug", resp.RefError)
+		return resp
+	}
+	if resp.NonFinite > 0 || !(resp.RelError <= bound) || !(resp.SampleError <= bound) {
+		resp.Status = StatusWrong
+		resp.Error = fmt.Sprintf("%d outputs not finite, error %.3g (sampled %.3g) vs bound %.0e", resp.NonFinite, resp.RelError, resp.SampleError, bound)
+		return resp
+	}
+	for i := 0; i < req.Warmup; i++ {
+		if err := launch(); err != nil {
+			return fault("warm-up", err)
+		}
+	}
+	for i := 0; i < req.Runs; i++ {
+		if err := cu.MemsetD32Async(wk.flush, uint(i), wk.flushBytes/4, wk.dev.Stream); err != nil {
+			return fault("flush L2", err)
+		}
+		ms, err := wk.timed(launch)
+		if err != nil {
+			return fault("timed run", err)
+		}
+		resp.TimesMS = append(resp.TimesMS, ms)
+	}
+	// The timed runs rewrote the output: check it again, catching races.
+	again, bad, err := wk.check()
+	if err != nil {
+		return fault("re-check", err)
+	}
+	if bad > 0 || !(again <= bound) {
+		resp.Status = StatusWrong
+		resp.Error = fmt.Sprintf("output changed across runs (error %.3g, %d not finite): a race?", again, bad)
+		return resp
+	}
+	resp.RelError = math.Max(resp.RelError, again)
+	resp.Status = StatusOK
+	return resp
+}
+
+func mustRead(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil // the load then fails and says so
+	}
+	return b
+}

@@ -1,0 +1,188 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// Direct is the strict-FP32 direct convolution family (templates/direct.cu.tmpl).
+//
+// Knobs:
+//   - TileP, TileQ: output rows and columns per block;
+//   - TileK: output channels per block;
+//   - PixelsPerThread: consecutive output columns per thread;
+//   - ChannelsPerThread: output channels per thread;
+//   - StageC: input channels staged in shared memory at a time;
+//   - TilesPerBlock: output tiles one block walks (the filter slice stays in
+//     shared memory when StageC == C);
+//   - RowFastest: 1 maps consecutive threads to consecutive output rows
+//     (bank-conflict-free input reads), 0 to consecutive column groups
+//     (coalesced stores).
+type Direct struct{}
+
+// Name implements Family.
+func (Direct) Name() string { return "direct" }
+
+// Serves implements Family.
+func (Direct) Serves(p problem.Problem) error {
+	if err := p.Shape.Supported(); err != nil {
+		return err
+	}
+	if p.Precision != problem.FP32 {
+		return fmt.Errorf("direct serves only fp32, not %s", p.Precision)
+	}
+	if p.Layout != problem.NCHW {
+		return fmt.Errorf("direct serves only the nchw layout, not %s", p.Layout)
+	}
+	return nil
+}
+
+// The values each knob takes in the search space.
+var (
+	directPixelsPerThread   = []int{2, 4, 5, 8}
+	directColGroups         = []int{1, 2, 4, 8, 11, 16}
+	directTileP             = []int{2, 4, 8, 16}
+	directTileK             = []int{16, 32, 48, 96}
+	directChannelsPerThread = []int{4, 8, 16}
+	directTilesPerBlock     = []int{1, 4}
+)
+
+// directGeometry holds a configuration's derived sizes.
+type directGeometry struct {
+	ThreadsPerBlock, TilesP, TilesQ, InRows, InCols, RowsPerPhase int
+	InPitch, SegLen, SegVec, FilterPitch, SharedBytes, Grid       int
+	Registers                                                     int // a rough lower estimate
+}
+
+func directGeom(s problem.Shape, c Config) directGeometry {
+	var g directGeometry
+	px := c["PixelsPerThread"]
+	g.ThreadsPerBlock = c["TileP"] * (c["TileQ"] / px) * (c["TileK"] / c["ChannelsPerThread"])
+	g.TilesP = ceilDiv(s.P(), c["TileP"])
+	g.TilesQ = ceilDiv(s.Q(), c["TileQ"])
+	g.InRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.InCols = (c["TileQ"]-1)*s.StrideW + (s.S-1)*s.DilationW + 1
+	g.RowsPerPhase = ceilDiv(g.InRows, s.StrideH)
+	g.SegLen = (px-1)*s.StrideW + (s.S-1)*s.DilationW + 1
+	if px*s.StrideW%4 == 0 {
+		g.SegVec = 1
+		g.SegLen = roundUp(g.SegLen, 4)
+	}
+	need := max(g.InCols, (c["TileQ"]/px-1)*px*s.StrideW+g.SegLen)
+	if g.SegVec == 1 {
+		g.InPitch = pitch4(need) // 16-byte rows, ≡ 4 words mod 8: conflict-free LDS.128 across rows
+	} else {
+		g.InPitch = need | 1 // odd: conflict-free scalar reads across rows
+	}
+	if c["ChannelsPerThread"]%4 == 0 {
+		g.FilterPitch = pitch4(c["TileK"])
+	} else {
+		g.FilterPitch = c["TileK"]
+	}
+	inFloats := c["StageC"] * s.StrideH * g.RowsPerPhase * g.InPitch
+	g.SharedBytes = 4 * (inFloats + c["StageC"]*s.R*s.S*g.FilterPitch)
+	tiles := s.N * g.TilesP * g.TilesQ
+	g.Grid = (s.K / c["TileK"]) * ceilDiv(tiles, c["TilesPerBlock"])
+	g.Registers = px*c["ChannelsPerThread"] + g.SegLen + c["ChannelsPerThread"] + 24
+	return g
+}
+
+// Space implements Family.
+func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
+	s := p.Shape
+	var out []Candidate
+	for _, px := range directPixelsPerThread {
+		for _, groups := range directColGroups {
+			for _, tp := range directTileP {
+				for _, tk := range directTileK {
+					for _, kx := range directChannelsPerThread {
+						for _, sc := range divisors(s.C) {
+							for _, tpb := range directTilesPerBlock {
+								for _, rf := range []int{0, 1} {
+									cfg := Config{"TileP": tp, "TileQ": px * groups, "TileK": tk,
+										"PixelsPerThread": px, "ChannelsPerThread": kx, "StageC": sc,
+										"TilesPerBlock": tpb, "RowFastest": rf}
+									out = append(out, Candidate{Family: d.Name(), Config: cfg, Rejected: d.reject(s, cfg, lim)})
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reject returns why a configuration is not worth compiling, or "".
+func (Direct) reject(s problem.Shape, c Config, lim Limits) string {
+	g := directGeom(s, c)
+	switch {
+	case s.K%c["TileK"] != 0:
+		return fmt.Sprintf("divisibility: TileK=%d does not divide K=%d", c["TileK"], s.K)
+	case c["TileK"]%c["ChannelsPerThread"] != 0:
+		return fmt.Sprintf("divisibility: ChannelsPerThread=%d does not divide TileK=%d", c["ChannelsPerThread"], c["TileK"])
+	case c["PixelsPerThread"]*c["ChannelsPerThread"] < 32 || c["PixelsPerThread"]*c["ChannelsPerThread"] > 64:
+		return fmt.Sprintf("register tile: %d accumulators per thread outside [32, 64]", c["PixelsPerThread"]*c["ChannelsPerThread"])
+	case g.ThreadsPerBlock > 512:
+		return fmt.Sprintf("threads: %d per block > 512 leaves too few registers per thread", g.ThreadsPerBlock)
+	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+	case g.ThreadsPerBlock < 64 || g.ThreadsPerBlock%32 != 0:
+		return fmt.Sprintf("threads: %d per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case g.Registers > lim.MaxRegsPerThread:
+		return fmt.Sprintf("registers: about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+	case g.Registers*g.ThreadsPerBlock > lim.RegistersPerSM:
+		return fmt.Sprintf("registers: about %d per block > %d per SM", g.Registers*g.ThreadsPerBlock, lim.RegistersPerSM)
+	case c["TileP"] > 1 && g.TilesP*c["TileP"]-s.P() >= c["TileP"]:
+		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
+	case c["TileQ"] > s.Q() && c["PixelsPerThread"]*(c["TileQ"]/c["PixelsPerThread"]-1) >= s.Q():
+		return fmt.Sprintf("waste: TileQ=%d has a whole idle column group for Q=%d", c["TileQ"], s.Q())
+	case wasteFraction(s, c) > 0.20:
+		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*wasteFraction(s, c), s.P(), s.Q())
+	case c["TilesPerBlock"] > 1 && c["StageC"] != s.C:
+		return "staging: TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C"
+	case (c["TileQ"]/c["PixelsPerThread"])*c["TileP"]%32 != 0 && c["TileQ"]/c["PixelsPerThread"]*c["TileP"] < 32:
+		return "warps: pixel threads do not fill a warp, so filter reads are not broadcasts"
+	case g.Grid < 2*132:
+		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs twice", g.Grid)
+	}
+	return ""
+}
+
+// wasteFraction is the share of computed outputs that lie outside P×Q.
+func wasteFraction(s problem.Shape, c Config) float64 {
+	g := directGeom(s, c)
+	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
+	return 1 - float64(s.P()*s.Q())/computed
+}
+
+// Render implements Family.
+func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := d.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	for _, k := range []string{"TileP", "TileQ", "TileK", "PixelsPerThread", "ChannelsPerThread", "StageC", "TilesPerBlock", "RowFastest"} {
+		if _, ok := cfg[k]; !ok {
+			return Kernel{}, fmt.Errorf("direct: config %s lacks knob %s", cfg, k)
+		}
+	}
+	g := directGeom(p.Shape, cfg)
+	name := "convgen_direct_" + kernelSuffix(cfg)
+	data := struct {
+		shapeData
+		directGeometry
+		Name, Config                                                                               string
+		TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock, RowFastest int
+	}{newShapeData(p), g, name, cfg.String(),
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["PixelsPerThread"], cfg["ChannelsPerThread"], cfg["StageC"], cfg["TilesPerBlock"], cfg["RowFastest"]}
+	src, err := render("direct.cu.tmpl", data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: d.Name(), Config: cfg, Name: name, Source: src,
+		Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}

@@ -1,0 +1,439 @@
+package tunecache
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Environment of the helper process started by TestPutManyProcesses.
+const (
+	helperEnv     = "TUNECACHE_TEST_HELPER" // child index; helper mode when set
+	helperPathEnv = "TUNECACHE_TEST_PATH"   // cache file to write
+	helperRecords = 10                      // records each child puts
+)
+
+func testKey(shape, device string) Key {
+	return Key{
+		Shape:             shape,
+		Precision:         "fp32",
+		Layout:            "nchw",
+		TemplateVersion:   "tmpl-abc123",
+		ConvgenVersion:    "v0.1.0",
+		NVRTCVersion:      "13.0",
+		Device:            device,
+		ComputeCapability: "9.0",
+		SMCount:           132,
+		Driver:            "13000",
+	}
+}
+
+func testRecord(shape, device string, ms float64) Record {
+	return Record{
+		Key: testKey(shape, device),
+		Winner: Timing{
+			Family:   "direct",
+			Config:   map[string]int{"tile_k": 32, "tile_p": 4, "threads": 128},
+			MedianMS: ms,
+			SpreadMS: ms / 100,
+			RelError: 1.5e-7,
+		},
+		RunnersUp: []Timing{
+			{Family: "implicit_gemm", Config: map[string]int{"bm": 64, "bn": 64}, MedianMS: ms * 1.2, SpreadMS: 0.001, RelError: 2e-7},
+		},
+		Kernel:      "conv_direct_k32",
+		Grid:        [3]int{64, 8, 1},
+		Block:       [3]int{128, 1, 1},
+		SharedBytes: 4096,
+		Arch:        "sm_90",
+		// Bytes that are not valid UTF-8, including NUL, to check the
+		// base64 round trip.
+		CUBIN:   []byte{0x7f, 'E', 'L', 'F', 0x00, 0xff, 0xfe, byte(len(shape))},
+		PTX:     ".version 8.0\n.target sm_90\n// a < b && c > d\n",
+		Command: "convgen tune --shape '" + shape + "'",
+		Report:  json.RawMessage(`{"candidates":3,"shape":"` + shape + `"}`),
+	}
+}
+
+func mustPut(t testing.TB, path string, rec Record) {
+	t.Helper()
+	if err := Put(path, rec); err != nil {
+		t.Fatalf("Put(%s): %v", rec.Key.Shape, err)
+	}
+}
+
+func mustLoad(t testing.TB, path string) *Cache {
+	t.Helper()
+	c, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func shapeOf(i int) string { return fmt.Sprintf("N=%d,C=3,H=224,W=224,K=64,R=7,S=7", i) }
+
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	recs := []Record{
+		testRecord(shapeOf(1), "NVIDIA H200", 0.5),
+		testRecord(shapeOf(2), "NVIDIA H100 80GB HBM3", 0.25),
+	}
+	for _, r := range recs {
+		mustPut(t, path, r)
+	}
+	c := mustLoad(t, path)
+	if n := len(c.Records()); n != len(recs) {
+		t.Fatalf("Records: %d records, want %d", n, len(recs))
+	}
+	for _, want := range recs {
+		got, ok := c.Lookup(want.Key)
+		if !ok {
+			t.Fatalf("Lookup(%+v): not found", want.Key)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Lookup(%+v):\n got %+v\nwant %+v", want.Key, got, want)
+		}
+		if !bytes.Equal(got.CUBIN, want.CUBIN) {
+			t.Errorf("CUBIN = %x, want %x", got.CUBIN, want.CUBIN)
+		}
+
+		// A key differing from want.Key in any single field must not match.
+		kv := reflect.ValueOf(want.Key)
+		if kv.NumField() != 10 {
+			t.Fatalf("Key has %d fields; update this test", kv.NumField())
+		}
+		for i := range kv.NumField() {
+			k := want.Key
+			f := reflect.ValueOf(&k).Elem().Field(i)
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString(f.String() + "x")
+			case reflect.Int:
+				f.SetInt(f.Int() + 1)
+			default:
+				t.Fatalf("Key.%s: unhandled kind %s", kv.Type().Field(i).Name, f.Kind())
+			}
+			if r, ok := c.Lookup(k); ok {
+				t.Errorf("Lookup with Key.%s changed matched %+v", kv.Type().Field(i).Name, r.Key)
+			}
+		}
+	}
+
+	// What Lookup returns is a copy: changing it does not change the cache.
+	got, _ := c.Lookup(recs[0].Key)
+	got.CUBIN[0] = 0
+	got.Winner.Config["tile_k"] = 0
+	again, _ := c.Lookup(recs[0].Key)
+	if !reflect.DeepEqual(again, recs[0]) {
+		t.Errorf("Lookup result shares memory with the cache")
+	}
+}
+
+func TestPutReplaces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	old := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+	mustPut(t, path, old)
+	mustPut(t, path, testRecord(shapeOf(2), "NVIDIA H200", 0.7))
+	repl := testRecord(shapeOf(1), "NVIDIA H200", 0.25)
+	repl.Kernel = "conv_igemm_64x64"
+	mustPut(t, path, repl)
+
+	c := mustLoad(t, path)
+	var same []Record
+	for _, r := range c.Records() {
+		if r.Key == old.Key {
+			same = append(same, r)
+		}
+	}
+	if len(same) != 1 {
+		t.Fatalf("%d records with the key, want 1", len(same))
+	}
+	if !reflect.DeepEqual(same[0], repl) {
+		t.Errorf("record = %+v, want the replacement %+v", same[0], repl)
+	}
+	if n := len(c.Records()); n != 2 {
+		t.Errorf("%d records, want 2", n)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	var recs []Record
+	for i := range 6 {
+		dev := "NVIDIA H200"
+		if i%2 == 1 {
+			dev = "NVIDIA H100"
+		}
+		recs = append(recs, testRecord(shapeOf(i%3), dev, float64(i)))
+	}
+	orders := [][]int{{0, 1, 2, 3, 4, 5}, {5, 4, 3, 2, 1, 0}, {3, 0, 5, 1, 4, 2}}
+	var files [][]byte
+	for n, order := range orders {
+		path := filepath.Join(dir, fmt.Sprintf("tune%d.json", n))
+		for _, i := range order {
+			mustPut(t, path, recs[i])
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	for n := 1; n < len(files); n++ {
+		if !bytes.Equal(files[0], files[n]) {
+			t.Errorf("order %v gives a different file from order %v:\n%s\n----\n%s", orders[n], orders[0], files[n], files[0])
+		}
+	}
+	data := files[0]
+	if !bytes.HasPrefix(data, []byte("{\n  \"format\": 1,\n  \"records\": [\n    {\n")) {
+		t.Errorf("file does not start with the 2-space indented header:\n%.80s", data)
+	}
+	if !bytes.HasSuffix(data, []byte("}\n")) || bytes.HasSuffix(data, []byte("\n\n")) {
+		t.Errorf("file does not end in exactly one newline: %q", data[len(data)-10:])
+	}
+	if !bytes.Contains(data, []byte("a < b && c > d")) {
+		t.Errorf("PTX is HTML-escaped in the file")
+	}
+
+	// The file holds the records sorted by key.
+	var f File
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Records) != len(recs) {
+		t.Fatalf("file has %d records, want %d", len(f.Records), len(recs))
+	}
+	if !slices.IsSortedFunc(f.Records, func(a, b Record) int { return compareKeys(a.Key, b.Key) }) {
+		t.Errorf("records are not sorted by key")
+	}
+}
+
+func TestCorrupt(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, detail string
+	}{
+		{"garbage", "this is not json {", "invalid character 'h' in literal true (expecting 'r') at offset 2"},
+		{"truncated", `{"format": 1, "records": [`, "unexpected end of JSON input"},
+		{"trailing", `{"format": 1, "records": []} x`, "after top-level value"},
+		{"empty", "", "unexpected end of JSON input"},
+		{"wrong type", `{"format": "1", "records": []}`, "cannot unmarshal"},
+		{"future format", `{"format": 2, "records": []}`, "unknown format 2"},
+		{"no format", `{"records": []}`, "unknown format 0"},
+		{"bad report", `{"format": 1, "records": [{"report": 1e}]}`, "invalid character"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tune.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if err == nil {
+				t.Fatal("Load: no error")
+			}
+			msg := err.Error()
+			for _, want := range []string{path, "is corrupt", tc.detail, "will not overwrite"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("Load error %q does not contain %q", msg, want)
+				}
+			}
+			if _, ok := errors.AsType[*CorruptError](err); !ok {
+				t.Errorf("Load error %T is not a *CorruptError", err)
+			}
+
+			err = Put(path, testRecord(shapeOf(1), "NVIDIA H200", 1))
+			if err == nil || !strings.Contains(err.Error(), "corrupt") {
+				t.Errorf("Put error = %v, want one saying the cache is corrupt", err)
+			}
+			data, rerr := os.ReadFile(path)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if string(data) != tc.content {
+				t.Errorf("Put changed the corrupt file to %q", data)
+			}
+			if tmps, _ := filepath.Glob(path + ".tmp-*"); len(tmps) != 0 {
+				t.Errorf("temporary files left behind: %v", tmps)
+			}
+		})
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "tune.json")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if n := len(c.Records()); n != 0 {
+		t.Errorf("%d records, want 0", n)
+	}
+	if _, ok := c.Lookup(testKey(shapeOf(1), "NVIDIA H200")); ok {
+		t.Errorf("Lookup found a record in an empty cache")
+	}
+	// Put creates the directories and the file.
+	rec := testRecord(shapeOf(1), "NVIDIA H200", 1)
+	mustPut(t, path, rec)
+	if _, ok := mustLoad(t, path).Lookup(rec.Key); !ok {
+		t.Errorf("record put into a new file not found")
+	}
+}
+
+// checkAll loads path and checks that it holds exactly the records of
+// shapes 0..n-1 on device, and no stray temporary files.
+func checkAll(t *testing.T, path, device string, n int) {
+	t.Helper()
+	c := mustLoad(t, path)
+	if got := len(c.Records()); got != n {
+		t.Errorf("%d records, want %d", got, n)
+	}
+	for i := range n {
+		want := testRecord(shapeOf(i), device, float64(i))
+		got, ok := c.Lookup(want.Key)
+		if !ok {
+			t.Errorf("record %d missing", i)
+		} else if !reflect.DeepEqual(got, want) {
+			t.Errorf("record %d = %+v, want %+v", i, got, want)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if name := e.Name(); name != filepath.Base(path) && name != filepath.Base(path)+".lock" {
+			t.Errorf("stray file %s", name)
+		}
+	}
+}
+
+func TestPutManyGoroutines(t *testing.T) {
+	const n = 16
+	path := filepath.Join(t.TempDir(), "tune.json")
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			if err := Put(path, testRecord(shapeOf(i), "NVIDIA H200", float64(i))); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	checkAll(t, path, "NVIDIA H200", n)
+}
+
+func TestPutManyProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	const children = 4
+	path := filepath.Join(t.TempDir(), "tune.json")
+	cmds := make([]*exec.Cmd, children)
+	outs := make([]bytes.Buffer, children)
+	for i := range children {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), helperEnv+"="+strconv.Itoa(i), helperPathEnv+"="+path)
+		cmd.Stdout = &outs[i]
+		cmd.Stderr = &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("child %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	checkAll(t, path, "NVIDIA H200", children*helperRecords)
+}
+
+// TestHelperProcess is not a test: it is the child process of
+// TestPutManyProcesses, and does nothing unless started by it.
+func TestHelperProcess(t *testing.T) {
+	idx := os.Getenv(helperEnv)
+	if idx == "" {
+		t.Skip("helper process for TestPutManyProcesses")
+	}
+	child, err := strconv.Atoi(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := os.Getenv(helperPathEnv)
+	for j := range helperRecords {
+		i := child*helperRecords + j
+		mustPut(t, path, testRecord(shapeOf(i), "NVIDIA H200", float64(i)))
+	}
+}
+
+func TestMatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	h200 := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+	h100 := testRecord(shapeOf(1), "NVIDIA H100 80GB HBM3", 0.6)
+	h100.Key.SMCount = 114
+	a100 := testRecord(shapeOf(1), "NVIDIA A100-SXM4-80GB", 0.9)
+	a100.Key.ComputeCapability, a100.Arch = "8.0", "sm_80"
+	otherShape := testRecord(shapeOf(2), "NVIDIA H200", 0.5)
+	otherVersion := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+	otherVersion.Key.ConvgenVersion = "v0.2.0"
+	for _, r := range []Record{h200, otherShape, a100, h100, otherVersion} {
+		mustPut(t, path, r)
+	}
+	c := mustLoad(t, path)
+
+	k := h200.Key
+	q := Query{
+		Shape:           k.Shape,
+		Precision:       k.Precision,
+		Layout:          k.Layout,
+		TemplateVersion: k.TemplateVersion,
+		ConvgenVersion:  k.ConvgenVersion,
+		Arch:            "sm_90",
+	}
+	keys := func(rs []Record) []Key {
+		var ks []Key
+		for _, r := range rs {
+			ks = append(ks, r.Key)
+		}
+		return ks
+	}
+	check := func(q Query, want ...Record) {
+		t.Helper()
+		got := c.Match(q)
+		if !reflect.DeepEqual(keys(got), keys(want)) {
+			t.Errorf("Match(%+v) =\n %+v\nwant\n %+v", q, keys(got), keys(want))
+		}
+	}
+
+	// Empty Device: both sm_90 devices, sorted by key (H100 before H200).
+	check(q, h100, h200)
+	qd := q
+	qd.Device = "NVIDIA H200"
+	check(qd, h200)
+	qa := q
+	qa.Arch = ""
+	check(qa, a100, h100, h200)
+	qa.Arch = "sm_80"
+	check(qa, a100)
+	qv := q
+	qv.ConvgenVersion = "v0.2.0"
+	check(qv, otherVersion)
+	qp := q
+	qp.Precision = "tf32"
+	check(qp)
+}
