@@ -1,6 +1,8 @@
 package autotune
 
 import (
+	"math"
+
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/problem"
 )
@@ -56,4 +58,17 @@ type response struct {
 	RefError    float64   `json:"ref_error,omitempty"`    // GPU reference vs CPU, sampled outputs
 	NonFinite   int64     `json:"non_finite,omitempty"`   // outputs left NaN or infinite
 	TimesMS     []float64 `json:"times_ms,omitempty"`
+}
+
+// notFinite stands for an error that is NaN or infinite, which JSON cannot
+// carry: the largest float64.
+const notFinite = math.MaxFloat64
+
+// finite replaces non-finite errors with notFinite.
+func (r *response) finite() {
+	for _, f := range []*float64{&r.RelError, &r.SampleError, &r.RefError} {
+		if math.IsNaN(*f) || math.IsInf(*f, 0) {
+			*f = notFinite
+		}
+	}
 }

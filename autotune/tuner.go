@@ -124,9 +124,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 		return nil, err
 	}
 
-	lim := kernels.DefaultLimits(90)
-	lim.MaxSharedPerBlock = info.SharedOptin
-	cands, err := kernels.Enumerate(opt.Problem, lim)
+	cands, err := kernels.Enumerate(opt.Problem, Limits(info))
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +161,15 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	}
 	res.Trials = trials
 	return res, nil
+}
+
+// Limits are the static limits candidates are checked against on a device.
+func Limits(info gpu.Info) kernels.Limits {
+	lim := kernels.DefaultLimits(90)
+	if info.SharedOptin > 0 {
+		lim.MaxSharedPerBlock = info.SharedOptin
+	}
+	return lim
 }
 
 func withDefaults(o Options) Options {

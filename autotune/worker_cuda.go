@@ -37,6 +37,7 @@ func ServeWorker(r io.Reader, w io.Writer) error {
 			return fmt.Errorf("worker: bad request: %w", err)
 		}
 		resp := wk.handle(req)
+		resp.finite()
 		if err := enc.Encode(resp); err != nil {
 			return fmt.Errorf("worker: write response: %w", err)
 		}

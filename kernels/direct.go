@@ -96,9 +96,18 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 		for _, groups := range directColGroups {
 			for _, tp := range directTileP {
 				for _, tk := range directTileK {
+					if s.K%tk != 0 {
+						continue // only channel tiles that divide K are generated
+					}
 					for _, kx := range directChannelsPerThread {
+						if tk%kx != 0 || px*kx < 32 || px*kx > 64 {
+							continue // register tiles of 32 to 64 accumulators only
+						}
 						for _, sc := range divisors(s.C) {
 							for _, tpb := range directTilesPerBlock {
+								if tpb > 1 && sc != s.C {
+									continue // walking tiles keeps the filter, which needs StageC == C
+								}
 								for _, rf := range []int{0, 1} {
 									cfg := Config{"TileP": tp, "TileQ": px * groups, "TileK": tk,
 										"PixelsPerThread": px, "ChannelsPerThread": kx, "StageC": sc,
@@ -147,7 +156,7 @@ func (Direct) reject(s problem.Shape, c Config, lim Limits) string {
 		return "staging: TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C"
 	case (c["TileQ"]/c["PixelsPerThread"])*c["TileP"]%32 != 0 && c["TileQ"]/c["PixelsPerThread"]*c["TileP"] < 32:
 		return "warps: pixel threads do not fill a warp, so filter reads are not broadcasts"
-	case g.Grid < 2*132:
+	case g.Grid < 2*132 && s.N*s.K*s.P()*s.Q() >= 2*132*4096:
 		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs twice", g.Grid)
 	}
 	return ""

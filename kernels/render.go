@@ -73,7 +73,7 @@ func Reference(p problem.Problem) (Kernel, error) {
 
 // Families lists every kernel family in a stable order.
 func Families() []Family {
-	return []Family{Direct{}}
+	return []Family{Direct{}, MMA{}}
 }
 
 // FamilyByName finds a family by its name.

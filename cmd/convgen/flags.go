@@ -1,0 +1,160 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"go/token"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/convgen/convgen/problem"
+)
+
+var errHelp = errors.New("help requested")
+
+// config is the parsed command line.
+type config struct {
+	problem   problem.Problem
+	out       string
+	pkg       string
+	cache     string
+	arch      string
+	device    string
+	retune    bool
+	trials    int
+	budget    time.Duration
+	seed      uint64
+	jobs      int
+	runs      int
+	pin       []string
+	quiet     bool
+	shapeText string
+}
+
+var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.StringVar(&c.shapeText, "shape", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
+	precision := fs.String("precision", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
+	layout := fs.String("layout", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
+	fs.StringVarP(&c.out, "out", "o", "", "directory of the generated package (written atomically)")
+	fs.StringVar(&c.pkg, "pkg", "", "package name (default: the output directory's name)")
+	fs.StringVar(&c.cache, "cache", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
+	fs.StringVar(&c.arch, "arch", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
+	fs.StringVar(&c.device, "device", "", "device name to pick among cache records when replaying without a GPU")
+	fs.BoolVar(&c.retune, "retune", false, "tune even when the cache has a matching record")
+	fs.IntVar(&c.trials, "trials", 64, "candidates to measure at most (0: every candidate)")
+	fs.DurationVar(&c.budget, "time", 15*time.Minute, "tuning time budget (0: none)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the candidate sampling and of the check inputs")
+	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
+	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
+	fs.StringSliceVar(&c.pin, "pin", nil, "measure only these candidate IDs (family/knobs, as in the report)")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
+	help := fs.BoolP("help", "h", false, "show this help")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two):\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(longDashes(args, fs)); err != nil {
+		return c, usageError{err}
+	}
+	if *help {
+		fs.Usage()
+		return c, errHelp
+	}
+	if fs.NArg() > 0 {
+		return c, usageError{fmt.Errorf("unexpected argument %q (flags are -name value)", fs.Arg(0))}
+	}
+	if c.shapeText == "" {
+		return c, usageError{errors.New("-shape is required, e.g. -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")}
+	}
+	shape, err := problem.ParseShape(c.shapeText)
+	if err != nil {
+		return c, usageError{err}
+	}
+	if err := shape.Supported(); err != nil {
+		return c, usageError{err}
+	}
+	c.problem.Shape = shape
+	if c.problem.Precision, err = problem.ParsePrecision(*precision); err != nil {
+		return c, usageError{fmt.Errorf("-precision: %w", err)}
+	}
+	if c.problem.Layout, err = problem.ParseLayout(*layout); err != nil {
+		return c, usageError{fmt.Errorf("-layout: %w", err)}
+	}
+	if c.out == "" {
+		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
+	}
+	if c.pkg == "" {
+		c.pkg = packageName(filepath.Base(filepath.Clean(c.out)))
+	}
+	if !token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) {
+		return c, usageError{fmt.Errorf("-pkg %q is not a valid Go package name", c.pkg)}
+	}
+	if c.arch != "" && !archPattern.MatchString(c.arch) {
+		return c, usageError{fmt.Errorf("-arch %q: want sm_XY, e.g. sm_90", c.arch)}
+	}
+	if c.trials < 0 {
+		return c, usageError{fmt.Errorf("-trials %d: must be 0 (all) or positive", c.trials)}
+	}
+	if c.budget < 0 {
+		return c, usageError{fmt.Errorf("-time %s: must not be negative", c.budget)}
+	}
+	if c.runs < 20 {
+		return c, usageError{fmt.Errorf("-runs %d: at least 20 timed runs are needed for a median", c.runs)}
+	}
+	if c.jobs < 0 {
+		return c, usageError{fmt.Errorf("-jobs %d: must be 0 (all CPUs) or positive", c.jobs)}
+	}
+	if c.cache == "" {
+		return c, usageError{errors.New("-cache must name a file")}
+	}
+	return c, nil
+}
+
+// longDashes turns -name into --name for every long flag the set knows, so
+// that both spellings work (pflag reads -abc as three shorthands).
+func longDashes(args []string, fs *pflag.FlagSet) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' {
+			name, _, _ := strings.Cut(a[1:], "=")
+			if fs.Lookup(name) != nil {
+				a = "-" + a
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// packageName derives a package name from a directory name.
+func packageName(dir string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(dir) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' && b.Len() > 0 {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// command is the canonical command line that regenerates the package: it
+// depends only on the flags that change the output.
+func (c config) command() string {
+	parts := []string{"convgen", "-shape", c.problem.Shape.String(),
+		"-precision", string(c.problem.Precision), "-layout", string(c.problem.Layout),
+		"-pkg", c.pkg, "-o", filepath.ToSlash(c.out), "-cache", filepath.ToSlash(c.cache)}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/convgen/convgen/autotune"
+	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/internal/version"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/report"
+	"github.com/convgen/convgen/templates"
+	"github.com/convgen/convgen/tunecache"
+)
+
+// generate finds or makes the tuning record and writes the package.
+func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	cache, err := tunecache.Load(c.cache)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "convgen %s: %s\n", version.Convgen, c.problem)
+	var rec tunecache.Record
+	if gpu.Available() {
+		rec, err = recordOnGPU(ctx, c, cache, stdout, stderr)
+	} else {
+		rec, err = recordOffline(c, cache, stdout)
+	}
+	if err != nil {
+		return err
+	}
+	return writePackage(c, rec, stdout)
+}
+
+// workerArgv starts this binary as a tuning worker.
+func workerArgv() ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable for the GPU worker: %w", err)
+	}
+	return []string{exe, workerArg}, nil
+}
+
+func baseKey(c config) tunecache.Key {
+	return tunecache.Key{Shape: c.problem.Shape.String(), Precision: string(c.problem.Precision),
+		Layout: string(c.problem.Layout), TemplateVersion: templates.Version(), ConvgenVersion: version.Convgen}
+}
+
+// recordOnGPU uses the cache's record for this exact device and toolchain, or
+// tunes and stores a new one.
+func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, stderr io.Writer) (tunecache.Record, error) {
+	argv, err := workerArgv()
+	if err != nil {
+		return tunecache.Record{}, err
+	}
+	lib, err := nvrtc.Open()
+	if err != nil {
+		return tunecache.Record{}, fmt.Errorf("tuning needs NVRTC: %w", err)
+	}
+	info, err := autotune.Probe(argv)
+	if err != nil {
+		return tunecache.Record{}, err
+	}
+	key := baseKey(c)
+	key.NVRTCVersion, key.Device, key.ComputeCapability, key.SMCount, key.Driver =
+		lib.VersionString(), info.Name, info.ComputeCapability, info.SMs, info.Driver
+	if rec, ok := cache.Lookup(key); ok && !c.retune {
+		fmt.Fprintf(stdout, "using the cache's record for %s (%s): %s, %.3f ms\n", info.Name, c.cache, rec.Winner.Family, rec.Winner.MedianMS)
+		return rec, nil
+	}
+	fmt.Fprintf(stdout, "tuning on %s (%s, %d SMs), NVRTC %s from %s\n", info.Name, info.Arch, info.SMs, lib.VersionString(), lib.Path())
+	var progress io.Writer = stderr
+	if c.quiet {
+		progress = nil
+	}
+	res, err := autotune.Tune(ctx, lib, autotune.Options{Problem: c.problem, Worker: argv, Trials: c.trials,
+		Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, Only: c.pin, Progress: progress})
+	if err != nil {
+		return tunecache.Record{}, fmt.Errorf("tune: %w", err)
+	}
+	data := report.New(res, c.command(), version.Convgen)
+	data.Rejected = nil // recomputed from the templates when the package is written
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return tunecache.Record{}, fmt.Errorf("encode report: %w", err)
+	}
+	w := res.Winner
+	timing := func(t autotune.Trial) tunecache.Timing {
+		return tunecache.Timing{Family: t.Family, Config: t.Config, MedianMS: t.MedianMS, SpreadMS: t.P90MS - t.P10MS, RelError: t.RelError}
+	}
+	rec := tunecache.Record{Key: key, Winner: timing(*w), Kernel: res.Kernel.Name, Grid: res.Kernel.Grid,
+		Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes, Arch: info.Arch, CUBIN: res.CUBIN,
+		PTX: res.PTX, Command: c.command(), Report: raw}
+	for _, t := range bestOthers(res, 5) {
+		rec.RunnersUp = append(rec.RunnersUp, timing(t))
+	}
+	if err := tunecache.Put(c.cache, rec); err != nil {
+		return tunecache.Record{}, fmt.Errorf("save tuning record: %w", err)
+	}
+	fmt.Fprintf(stdout, "winner %s: %.3f ms median, rel. error %.2e; saved to %s\n", w.ID, w.MedianMS, w.RelError, c.cache)
+	return rec, nil
+}
+
+// bestOthers lists up to n measured candidates after the winner, fastest first.
+func bestOthers(res *autotune.Result, n int) []autotune.Trial {
+	var ok []autotune.Trial
+	for _, t := range res.Trials {
+		if t.Status == autotune.StatusOK && t.ID != res.Winner.ID {
+			ok = append(ok, t)
+		}
+	}
+	for i := 1; i < len(ok); i++ {
+		for j := i; j > 0 && ok[j].MedianMS < ok[j-1].MedianMS; j-- {
+			ok[j], ok[j-1] = ok[j-1], ok[j]
+		}
+	}
+	return ok[:min(n, len(ok))]
+}
+
+// recordOffline picks the cache's record for this problem without a GPU.
+func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecache.Record, error) {
+	k := baseKey(c)
+	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, TemplateVersion: k.TemplateVersion,
+		ConvgenVersion: k.ConvgenVersion, Arch: c.arch, Device: c.device}
+	recs := cache.Match(q)
+	switch len(recs) {
+	case 0:
+		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s (templates %s, convgen %s)",
+			gpu.ErrNoCUDA, c.cache, c.problem, k.TemplateVersion, k.ConvgenVersion)
+	case 1:
+		fmt.Fprintf(stdout, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.cache)
+		return recs[0], nil
+	}
+	var devs []string
+	for _, r := range recs {
+		devs = append(devs, fmt.Sprintf("%q (%s, NVRTC %s, driver %s)", r.Key.Device, r.Arch, r.Key.NVRTCVersion, r.Key.Driver))
+	}
+	return tunecache.Record{}, usageError{fmt.Errorf("%d records in %s match %s: pick one with -device and -arch: %s",
+		len(recs), c.cache, c.problem, strings.Join(devs, ", "))}
+}
+
+// writePackage renders the binding and the report and writes them at once.
+func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
+	var data report.Data
+	if len(rec.Report) == 0 {
+		return errors.New("the tuning record has no report")
+	}
+	if err := json.Unmarshal(rec.Report, &data); err != nil {
+		return fmt.Errorf("decode the record's report: %w", err)
+	}
+	data.Command = c.command()
+	cands, err := kernels.Enumerate(c.problem, autotune.Limits(data.Device))
+	if err != nil {
+		return err
+	}
+	data.SetRejected(cands)
+	summary := fmt.Sprintf("tuned on %s (%s): %s, median %.3f ms, rel. error %.1e", rec.Key.Device, rec.Arch,
+		rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError)
+	files, err := gen.Files(gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: rec.Kernel, Grid: rec.Grid,
+		Block: rec.Block, SharedBytes: rec.SharedBytes, Arch: rec.Arch, CUBIN: rec.CUBIN, PTX: rec.PTX,
+		Command: c.command(), Summary: summary})
+	if err != nil {
+		return fmt.Errorf("generate package: %w", err)
+	}
+	js, err := data.JSON()
+	if err != nil {
+		return err
+	}
+	files["REPORT.md"] = data.Markdown()
+	files["report.json"] = js
+	if err := gen.Write(c.out, files); err != nil {
+		return fmt.Errorf("write package: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote package %s to %s (%d files)\n", c.pkg, c.out, len(files))
+	return nil
+}

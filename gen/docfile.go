@@ -1,0 +1,140 @@
+package gen
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// layoutDoc names the memory order of the three tensors, outermost first.
+func layoutDoc(l problem.Layout) (in, filter, out string) {
+	filter = strings.ToUpper(l.FilterLayout())
+	if l == problem.NHWC {
+		return "NHWC", filter, "NPQK"
+	}
+	return "NCHW", filter, "NKPQ"
+}
+
+// docWidth is where prose in the generated doc comments wraps.
+const docWidth = 76
+
+// wrap breaks text into lines of at most docWidth characters at spaces.
+func wrap(text string) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(text) {
+		switch {
+		case n == 0:
+		case n+1+utf8.RuneCountInString(word) > docWidth:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += utf8.RuneCountInString(word)
+	}
+	return b.String()
+}
+
+// genDoc renders doc.go: the package comment is the package's manual.
+func genDoc(s *spec) *jen.File {
+	f := s.newFile("")
+	sh := s.shape
+	in, filter, out := layoutDoc(s.Problem.Layout)
+	input, filt, bias, output := sh.Elements()
+	var b strings.Builder
+	// para adds a wrapped paragraph, code adds lines of a code block, and
+	// both end with a blank line.
+	para := func(format string, args ...any) { b.WriteString(wrap(fmt.Sprintf(format, args...)) + "\n\n") }
+	code := func(lines ...string) {
+		for _, l := range lines {
+			b.WriteString("\t" + l + "\n")
+		}
+		b.WriteString("\n")
+	}
+
+	para("Package %s runs one CUDA convolution kernel that convgen generated and tuned for a single problem, fixed when the package was generated:", s.Package)
+	code(
+		"shape      "+sh.String(),
+		fmt.Sprintf("precision  %s: %s, %s data", s.Problem.Precision, s.elem.arith, s.elem.data),
+		fmt.Sprintf("layout     %s: input %s, filter %s, output %s", s.Problem.Layout, in, filter, out),
+		fmt.Sprintf("kernel     %s, grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory",
+			s.Kernel, s.Grid[0], s.Grid[1], s.Grid[2], s.Block[0], s.Block[1], s.Block[2], s.SharedBytes),
+	)
+	para("Tuning: %s.", strings.TrimSuffix(s.Summary, "."))
+
+	b.WriteString("# What it computes\n\n")
+	para("The forward 2-D convolution (cross-correlation, as in cuDNN and PyTorch) of an N×C×H×W = %d×%d×%d×%d input with a K×(C/Groups)×R×S = %d×%d×%d×%d filter into an N×K×P×Q = %d×%d×%d×%d output, with the constants of this package:",
+		sh.N, sh.C, sh.H, sh.W, sh.K, sh.C/sh.Groups, sh.R, sh.S, sh.N, sh.K, sh.P(), sh.Q())
+	biasTerm, channel := "", "c"
+	if sh.Bias {
+		biasTerm = "bias[k] + "
+	}
+	if sh.Groups > 1 {
+		channel = "g*(C/Groups)+c"
+	}
+	code(
+		fmt.Sprintf("out[n][k][p][q] = %sΣ in[n][%s][h][w] * filter[k][c][r][s]", biasTerm, channel),
+		"h = p*StrideH - PadH + r*DilationH",
+		"w = q*StrideW - PadW + s*DilationW",
+	)
+	sum := "summed over c < C/Groups, r < R and s < S"
+	if sh.Groups > 1 {
+		sum += ", where g = k/(K/Groups) is k's channel group"
+	}
+	sum += ". Input positions outside the H×W image read as zero (padding)."
+	if !sh.Bias {
+		sum += " The problem has no bias: Forward ignores its bias argument."
+	}
+	para("%s", sum)
+
+	b.WriteString("# Memory\n\n")
+	para("Every tensor is one dense array of %s (ElementBytes = %d bytes each) in device memory, in the layout's order, outermost index first:", s.elem.goType, s.elem.bytes)
+	mem := []string{
+		fmt.Sprintf("in      %s  InputElems  = %d", in, input),
+		fmt.Sprintf("filter  %s  FilterElems = %d", filter, filt),
+	}
+	if sh.Bias {
+		mem = append(mem, fmt.Sprintf("bias    K     BiasElems   = %d", bias))
+	}
+	code(append(mem, fmt.Sprintf("out     %s  OutputElems = %d", out, output))...)
+
+	b.WriteString("# Usage\n\n")
+	para("The kernel runs only in builds with the cuda build tag (go build -tags cuda, go test -tags cuda), which need cgo, cuda.h and libcuda (point CGO_CFLAGS and CGO_LDFLAGS at them when they are not under /usr/local/cuda). Without the tag the package still compiles, and Load, Forward and Close return an error.")
+	para("CUDA contexts belong to OS threads: lock the goroutine's thread and make a context current before Load, Forward and Close. With gorgonia.org/cu:")
+	argBias := s.Package + ".PtrOf(bias)"
+	if !sh.Bias {
+		argBias = "0"
+	}
+	code(
+		"runtime.LockOSThread()",
+		"defer runtime.UnlockOSThread()",
+		"dev, err := cu.GetDevice(0)",
+		"// ...",
+		"ctx, err := dev.MakeContext(cu.SchedAuto) // current on this thread",
+		"// ...",
+		"defer ctx.Destroy()",
+		"k, err := "+s.Package+".Load()",
+		"if err != nil {",
+		"\treturn err",
+		"}",
+		"defer k.Close()",
+		fmt.Sprintf("err = k.Forward(%[1]s.StreamOf(stream), %[1]s.PtrOf(out), %[1]s.PtrOf(in), %[1]s.PtrOf(filter), %[2]s)", s.Package, argBias),
+		"// ...",
+		"err = stream.Synchronize() // out is ready",
+	)
+	load := fmt.Sprintf("Load picks the embedded %s CUBIN when the current device is %s and otherwise has the driver compile the embedded PTX.", s.Arch, s.Arch)
+	if s.PTX == "" {
+		load = fmt.Sprintf("Load needs a %s device: the package embeds no PTX for other GPUs.", s.Arch)
+	}
+	para("%s Forward only enqueues the kernel on the stream (0 is the legacy default stream): synchronize before reading out. Forward may run from several goroutines at once, each with the context current on its locked thread; Close must not overlap it.", load)
+	para("go test -tags cuda checks the kernel on GPU 0 against a float64 reference (relative L2 error at most %g over %d random outputs and the corners).", s.Problem.Precision.ErrorBound(), testSamples)
+	f.PackageComment(docText(b.String()))
+	return f
+}

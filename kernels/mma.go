@@ -1,0 +1,172 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// MMA is the tensor-core implicit-GEMM family (templates/mma.cu.tmpl):
+// mma.sync m16n8k8 with TF32 operands and FP32 accumulators, in one pass
+// (tf32) or three (3xtf32: each operand split into a TF32 high part and a
+// TF32 residual, for FP32 accuracy).
+//
+// Knobs:
+//   - TileP, TileQ: output rows and columns per block tile (BM = TileP*TileQ pixels);
+//   - TileK: output channels per block;
+//   - WarpM, WarpN: pixels and channels per warp (multiples of 16 and 8);
+//   - TilesPerBlock: tiles a block walks with the filter kept in shared
+//     memory and the next tile's input patch prefetched.
+type MMA struct{}
+
+// Name implements Family.
+func (MMA) Name() string { return "mma" }
+
+// Serves implements Family.
+func (MMA) Serves(p problem.Problem) error {
+	if err := p.Shape.Supported(); err != nil {
+		return err
+	}
+	if p.Precision != problem.TF32 && p.Precision != problem.TF32x3 {
+		return fmt.Errorf("mma serves tf32 and 3xtf32, not %s", p.Precision)
+	}
+	if p.Shape.K%8 != 0 {
+		return fmt.Errorf("mma needs K divisible by 8, not %d", p.Shape.K)
+	}
+	return nil
+}
+
+var (
+	mmaTileP         = []int{1, 2, 4, 8}
+	mmaTileQ         = []int{8, 16, 28, 32, 56}
+	mmaTileK         = []int{32, 48, 64, 96, 128}
+	mmaWarpM         = []int{32, 64}
+	mmaWarpN         = []int{16, 24, 32, 48}
+	mmaTilesPerBlock = []int{1, 8}
+)
+
+type mmaGeometry struct {
+	ThreadsPerBlock, S4, JP, TilesP, TilesQ, PatchRows, PatchCols, PatchPitch int
+	FilterPitch, GridTiles, SharedBytes, Accumulators                         int
+}
+
+func mmaGeom(s problem.Shape, c Config) mmaGeometry {
+	var g mmaGeometry
+	bm := c["TileP"] * c["TileQ"]
+	g.ThreadsPerBlock = 32 * (bm / c["WarpM"]) * (c["TileK"] / c["WarpN"])
+	g.S4 = roundUp(s.S, 4)
+	g.JP = roundUp(s.C*s.R*g.S4, 8)
+	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
+	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.PatchCols = (c["TileQ"]-1)*s.StrideW + (g.S4-1)*s.DilationW + 1
+	g.PatchPitch = g.PatchCols
+	// B-fragment loads hit rows g*FilterPitch + t: ≡ 4 mod 32 keeps them in
+	// 32 distinct banks.
+	g.FilterPitch = g.JP + ((4-g.JP%32)+32)%32
+	tiles := s.N * g.TilesP * g.TilesQ
+	g.GridTiles = ceilDiv(tiles, c["TilesPerBlock"])
+	g.SharedBytes = 4 * (c["TileK"]*g.FilterPitch + 2*s.C*g.PatchRows*g.PatchPitch)
+	g.Accumulators = (c["WarpM"] / 16) * (c["WarpN"] / 8) * 4
+	return g
+}
+
+// Space implements Family.
+func (f MMA) Space(p problem.Problem, lim Limits) []Candidate {
+	s := p.Shape
+	var out []Candidate
+	for _, tp := range mmaTileP {
+		for _, tq := range mmaTileQ {
+			for _, tk := range mmaTileK {
+				if s.K%tk != 0 {
+					continue // channel tiles divide K
+				}
+				for _, wm := range mmaWarpM {
+					if tp*tq%wm != 0 {
+						continue // warps tile the block's pixels exactly
+					}
+					for _, wn := range mmaWarpN {
+						if tk%wn != 0 {
+							continue
+						}
+						for _, tpb := range mmaTilesPerBlock {
+							cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb}
+							out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (MMA) reject(p problem.Problem, c Config, lim Limits) string {
+	s := p.Shape
+	g := mmaGeom(s, c)
+	limitAcc := 128
+	if p.Precision == problem.TF32x3 {
+		limitAcc = 96 // the split operands need registers too
+	}
+	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
+	waste := 1 - float64(s.P()*s.Q())/computed
+	switch {
+	case g.ThreadsPerBlock > 512 || g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > 512", g.ThreadsPerBlock)
+	case g.ThreadsPerBlock < 64:
+		return fmt.Sprintf("threads: %d per block < 64", g.ThreadsPerBlock)
+	case g.Accumulators > limitAcc:
+		return fmt.Sprintf("registers: %d accumulators per thread > %d", g.Accumulators, limitAcc)
+	case g.Accumulators < 16:
+		return fmt.Sprintf("register tile: %d accumulators per thread < 16", g.Accumulators)
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case waste > 0.20:
+		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
+	case c["TileP"] > 1 && g.TilesP*c["TileP"]-s.P() >= c["TileP"]:
+		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
+	case c["TilesPerBlock"] > 1 && g.GridTiles*(s.K/c["TileK"]) < 132:
+		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs", g.GridTiles*(s.K/c["TileK"]))
+	}
+	return ""
+}
+
+// Render implements Family.
+func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	for _, k := range []string{"TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock"} {
+		if _, ok := cfg[k]; !ok {
+			return Kernel{}, fmt.Errorf("mma: config %s lacks knob %s", cfg, k)
+		}
+	}
+	g := mmaGeom(p.Shape, cfg)
+	split3 := p.Precision == problem.TF32x3
+	doc := "TF32 operands (rounded to nearest), FP32 accumulation"
+	if split3 {
+		doc = "3xTF32: operands split into TF32 high and residual parts, three products accumulated in FP32"
+	}
+	name := fmt.Sprintf("convgen_mma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
+	data := struct {
+		shapeData
+		mmaGeometry
+		Name, Config, PrecisionDoc, FilterLayout         string
+		Split3                                           bool
+		TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock int
+	}{newShapeData(p), g, name, cfg.String(), doc, p.Layout.FilterLayout(), split3,
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["WarpM"], cfg["WarpN"], cfg["TilesPerBlock"]}
+	src, err := render("mma.cu.tmpl", data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}
+
+// precisionTag is a precision's name as it may appear in an identifier.
+func precisionTag(p problem.Precision) string {
+	if p == problem.TF32x3 {
+		return "tf32x3"
+	}
+	return string(p)
+}
