@@ -16,7 +16,9 @@ import (
 //   - TileK: output channels per block;
 //   - WarpM, WarpN: pixels and channels per warp (multiples of 16 and 8);
 //   - TilesPerBlock: tiles a block walks with the filter kept in shared
-//     memory and the next tile's input patch prefetched.
+//     memory;
+//   - Stages: input-patch buffers (2: the next tile's patch is prefetched
+//     with cp.async while this one is computed).
 type MMA struct{}
 
 // Name implements Family.
@@ -48,6 +50,7 @@ var (
 type mmaGeometry struct {
 	ThreadsPerBlock, S4, JP, TilesP, TilesQ, PatchRows, PatchCols, PatchPitch int
 	FilterPitch, GridTiles, SharedBytes, Accumulators                         int
+	LDMatrix                                                                  int // 1: fragments loaded with ldmatrix
 }
 
 func mmaGeom(s problem.Shape, c Config) mmaGeometry {
@@ -60,12 +63,17 @@ func mmaGeom(s problem.Shape, c Config) mmaGeometry {
 	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.PatchCols = (c["TileQ"]-1)*s.StrideW + (g.S4-1)*s.DilationW + 1
 	g.PatchPitch = g.PatchCols
+	if s.StrideW%4 == 0 && s.DilationW == 1 && c["WarpN"]%16 == 0 {
+		// 16-byte aligned fragment rows: ldmatrix can load them.
+		g.LDMatrix = 1
+		g.PatchPitch = roundUp(g.PatchCols, 4)
+	}
 	// B-fragment loads hit rows g*FilterPitch + t: ≡ 4 mod 32 keeps them in
 	// 32 distinct banks.
 	g.FilterPitch = g.JP + ((4-g.JP%32)+32)%32
 	tiles := s.N * g.TilesP * g.TilesQ
 	g.GridTiles = ceilDiv(tiles, c["TilesPerBlock"])
-	g.SharedBytes = 4 * (c["TileK"]*g.FilterPitch + 2*s.C*g.PatchRows*g.PatchPitch)
+	g.SharedBytes = 4 * (c["TileK"]*g.FilterPitch + c["Stages"]*s.C*g.PatchRows*g.PatchPitch)
 	g.Accumulators = (c["WarpM"] / 16) * (c["WarpN"] / 8) * 4
 	return g
 }
@@ -89,8 +97,13 @@ func (f MMA) Space(p problem.Problem, lim Limits) []Candidate {
 							continue
 						}
 						for _, tpb := range mmaTilesPerBlock {
-							cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb}
-							out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+							for _, st := range []int{1, 2} {
+								if st == 2 && tpb == 1 {
+									continue // nothing to prefetch
+								}
+								cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb, "Stages": st}
+								out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+							}
 						}
 					}
 				}
@@ -135,7 +148,7 @@ func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	for _, k := range []string{"TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock"} {
+	for _, k := range []string{"TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock", "Stages"} {
 		if _, ok := cfg[k]; !ok {
 			return Kernel{}, fmt.Errorf("mma: config %s lacks knob %s", cfg, k)
 		}
@@ -150,11 +163,11 @@ func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		mmaGeometry
-		Name, Config, PrecisionDoc, FilterLayout         string
-		Split3                                           bool
-		TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock int
+		Name, Config, PrecisionDoc, FilterLayout                 string
+		Split3                                                   bool
+		TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock, Stages int
 	}{newShapeData(p), g, name, cfg.String(), doc, p.Layout.FilterLayout(), split3,
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["WarpM"], cfg["WarpN"], cfg["TilesPerBlock"]}
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["WarpM"], cfg["WarpN"], cfg["TilesPerBlock"], cfg["Stages"]}
 	src, err := render("mma.cu.tmpl", data)
 	if err != nil {
 		return Kernel{}, err

@@ -123,11 +123,11 @@ func Peak(p problem.Precision, dev gpu.Info) (float64, string) {
 	perSM, what := 256.0, "FFMA: 128 lanes × 2 FLOP per SM per clock"
 	switch p {
 	case problem.TF32:
-		perSM, what = 1024, "dense TF32 mma: 1024 FLOP per SM per clock (sm_80/sm_90)"
+		perSM, what = 2048, "dense TF32 tensor cores: 2048 FLOP per SM per clock (sm_90 datasheet)"
 	case problem.TF32x3:
-		perSM, what = 1024.0/3, "3 dense TF32 mma per product: 1024/3 FLOP per SM per clock"
+		perSM, what = 2048.0/3, "3 dense TF32 products per FP32 product: 2048/3 FLOP per SM per clock (sm_90)"
 	case problem.FP16, problem.BF16:
-		perSM, what = 2048, "dense FP16/BF16 mma: 2048 FLOP per SM per clock (sm_80/sm_90)"
+		perSM, what = 4096, "dense FP16/BF16 tensor cores: 4096 FLOP per SM per clock (sm_90 datasheet)"
 	}
 	peak := perSM * float64(dev.SMs) * float64(dev.ClockMHz) * 1e6
 	return peak, fmt.Sprintf("%s × %d SMs × %d MHz", what, dev.SMs, dev.ClockMHz)

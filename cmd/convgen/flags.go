@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the candidate sampling and of the check inputs")
 	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
-	fs.StringSliceVar(&c.pin, "pin", nil, "measure only these candidate IDs (family/knobs, as in the report)")
+	fs.StringArrayVar(&c.pin, "pin", nil, "measure only this candidate ID (family/knobs, as in the report); repeat for several")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
 	help := fs.BoolP("help", "h", false, "show this help")
 	fs.Usage = func() {

@@ -1,0 +1,540 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/autotune"
+	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/internal/version"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+	"github.com/convgen/convgen/report"
+	"github.com/convgen/convgen/templates"
+	"github.com/convgen/convgen/tunecache"
+)
+
+// flagship is AlexNet's first layer.
+const flagship = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+
+// result is one run of the command.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runConvgen(t *testing.T, args ...string) result {
+	t.Helper()
+	if gpu.Available() {
+		t.Fatal("these tests expect a build without the cuda tag: generate must replay from the cache")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// oneErrorLine checks that stderr is exactly one line starting with
+// "convgen:" and containing every one of want.
+func oneErrorLine(t *testing.T, r result, want ...string) {
+	t.Helper()
+	line, rest, ok := strings.Cut(r.stderr, "\n")
+	if !ok || rest != "" || !strings.HasPrefix(line, "convgen: ") {
+		t.Errorf("stderr = %q: want exactly one line starting with \"convgen: \"", r.stderr)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("stderr %q does not mention %q", line, w)
+		}
+	}
+}
+
+// listDir lists every entry under dir, recursively, as slash paths.
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	var names []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir {
+			rel, _ := filepath.Rel(dir, path)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// readTree reads every file in dir (not recursive; generated packages are flat).
+func readTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if e.IsDir() {
+			t.Errorf("%s: unexpected subdirectory %s", dir, e.Name())
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+func TestUsageErrors(t *testing.T) {
+	const bad = "N=1,C=3,H=8,W=8,K=4,R=3,S=3"
+	tests := []struct {
+		name string
+		args []string // -o and -cache are added unless noOut
+		want []string
+		// noOut leaves out -o (the "missing -o" case).
+		noOut bool
+	}{
+		{"missing -shape", nil, []string{"-shape"}, false},
+		{"empty -shape", []string{"-shape", ""}, []string{"-shape"}, false},
+		{"-shape without value", []string{"-shape"}, []string{"shape"}, true},
+		{"unknown key", []string{"-shape", flagship + ",foo=1"}, []string{`unknown key "foo"`}, false},
+		{"repeated key", []string{"-shape", flagship + ",n=2"}, []string{`"n"`, "twice"}, false},
+		{"K=0", []string{"-shape", "N=1,C=3,H=8,W=8,K=0,R=3,S=3"}, []string{"K=", "positive"}, false},
+		{"output size below 1", []string{"-shape", "N=1,C=3,H=8,W=8,K=4,R=13,S=3,pad=2"}, []string{"P=", "at least 1"}, false},
+		{"groups=2", []string{"-shape", "N=1,C=4,H=8,W=8,K=4,R=3,S=3,groups=2"}, []string{"groups=2", "not supported yet"}, false},
+		{"overflow", []string{"-shape", "N=100000,C=100,H=100,W=100,K=1,R=1,S=1"}, []string{"overflow"}, false},
+		{"-precision fp64", []string{"-shape", bad, "-precision", "fp64"}, []string{"-precision", `"fp64"`}, false},
+		{"-layout nhcw", []string{"-shape", bad, "-layout", "nhcw"}, []string{"-layout", `"nhcw"`}, false},
+		{"-arch sm9", []string{"-shape", bad, "-arch", "sm9"}, []string{"-arch", `"sm9"`}, false},
+		{"missing -o", []string{"-shape", bad}, []string{"-o"}, true},
+		{"-pkg 1bad", []string{"-shape", bad, "-pkg", "1bad"}, []string{"-pkg", `"1bad"`}, false},
+		{"-pkg keyword", []string{"-shape", bad, "-pkg", "func"}, []string{"-pkg", `"func"`}, false},
+		{"-runs 5", []string{"-shape", bad, "-runs", "5"}, []string{"-runs 5"}, false},
+		{"-runs not a number", []string{"-shape", bad, "-runs", "many"}, []string{"runs", `"many"`}, false},
+		{"-trials -1", []string{"-shape", bad, "-trials", "-1"}, []string{"-trials -1"}, false},
+		{"-jobs -1", []string{"-shape", bad, "-jobs", "-1"}, []string{"-jobs -1"}, false},
+		{"-time -1s", []string{"-shape", bad, "-time", "-1s"}, []string{"-time -1s"}, false},
+		{"empty -cache", []string{"-shape", bad, "-cache="}, []string{"-cache"}, false},
+		{"positional argument", []string{"-shape", bad, "extra"}, []string{`unexpected argument "extra"`}, false},
+		{"unknown flag", []string{"-shape", bad, "--bogus"}, []string{"bogus"}, false},
+		{"unknown flag, one dash", []string{"-shape", bad, "-bogus"}, []string{"bogus"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "alexnet")
+			cache := filepath.Join(dir, "cache.json")
+			args := slices.Clone(tt.args)
+			if !tt.noOut {
+				// Before the case's own flags, so that a trailing flag
+				// without value stays last.
+				args = append([]string{"-o", out, "-cache", cache}, args...)
+			} else {
+				args = append([]string{"-cache", cache}, args...)
+			}
+			r := runConvgen(t, args...)
+			if r.code != 2 {
+				t.Errorf("exit code %d, want 2 (stderr %q)", r.code, r.stderr)
+			}
+			oneErrorLine(t, r, tt.want...)
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing on a usage error", r.stdout)
+			}
+			if got := listDir(t, dir); len(got) != 0 {
+				t.Errorf("a usage error left %v in the directory", got)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, flag := range []string{"-help", "--help", "-h"} {
+		t.Run(flag, func(t *testing.T) {
+			dir := t.TempDir()
+			r := runConvgen(t, flag, "-o", filepath.Join(dir, "x"), "-cache", filepath.Join(dir, "c.json"))
+			if r.code != 0 {
+				t.Errorf("exit code %d, want 0", r.code)
+			}
+			for _, w := range []string{"usage: convgen", "--shape", "--precision", "--device"} {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("help output lacks %q:\n%s", w, r.stderr)
+				}
+			}
+			if got := listDir(t, dir); len(got) != 0 {
+				t.Errorf("-help left %v in the directory", got)
+			}
+		})
+	}
+}
+
+// fixture builds a tuning record for the flagship, fp32 NCHW, as if tuned on
+// device, with the winner a real kept candidate of the direct family.
+func fixture(t *testing.T, device string, sms int) tunecache.Record {
+	t.Helper()
+	shape, err := problem.ParseShape(flagship)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
+	info := gpu.Info{Name: device, ComputeCapability: "9.0", Arch: "sm_90", SMs: sms, Driver: "13.0",
+		ClockMHz: 1980, SharedOptin: 232448, L2Bytes: 50 << 20, MemoryGBps: 4200}
+	cands, err := kernels.Enumerate(p, autotune.Limits(info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var win kernels.Candidate
+	for _, c := range cands {
+		if c.Rejected == "" && c.Family == "direct" {
+			win = c
+			break
+		}
+	}
+	if win.Family == "" {
+		t.Fatal("the flagship has no kept direct candidate")
+	}
+	k, err := kernels.RenderCandidate(p, win)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := autotune.Trial{ID: win.ID(), Family: win.Family, Config: win.Config, Status: autotune.StatusOK,
+		Registers: 96, SharedBytes: k.SharedBytes, Threads: k.Block[0], MedianMS: 1.9, P10MS: 1.88, P90MS: 1.95,
+		Runs: 30, RelError: 2.1e-7, SampleError: 1.5e-7}
+	peak, src := report.Peak(p.Precision, info)
+	data := report.Data{Shape: shape.String(), Precision: "fp32", Layout: "nchw", Device: info, NVRTC: "13.0",
+		TemplateVersion: templates.Version(), ConvgenVersion: version.Convgen, Command: "convgen (fixture)",
+		GFLOP: shape.FLOPs() / 1e9, MBytes: 100, ComputeFloorMS: shape.FLOPs() / peak * 1e3, MemoryFloorMS: 0.02,
+		PeakTFLOPS: peak / 1e12, PeakSource: src, Winner: trial.ID,
+		Counts:     []report.Count{{Status: autotune.StatusOK, N: 1}},
+		Candidates: []report.Candidate{{Trial: trial, GFLOPS: shape.FLOPs() / 1.9e-3 / 1e9, Roofline: 0.8}}}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tunecache.Record{
+		Key: tunecache.Key{Shape: shape.String(), Precision: "fp32", Layout: "nchw",
+			TemplateVersion: templates.Version(), ConvgenVersion: version.Convgen, NVRTCVersion: "13.0",
+			Device: device, ComputeCapability: "9.0", SMCount: sms, Driver: "13.0"},
+		Winner: tunecache.Timing{Family: "direct", Config: win.Config, MedianMS: 1.9, SpreadMS: 0.07, RelError: 2.1e-7},
+		Kernel: k.Name, Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes, Arch: "sm_90",
+		CUBIN:   []byte("\x7fELF\x02\x01\x01 fixture cubin \x00\x01\x02\xff"),
+		PTX:     "//\n// fixture PTX\n//\n.version 7.8\n.target sm_90\n.address_size 64\n",
+		Command: "convgen (fixture)",
+		Report:  raw,
+	}
+}
+
+func putRecords(t *testing.T, path string, recs ...tunecache.Record) {
+	t.Helper()
+	for _, r := range recs {
+		if err := tunecache.Put(path, r); err != nil {
+			t.Fatalf("tunecache.Put: %v", err)
+		}
+	}
+}
+
+const h200 = "NVIDIA H200"
+
+func TestReplay(t *testing.T) {
+	rec := fixture(t, h200, 132)
+	// The same relative -o and -cache strings, run from two working
+	// directories: the command line recorded in the files is the same, so
+	// must every byte be.
+	const out, cache = "tmp/alexnet", "tuning/cache.json"
+	var trees []map[string][]byte
+	for i := range 2 {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		putRecords(t, cache, rec)
+		if err := os.MkdirAll("tmp", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache)
+		if r.code != 0 {
+			t.Fatalf("run %d: exit code %d, stderr %q", i, r.code, r.stderr)
+		}
+		if r.stderr != "" {
+			t.Errorf("run %d: stderr = %q, want nothing", i, r.stderr)
+		}
+		for _, w := range []string{"replaying", h200, "wrote package alexnet"} {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("run %d: stdout lacks %q:\n%s", i, w, r.stdout)
+			}
+		}
+		trees = append(trees, readTree(t, filepath.Join(dir, "tmp", "alexnet")))
+		if got := listDir(t, filepath.Join(dir, "tmp")); !slices.Contains(got, "alexnet") || slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "convgen-") }) {
+			t.Errorf("run %d: tmp/ holds %v: want alexnet and no leftover temporary directory", i, got)
+		}
+	}
+	files := trees[0]
+	for _, name := range []string{"doc.go", "shape.go", "REPORT.md", "report.json", "kernel_sm_90.cubin", "kernel.ptx"} {
+		if _, ok := files[name]; !ok {
+			t.Errorf("the package lacks %s (has %v)", name, slices.Sorted(maps.Keys(files)))
+		}
+	}
+	if first, _, _ := strings.Cut(string(files["doc.go"]), "\n"); first != "// Code generated by convgen. DO NOT EDIT." {
+		t.Errorf("doc.go starts with %q", first)
+	}
+	if !bytes.Equal(files["kernel_sm_90.cubin"], rec.CUBIN) {
+		t.Errorf("kernel_sm_90.cubin = %q, want the record's CUBIN", files["kernel_sm_90.cubin"])
+	}
+	if string(files["kernel.ptx"]) != rec.PTX {
+		t.Errorf("kernel.ptx = %q, want the record's PTX", files["kernel.ptx"])
+	}
+	for name, content := range files {
+		if strings.HasSuffix(name, ".go") {
+			if !bytes.Contains(content, []byte("-o tmp/alexnet")) || !bytes.HasPrefix(content, []byte("// Code generated by convgen. DO NOT EDIT.\n")) {
+				t.Errorf("%s lacks the generated header or the regenerate command with -o tmp/alexnet", name)
+			}
+			if !bytes.Contains(content, []byte("package alexnet")) {
+				t.Errorf("%s is not in package alexnet", name)
+			}
+		}
+	}
+	if !bytes.Contains(files["doc.go"], []byte(rec.Kernel)) {
+		t.Errorf("doc.go does not name the kernel %s", rec.Kernel)
+	}
+
+	var data report.Data
+	if err := json.Unmarshal(files["report.json"], &data); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	wantCmd := "convgen -shape " + rec.Key.Shape + " -precision fp32 -layout nchw -pkg alexnet -o tmp/alexnet -cache tuning/cache.json"
+	if data.Command != wantCmd {
+		t.Errorf("report.json command = %q\nwant %q", data.Command, wantCmd)
+	}
+	if data.Device.Name != h200 || data.Device.SMs != 132 || data.Device.Arch != "sm_90" {
+		t.Errorf("report.json device = %+v", data.Device)
+	}
+	if w, ok := data.WinnerRow(); !ok || w.Status != autotune.StatusOK || w.MedianMS != 1.9 {
+		t.Errorf("report.json winner %q: row %+v, found %v", data.Winner, w, ok)
+	}
+	if len(data.Rejected) == 0 {
+		t.Error("report.json lists no rejected configurations: they should be recomputed from the templates on replay")
+	}
+	md := string(files["REPORT.md"])
+	for _, w := range []string{"# convgen tuning report", data.Winner, h200, wantCmd} {
+		if !strings.Contains(md, w) {
+			t.Errorf("REPORT.md lacks %q", w)
+		}
+	}
+
+	// Byte-identical replays.
+	if len(trees[1]) != len(trees[0]) {
+		t.Errorf("second replay wrote %d files, first %d", len(trees[1]), len(trees[0]))
+	}
+	for name, a := range trees[0] {
+		b, ok := trees[1][name]
+		if !ok {
+			t.Errorf("second replay lacks %s", name)
+		} else if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two replays of the same command", name)
+		}
+	}
+
+	// Regenerating over convgen's own output is allowed and gives the same
+	// bytes again.
+	r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache)
+	if r.code != 0 {
+		t.Fatalf("regenerating over the package: exit code %d, stderr %q", r.code, r.stderr)
+	}
+	again := readTree(t, out)
+	if len(again) != len(trees[1]) {
+		t.Errorf("regenerated package has %d files, want %d", len(again), len(trees[1]))
+	}
+	for name, b := range trees[1] {
+		if !bytes.Equal(again[name], b) {
+			t.Errorf("%s changed when regenerated over itself", name)
+		}
+	}
+}
+
+// TestFlagSpellings checks that flags work with one dash or two, with the
+// value separate or after "=".
+func TestFlagSpellings(t *testing.T) {
+	rec := fixture(t, h200, 132)
+	tests := [][]string{
+		{"-shape", flagship, "-o", "pkg", "-cache", "c.json"},
+		{"--shape", flagship, "--out", "pkg", "--cache", "c.json"},
+		{"-shape=" + flagship, "-out=pkg", "-cache=c.json", "-precision=FP32", "-layout=NCHW"},
+		{"--shape=" + flagship, "-o=pkg", "--cache=c.json", "--precision", "fp32", "--pkg", "pkg"},
+	}
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			putRecords(t, "c.json", rec)
+			r := runConvgen(t, args...)
+			if r.code != 0 {
+				t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
+			}
+			if fi, err := os.Stat(filepath.Join("pkg", "doc.go")); err != nil || fi.Size() == 0 {
+				t.Errorf("pkg/doc.go not written: %v", err)
+			}
+		})
+	}
+}
+
+func TestCorruptCache(t *testing.T) {
+	for _, garbage := range []string{"{not json", `{"format": 99, "records": []}`, ""} {
+		t.Run(garbage, func(t *testing.T) {
+			dir := t.TempDir()
+			cache := filepath.Join(dir, "cache.json")
+			if err := os.WriteFile(cache, []byte(garbage), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "alexnet")
+			r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache)
+			if r.code != 1 {
+				t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+			}
+			oneErrorLine(t, r, "corrupt", cache)
+			got, err := os.ReadFile(cache)
+			if err != nil || string(got) != garbage {
+				t.Errorf("the corrupt cache changed: %q, %v", got, err)
+			}
+			if names := listDir(t, dir); !slices.Equal(names, []string{"cache.json"}) {
+				t.Errorf("directory holds %v, want only cache.json", names)
+			}
+		})
+	}
+}
+
+func TestNoRecordOffline(t *testing.T) {
+	stale := fixture(t, h200, 132)
+	stale.Key.TemplateVersion = "000000000000"
+	otherShape := fixture(t, h200, 132)
+	otherShape.Key.Shape = strings.Replace(otherShape.Key.Shape, "N=256", "N=128", 1)
+	tests := []struct {
+		name  string
+		recs  []tunecache.Record
+		write bool // create the cache file (empty when recs is nil)
+		args  []string
+	}{
+		{"missing cache file", nil, false, nil},
+		{"empty cache", nil, true, nil},
+		{"stale template version", []tunecache.Record{stale}, true, nil},
+		{"other shape", []tunecache.Record{otherShape}, true, nil},
+		{"other precision", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-precision", "tf32"}},
+		{"other arch", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-arch", "sm_80"}},
+		{"other device", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-device", "NVIDIA A100"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cache := filepath.Join(dir, "cache.json")
+			if tt.write {
+				if len(tt.recs) == 0 {
+					if err := os.WriteFile(cache, []byte("{\"format\": 1, \"records\": []}\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				putRecords(t, cache, tt.recs...)
+			}
+			before := listDir(t, dir)
+			var cacheBefore []byte
+			if tt.write {
+				cacheBefore, _ = os.ReadFile(cache)
+			}
+			out := filepath.Join(dir, "alexnet")
+			r := runConvgen(t, append([]string{"-shape", flagship, "-o", out, "-cache", cache}, tt.args...)...)
+			if r.code != 1 {
+				t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+			}
+			oneErrorLine(t, r, cache, "cuda", "no record")
+			if after := listDir(t, dir); !slices.Equal(after, before) {
+				t.Errorf("directory changed from %v to %v", before, after)
+			}
+			if tt.write {
+				if got, _ := os.ReadFile(cache); !bytes.Equal(got, cacheBefore) {
+					t.Error("the cache file changed on a failed offline replay")
+				}
+			}
+		})
+	}
+}
+
+func TestSeveralDevices(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache.json")
+	putRecords(t, cache, fixture(t, h200, 132), fixture(t, "NVIDIA H100 80GB HBM3", 132))
+	out := filepath.Join(dir, "alexnet")
+
+	r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache)
+	if r.code != 2 {
+		t.Errorf("exit code %d, want 2 (stderr %q)", r.code, r.stderr)
+	}
+	oneErrorLine(t, r, "-device", h200, "NVIDIA H100 80GB HBM3")
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the output directory was written although the record was ambiguous")
+	}
+
+	r = runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache, "-device", h200)
+	if r.code != 0 {
+		t.Fatalf("with -device: exit code %d, stderr %q", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data report.Data
+	if err := json.Unmarshal(b, &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.Device.Name != h200 {
+		t.Errorf("report.json device %q, want the record of %q", data.Device.Name, h200)
+	}
+	doc, err := os.ReadFile(filepath.Join(out, "doc.go"))
+	if err != nil || !bytes.Contains(doc, []byte(h200)) || bytes.Contains(doc, []byte("H100")) {
+		t.Errorf("doc.go does not say it was tuned on %s alone (%v)", h200, err)
+	}
+}
+
+func TestRefusesUserDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache.json")
+	putRecords(t, cache, fixture(t, h200, 132))
+	out := filepath.Join(dir, "mine")
+	if err := os.MkdirAll(filepath.Join(out, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	userFiles := map[string]string{
+		"notes.txt":  "my notes\n",
+		"doc.go":     "// Package mine is mine.\npackage mine\n",
+		"sub/keep.c": "int main(void) { return 0; }\n",
+	}
+	for name, content := range userFiles {
+		if err := os.WriteFile(filepath.Join(out, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := listDir(t, dir)
+
+	r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache)
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+	}
+	oneErrorLine(t, r, out, "did not generate")
+	for name, content := range userFiles {
+		got, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil || string(got) != content {
+			t.Errorf("%s: %q, %v; want it untouched", name, got, err)
+		}
+	}
+	if after := listDir(t, dir); !slices.Equal(after, before) {
+		t.Errorf("directory changed from %v to %v", before, after)
+	}
+}

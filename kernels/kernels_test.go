@@ -1,0 +1,655 @@
+package kernels
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// flagshipSpec is AlexNet's first layer, the shape convgen is tuned on first.
+const flagshipSpec = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+
+func flagshipShape(t testing.TB) problem.Shape {
+	t.Helper()
+	s, err := problem.ParseShape(flagshipSpec)
+	if err != nil {
+		t.Fatalf("ParseShape(%q): %v", flagshipSpec, err)
+	}
+	return s
+}
+
+func flagship(t testing.TB, prec problem.Precision, layout problem.Layout) problem.Problem {
+	return problem.Problem{Shape: flagshipShape(t), Precision: prec, Layout: layout}
+}
+
+// served is one (precision, layout) problem that Enumerate serves, with its
+// candidates.
+type served struct {
+	prob  problem.Problem
+	cands []Candidate
+}
+
+// servedFlagship enumerates the flagship for every precision × layout and
+// returns the combinations some family serves. fp32/nchw must be one of them.
+func servedFlagship(t testing.TB, lim Limits) []served {
+	t.Helper()
+	var out []served
+	for _, prec := range problem.Precisions {
+		for _, layout := range problem.Layouts {
+			p := flagship(t, prec, layout)
+			cands, err := Enumerate(p, lim)
+			if err != nil {
+				if prec == problem.FP32 && layout == problem.NCHW {
+					t.Fatalf("Enumerate(flagship fp32 nchw): %v", err)
+				}
+				continue
+			}
+			out = append(out, served{p, cands})
+		}
+	}
+	return out
+}
+
+func kept(cands []Candidate) []Candidate {
+	var out []Candidate
+	for _, c := range cands {
+		if c.Rejected == "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var cIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reasonClass is a rejection reason's "class: detail" form.
+var reasonClass = regexp.MustCompile(`^[a-z][a-z ]*[a-z]: \S`)
+
+func TestEnumerateFlagship(t *testing.T) {
+	lim := DefaultLimits(90)
+	p := flagship(t, problem.FP32, problem.NCHW)
+	cands, err := Enumerate(p, lim)
+	if err != nil {
+		t.Fatalf("Enumerate: %v", err)
+	}
+	k := kept(cands)
+	rejected := len(cands) - len(k)
+	t.Logf("flagship fp32 nchw: %d candidates, %d kept, %d rejected", len(cands), len(k), rejected)
+	if len(k) == 0 {
+		t.Fatal("no candidate kept")
+	}
+	if rejected == 0 {
+		t.Fatal("no candidate rejected: the static filter does nothing")
+	}
+	checkCandidates(t, p, cands, lim)
+
+	again, err := Enumerate(p, lim)
+	if err != nil {
+		t.Fatalf("second Enumerate: %v", err)
+	}
+	if len(again) != len(cands) {
+		t.Fatalf("second Enumerate gave %d candidates, first %d", len(again), len(cands))
+	}
+	for i := range cands {
+		if cands[i].ID() != again[i].ID() || cands[i].Rejected != again[i].Rejected {
+			t.Fatalf("Enumerate is not deterministic at %d: %s (%q) then %s (%q)",
+				i, cands[i].ID(), cands[i].Rejected, again[i].ID(), again[i].Rejected)
+		}
+	}
+}
+
+// TestEnumerateServed runs the same checks on every (precision, layout)
+// combination some family serves.
+func TestEnumerateServed(t *testing.T) {
+	lim := DefaultLimits(90)
+	for _, s := range servedFlagship(t, lim) {
+		t.Run(string(s.prob.Precision)+"_"+string(s.prob.Layout), func(t *testing.T) {
+			if len(kept(s.cands)) == 0 {
+				t.Fatal("Enumerate serves the problem but keeps no candidate")
+			}
+			checkCandidates(t, s.prob, s.cands, lim)
+		})
+	}
+}
+
+// checkCandidates checks every candidate's static verdict and renders every
+// kept one to check its launch geometry against lim.
+func checkCandidates(t *testing.T, p problem.Problem, cands []Candidate, lim Limits) {
+	t.Helper()
+	families := map[string]bool{}
+	for _, f := range Families() {
+		families[f.Name()] = true
+	}
+	ids := map[string]bool{}
+	names := map[string]string{}
+	for _, c := range cands {
+		id := c.ID()
+		if ids[id] {
+			t.Errorf("duplicate candidate ID %s", id)
+		}
+		ids[id] = true
+		if !families[c.Family] {
+			t.Errorf("%s: unknown family %q", id, c.Family)
+		}
+		if !strings.HasPrefix(id, c.Family+"/") || len(c.Config) == 0 {
+			t.Errorf("ID %q: want family/knobs", id)
+		}
+		if c.Rejected != "" {
+			if !reasonClass.MatchString(c.Rejected) {
+				t.Errorf("%s: rejection reason %q is not of the form \"class: detail\"", id, c.Rejected)
+			}
+			continue
+		}
+		k, err := RenderCandidate(p, c)
+		if err != nil {
+			t.Errorf("%s: render: %v", id, err)
+			continue
+		}
+		threads := k.Block[0] * k.Block[1] * k.Block[2]
+		switch {
+		case threads <= 0 || threads%32 != 0:
+			t.Errorf("%s: block %v has %d threads, not a positive multiple of 32", id, k.Block, threads)
+		case threads > 1024 || threads > lim.MaxThreadsPerBlock:
+			t.Errorf("%s: block %v has %d threads > %d", id, k.Block, threads, min(1024, lim.MaxThreadsPerBlock))
+		}
+		if k.SharedBytes < 0 || k.SharedBytes > lim.MaxSharedPerBlock {
+			t.Errorf("%s: %d B of shared memory, limit %d", id, k.SharedBytes, lim.MaxSharedPerBlock)
+		}
+		if k.Grid[0] <= 0 || k.Grid[1] <= 0 || k.Grid[2] <= 0 {
+			t.Errorf("%s: grid %v has a dimension that is not positive", id, k.Grid)
+		}
+		checkCoverage(t, id, p.Shape, k)
+		if k.Family != c.Family || k.Config.String() != c.Config.String() {
+			t.Errorf("%s: rendered kernel says family %q config %s", id, k.Family, k.Config)
+		}
+		if !cIdent.MatchString(k.Name) {
+			t.Errorf("%s: kernel name %q is not a C identifier", id, k.Name)
+		}
+		if !strings.Contains(k.Source, k.Name+"(") || !strings.Contains(k.Source, `extern "C" __global__`) {
+			t.Errorf("%s: source does not define extern \"C\" __global__ %s", id, k.Name)
+		}
+		if other, dup := names[k.Name]; dup {
+			t.Errorf("%s and %s render the same kernel name %s", other, id, k.Name)
+		}
+		names[k.Name] = id
+	}
+}
+
+// checkCoverage checks, for families with the usual tile knobs, that the
+// grid has enough blocks to cover every output element.
+func checkCoverage(t *testing.T, id string, s problem.Shape, k Kernel) {
+	t.Helper()
+	tp, ok1 := k.Config["TileP"]
+	tq, ok2 := k.Config["TileQ"]
+	tk, ok3 := k.Config["TileK"]
+	tpb, ok4 := k.Config["TilesPerBlock"]
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return
+	}
+	blocks := k.Grid[0] * k.Grid[1] * k.Grid[2]
+	if covered, need := blocks*tpb*tp*tq*tk, s.N*s.K*s.P()*s.Q(); covered < need {
+		t.Errorf("%s: grid %v × %d tiles of %dx%dx%d covers %d outputs < %d", id, k.Grid, tpb, tp, tq, tk, covered, need)
+	}
+}
+
+// TestEnumerateLimits checks that every kept candidate respects tighter
+// limits than the defaults, and that the sm_80 limits keep fewer.
+func TestEnumerateLimits(t *testing.T) {
+	p := flagship(t, problem.FP32, problem.NCHW)
+	l90, l80 := DefaultLimits(90), DefaultLimits(80)
+	if l90.MaxSharedPerBlock != 232448 || l80.MaxSharedPerBlock != 166912 ||
+		l90.MaxThreadsPerBlock != 1024 || l90.RegistersPerSM != 65536 || l90.MaxRegsPerThread != 255 {
+		t.Errorf("DefaultLimits: 90 %+v, 80 %+v", l90, l80)
+	}
+	tests := []struct {
+		name string
+		lim  Limits
+	}{
+		{"sm_80", l80},
+		{"48 KiB shared", Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 48 * 1024, RegistersPerSM: 65536, MaxRegsPerThread: 255}},
+		{"256 threads", Limits{MaxThreadsPerBlock: 256, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255}},
+	}
+	full, err := Enumerate(p, l90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cands, err := Enumerate(p, tt.lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cands) != len(full) {
+				t.Fatalf("%d candidates, %d with the sm_90 limits: limits should change verdicts, not the space", len(cands), len(full))
+			}
+			if len(kept(cands)) > len(kept(full)) {
+				t.Errorf("tighter limits keep %d > %d", len(kept(cands)), len(kept(full)))
+			}
+			for _, c := range kept(cands) {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s: %v", c.ID(), err)
+				}
+				if k.SharedBytes > tt.lim.MaxSharedPerBlock {
+					t.Errorf("%s: kept with %d B shared > %d", c.ID(), k.SharedBytes, tt.lim.MaxSharedPerBlock)
+				}
+				if th := k.Block[0] * k.Block[1] * k.Block[2]; th > tt.lim.MaxThreadsPerBlock {
+					t.Errorf("%s: kept with %d threads > %d", c.ID(), th, tt.lim.MaxThreadsPerBlock)
+				}
+			}
+		})
+	}
+}
+
+func TestEnumerateUnserved(t *testing.T) {
+	g2, err := problem.ParseShape("N=2,C=4,H=16,W=16,K=96,R=3,S=3,groups=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tc struct {
+		name string
+		p    problem.Problem
+		want string
+	}
+	tests := []tc{
+		// No family serves bf16 yet: update this case when one does.
+		{"bf16 nchw", flagship(t, problem.BF16, problem.NCHW), "bf16"},
+	}
+	for _, prec := range problem.Precisions {
+		for _, layout := range problem.Layouts {
+			tests = append(tests, tc{"groups=2 " + string(prec) + " " + string(layout),
+				problem.Problem{Shape: g2, Precision: prec, Layout: layout}, "groups=2"})
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cands, err := Enumerate(tt.p, DefaultLimits(90))
+			if err == nil {
+				t.Fatalf("Enumerate(%s) = %d candidates, want an error", tt.p, len(cands))
+			}
+			if cands != nil {
+				t.Errorf("Enumerate returned %d candidates with its error", len(cands))
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "no kernel family serves") || !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q: want it to say no family serves and to mention %q", msg, tt.want)
+			}
+			for _, f := range Families() {
+				if !strings.Contains(msg, f.Name()+":") {
+					t.Errorf("error %q does not give family %s's reason", msg, f.Name())
+				}
+				if _, err := f.Render(tt.p, Config{}); err == nil {
+					t.Errorf("%s.Render of an unserved problem succeeded", f.Name())
+				}
+			}
+		})
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	p := flagship(t, problem.FP32, problem.NCHW)
+	if _, err := FamilyByName("nope"); err == nil {
+		t.Error(`FamilyByName("nope") succeeded`)
+	}
+	for _, f := range Families() {
+		got, err := FamilyByName(f.Name())
+		if err != nil || got.Name() != f.Name() {
+			t.Errorf("FamilyByName(%q) = %v, %v", f.Name(), got, err)
+		}
+	}
+	if _, err := RenderCandidate(p, Candidate{Family: "nope", Config: Config{"TileP": 1}}); err == nil {
+		t.Error("RenderCandidate of an unknown family succeeded")
+	}
+	cands, err := Enumerate(p, DefaultLimits(90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kept(cands)[0]
+	for knob := range c.Config {
+		cfg := Config{}
+		for k, v := range c.Config {
+			if k != knob {
+				cfg[k] = v
+			}
+		}
+		_, err := RenderCandidate(p, Candidate{Family: c.Family, Config: cfg})
+		if err == nil || !strings.Contains(err.Error(), knob) {
+			t.Errorf("rendering %s without %s: err = %v, want one naming the knob", c.ID(), knob, err)
+		}
+	}
+}
+
+func TestReferenceKernel(t *testing.T) {
+	for _, prec := range problem.Precisions {
+		for _, layout := range problem.Layouts {
+			p := flagship(t, prec, layout)
+			k, err := Reference(p)
+			if err != nil {
+				t.Errorf("Reference(%s): %v", p, err)
+				continue
+			}
+			_, _, _, outputs := p.Shape.Elements()
+			if k.Name != ReferenceName || k.Family != "reference" || k.Block != [3]int{256, 1, 1} ||
+				k.Grid != [3]int{(outputs + 255) / 256, 1, 1} || k.SharedBytes != 0 {
+				t.Errorf("Reference(%s): name %s family %s grid %v block %v shared %d", p, k.Name, k.Family, k.Grid, k.Block, k.SharedBytes)
+			}
+			if k.Grid[0]*256 < outputs {
+				t.Errorf("Reference(%s): %d blocks of 256 do not cover %d outputs", p, k.Grid[0], outputs)
+			}
+			if !strings.Contains(k.Source, p.Shape.String()) {
+				t.Errorf("Reference(%s): source does not name the shape", p)
+			}
+			nhwc := p.Layout == problem.NHWC
+			if strings.Contains(k.Source, "#define NHWC 1") != nhwc {
+				t.Errorf("Reference(%s): NHWC define does not match the layout", p)
+			}
+			if strings.Contains(k.Source, "typedef unsigned short elem_t") != (p.Precision.ElementBytes() == 2) {
+				t.Errorf("Reference(%s): element type does not match the precision", p)
+			}
+		}
+	}
+}
+
+// goldenKernels are the fixed kernels whose CUDA source is kept in testdata.
+func goldenKernels(t *testing.T) map[string]Kernel {
+	t.Helper()
+	p := flagship(t, problem.FP32, problem.NCHW)
+	ref, err := Reference(p)
+	if err != nil {
+		t.Fatalf("Reference: %v", err)
+	}
+	out := map[string]Kernel{"reference_fp32_nchw": ref}
+	for name, cfg := range map[string]Config{
+		// Staged filter kept across 4 tiles, row-fastest thread mapping.
+		"direct_p16_q4_k32_x16_tpb4_rf1": {"TileP": 16, "TileQ": 4, "TileK": 32, "PixelsPerThread": 2,
+			"ChannelsPerThread": 16, "StageC": 3, "TilesPerBlock": 4, "RowFastest": 1},
+		// One input channel staged at a time, column-fastest mapping, wide tiles.
+		"direct_p8_q16_k48_x8_sc1_rf0": {"TileP": 8, "TileQ": 16, "TileK": 48, "PixelsPerThread": 4,
+			"ChannelsPerThread": 8, "StageC": 1, "TilesPerBlock": 1, "RowFastest": 0},
+	} {
+		k, err := Direct{}.Render(p, cfg)
+		if err != nil {
+			t.Fatalf("render %s: %v", name, err)
+		}
+		out[name] = k
+	}
+	return out
+}
+
+func TestGoldenSource(t *testing.T) {
+	kernels := goldenKernels(t)
+	names := make([]string, 0, len(kernels))
+	for name := range kernels {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", name+".cu.golden")
+			got := []byte(kernels[name].Source)
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./kernels -run TestGoldenSource -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the rendered source (go test ./kernels -run TestGoldenSource -update rewrites it): %s",
+					path, firstDiff(got, want))
+			}
+		})
+	}
+}
+
+// firstDiff describes the first line where got and want differ.
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i >= len(g) || i >= len(w) || gl != wl {
+			return fmt.Sprintf("line %d:\n  got:  %q\n  want: %q", i+1, gl, wl)
+		}
+	}
+	return "identical lines, different bytes"
+}
+
+// leadingComment is the block of // lines a source starts with.
+func leadingComment(src string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "//") {
+			break
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+var levelWords = []*regexp.Regexp{
+	regexp.MustCompile(`\bBlock\b`), regexp.MustCompile(`\bWarp\b`), regexp.MustCompile(`\bThread\b`),
+}
+
+func TestLeadingComment(t *testing.T) {
+	if c := leadingComment("// a\n// b\ncode\n// c\n"); c != "// a\n// b\n" {
+		t.Fatalf("leadingComment helper is broken: %q", c)
+	}
+	check := func(id, src string) {
+		t.Helper()
+		c := leadingComment(src)
+		if c == "" {
+			t.Errorf("%s: source does not start with a comment", id)
+			return
+		}
+		for _, re := range levelWords {
+			if !re.MatchString(c) {
+				t.Errorf("%s: the leading comment does not say what a %s computes", id, re.String()[2:len(re.String())-2])
+			}
+		}
+	}
+	for _, prec := range problem.Precisions {
+		for _, layout := range problem.Layouts {
+			k, err := Reference(flagship(t, prec, layout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("reference "+string(prec)+" "+string(layout), k.Source)
+		}
+	}
+	for _, s := range servedFlagship(t, DefaultLimits(90)) {
+		for _, c := range kept(s.cands) {
+			k, err := RenderCandidate(s.prob, c)
+			if err != nil {
+				t.Errorf("%s: %v", c.ID(), err)
+				continue
+			}
+			check(string(s.prob.Precision)+" "+string(s.prob.Layout)+" "+c.ID(), k.Source)
+		}
+	}
+}
+
+// compileJob is one kernel for TestCompile.
+type compileJob struct {
+	id     string
+	kernel Kernel
+}
+
+var (
+	nvrtcOnce sync.Once
+	nvrtcLib  *nvrtc.Library
+	nvrtcErr  error
+)
+
+// openNVRTC opens NVRTC, or fails the test when CONVGEN_REQUIRE_NVRTC=1 and
+// skips it otherwise.
+func openNVRTC(t *testing.T) *nvrtc.Library {
+	t.Helper()
+	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = nvrtc.Open() })
+	if nvrtcErr != nil {
+		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
+			t.Fatalf("NVRTC required (CONVGEN_REQUIRE_NVRTC=1) but unavailable: %v", nvrtcErr)
+		}
+		t.Skipf("NVRTC unavailable (set CONVGEN_REQUIRE_NVRTC=1 to fail instead): %v", nvrtcErr)
+	}
+	return nvrtcLib
+}
+
+// TestCompile renders and compiles for sm_90 every kept candidate of the
+// flagship for every (precision, layout) some family serves, and the
+// reference kernel for every (precision, layout). Under -short it compiles
+// an evenly spaced sample of 20.
+func TestCompile(t *testing.T) {
+	lib := openNVRTC(t)
+	const arch = "sm_90"
+	if !lib.SupportsArch(arch) {
+		t.Fatalf("NVRTC %s does not support %s", lib.VersionString(), arch)
+	}
+	lim := DefaultLimits(90)
+	var jobs []compileJob
+	for _, prec := range problem.Precisions {
+		for _, layout := range problem.Layouts {
+			k, err := Reference(flagship(t, prec, layout))
+			if err != nil {
+				t.Fatalf("Reference: %v", err)
+			}
+			jobs = append(jobs, compileJob{"reference " + string(prec) + " " + string(layout), k})
+		}
+	}
+	nref := len(jobs)
+	for _, s := range servedFlagship(t, lim) {
+		for _, c := range kept(s.cands) {
+			k, err := RenderCandidate(s.prob, c)
+			if err != nil {
+				t.Fatalf("%s: render: %v", c.ID(), err)
+			}
+			jobs = append(jobs, compileJob{string(s.prob.Precision) + " " + string(s.prob.Layout) + " " + c.ID(), k})
+		}
+	}
+	total := len(jobs)
+	if testing.Short() && len(jobs) > 20 {
+		// The first reference kernel and 19 candidates spread evenly over
+		// the list, so that every family and combination is likely hit.
+		sample := []compileJob{jobs[0]}
+		cands := jobs[nref:]
+		for i := range 19 {
+			sample = append(sample, cands[i*len(cands)/19])
+		}
+		jobs = sample
+	}
+
+	// Stop handing out work shortly before the test binary's deadline, so
+	// that running out of time is a clear failure rather than a panic
+	// without the results.
+	stopAt := time.Time{}
+	if d, ok := t.Deadline(); ok {
+		stopAt = d.Add(-45 * time.Second)
+	}
+	workers := runtime.NumCPU()
+	start := time.Now()
+	errs := make([]string, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = compileOne(lib, arch, lim, jobs[i])
+			}
+		}()
+	}
+	handed := 0
+	for i := range jobs {
+		if !stopAt.IsZero() && time.Now().After(stopAt) {
+			break
+		}
+		next <- i
+		handed++
+	}
+	close(next)
+	wg.Wait()
+	if handed < len(jobs) {
+		t.Errorf("out of time: compiled only %d of %d kernels in %s before the test deadline; run with a larger -timeout (e.g. -timeout 60m) or -short",
+			handed, len(jobs), time.Since(start).Round(time.Second))
+	}
+
+	failed := 0
+	for i, e := range errs {
+		if e == "" {
+			continue
+		}
+		failed++
+		if failed <= 20 {
+			t.Errorf("%s: %s", jobs[i].id, e)
+		}
+	}
+	if failed > 20 {
+		t.Errorf("... and %d more failures", failed-20)
+	}
+	t.Logf("compiled %d of %d kernels (%d failed) for %s with NVRTC %s, %d workers, in %s",
+		handed-failed, total, failed, arch, lib.VersionString(), workers, time.Since(start).Round(time.Millisecond))
+}
+
+// compileOne compiles one kernel and returns what is wrong with the result,
+// or "".
+func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) string {
+	k := j.kernel
+	res, err := lib.Compile(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		return "compile: " + msg
+	}
+	var problems []string
+	if len(res.CUBIN) == 0 {
+		problems = append(problems, "empty CUBIN")
+	}
+	if !strings.Contains(res.PTX, ".target "+arch) {
+		problems = append(problems, "PTX lacks .target "+arch)
+	}
+	r, ok := res.Resources[k.Name]
+	threads := k.Block[0] * k.Block[1] * k.Block[2]
+	switch {
+	case !ok:
+		problems = append(problems, fmt.Sprintf("no resources for %s (have %d kernels)", k.Name, len(res.Resources)))
+	case r.Registers <= 0 || r.Registers > 255:
+		problems = append(problems, fmt.Sprintf("%d registers per thread, want 1..255", r.Registers))
+	case r.Registers*threads > lim.RegistersPerSM:
+		problems = append(problems, fmt.Sprintf("%d registers × %d threads > %d per SM: the block cannot launch", r.Registers, threads, lim.RegistersPerSM))
+	case r.SharedBytes+k.SharedBytes > lim.MaxSharedPerBlock:
+		problems = append(problems, fmt.Sprintf("%d B static + %d B dynamic shared memory > %d", r.SharedBytes, k.SharedBytes, lim.MaxSharedPerBlock))
+	}
+	if (strings.HasPrefix(k.Family, "mma") || strings.HasPrefix(k.Family, "tc")) && !strings.Contains(res.PTX, "mma.sync") {
+		problems = append(problems, "tensor-core family but the PTX has no mma.sync")
+	}
+	return strings.Join(problems, "; ")
+}
