@@ -45,7 +45,7 @@ var (
 	directTileP             = []int{2, 4, 8, 16}
 	directTileK             = []int{16, 32, 48, 96}
 	directChannelsPerThread = []int{4, 8, 16}
-	directTilesPerBlock     = []int{1, 4}
+	directTilesPerBlock     = []int{1}
 )
 
 // directGeometry holds a configuration's derived sizes.
@@ -53,6 +53,7 @@ type directGeometry struct {
 	ThreadsPerBlock, TilesP, TilesQ, InRows, InCols, RowsPerPhase int
 	InPitch, SegLen, SegVec, FilterPitch, SharedBytes, Grid       int
 	Registers                                                     int // a rough lower estimate
+	InSmemFloats                                                  int // input patch floats, rounded up to 16 bytes
 }
 
 func directGeom(s problem.Shape, c Config) directGeometry {
@@ -80,8 +81,10 @@ func directGeom(s problem.Shape, c Config) directGeometry {
 	} else {
 		g.FilterPitch = c["TileK"]
 	}
-	inFloats := c["StageC"] * s.StrideH * g.RowsPerPhase * g.InPitch
-	g.SharedBytes = 4 * (inFloats + c["StageC"]*s.R*s.S*g.FilterPitch)
+	// The filter slice follows the input patch: start it on 16 bytes for
+	// its float4 reads.
+	g.InSmemFloats = roundUp(c["StageC"]*s.StrideH*g.RowsPerPhase*g.InPitch, 4)
+	g.SharedBytes = 4 * (g.InSmemFloats + c["StageC"]*s.R*s.S*g.FilterPitch)
 	tiles := s.N * g.TilesP * g.TilesQ
 	g.Grid = (s.K / c["TileK"]) * ceilDiv(tiles, c["TilesPerBlock"])
 	g.Registers = px*c["ChannelsPerThread"] + g.SegLen + c["ChannelsPerThread"] + 24
@@ -95,10 +98,7 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 	for _, px := range directPixelsPerThread {
 		for _, groups := range directColGroups {
 			for _, tp := range directTileP {
-				for _, tk := range directTileK {
-					if s.K%tk != 0 {
-						continue // only channel tiles that divide K are generated
-					}
+				for _, tk := range channelTiles(s.K, directTileK, 4) {
 					for _, kx := range directChannelsPerThread {
 						if tk%kx != 0 || px*kx < 32 || px*kx > 64 {
 							continue // register tiles of 32 to 64 accumulators only
@@ -128,8 +128,6 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 func (Direct) reject(s problem.Shape, c Config, lim Limits) string {
 	g := directGeom(s, c)
 	switch {
-	case s.K%c["TileK"] != 0:
-		return fmt.Sprintf("divisibility: TileK=%d does not divide K=%d", c["TileK"], s.K)
 	case c["TileK"]%c["ChannelsPerThread"] != 0:
 		return fmt.Sprintf("divisibility: ChannelsPerThread=%d does not divide TileK=%d", c["ChannelsPerThread"], c["TileK"])
 	case c["PixelsPerThread"]*c["ChannelsPerThread"] < 32 || c["PixelsPerThread"]*c["ChannelsPerThread"] > 64:
@@ -139,7 +137,7 @@ func (Direct) reject(s problem.Shape, c Config, lim Limits) string {
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
 		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case g.ThreadsPerBlock < 64 || g.ThreadsPerBlock%32 != 0:
-		return fmt.Sprintf("threads: %d per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
+		return fmt.Sprintf("warps: %d threads per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:

@@ -39,12 +39,12 @@ func (MMA) Serves(p problem.Problem) error {
 }
 
 var (
-	mmaTileP         = []int{1, 2, 4, 8}
-	mmaTileQ         = []int{8, 16, 28, 32, 56}
-	mmaTileK         = []int{32, 48, 64, 96, 128}
+	mmaTileP         = []int{4, 8}
+	mmaTileQ         = []int{8, 16, 28, 32}
+	mmaTileK         = []int{48, 96, 128}
 	mmaWarpM         = []int{32, 64}
-	mmaWarpN         = []int{16, 24, 32, 48}
-	mmaTilesPerBlock = []int{1, 8}
+	mmaWarpN         = []int{16, 32, 48}
+	mmaTilesPerBlock = []int{8}
 )
 
 type mmaGeometry struct {
@@ -84,18 +84,12 @@ func (f MMA) Space(p problem.Problem, lim Limits) []Candidate {
 	var out []Candidate
 	for _, tp := range mmaTileP {
 		for _, tq := range mmaTileQ {
-			for _, tk := range mmaTileK {
-				if s.K%tk != 0 {
-					continue // channel tiles divide K
-				}
+			for _, tk := range channelTiles(s.K, mmaTileK, 8) {
 				for _, wm := range mmaWarpM {
 					if tp*tq%wm != 0 {
 						continue // warps tile the block's pixels exactly
 					}
-					for _, wn := range mmaWarpN {
-						if tk%wn != 0 {
-							continue
-						}
+					for _, wn := range channelTiles(tk, mmaWarpN, 8) {
 						for _, tpb := range mmaTilesPerBlock {
 							for _, st := range []int{1, 2} {
 								if st == 2 && tpb == 1 {
@@ -126,7 +120,7 @@ func (MMA) reject(p problem.Problem, c Config, lim Limits) string {
 	case g.ThreadsPerBlock > 512 || g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
 		return fmt.Sprintf("threads: %d per block > 512", g.ThreadsPerBlock)
 	case g.ThreadsPerBlock < 64:
-		return fmt.Sprintf("threads: %d per block < 64", g.ThreadsPerBlock)
+		return fmt.Sprintf("warps: %d threads per block < 64", g.ThreadsPerBlock)
 	case g.Accumulators > limitAcc:
 		return fmt.Sprintf("registers: %d accumulators per thread > %d", g.Accumulators, limitAcc)
 	case g.Accumulators < 16:

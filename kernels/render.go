@@ -3,6 +3,7 @@ package kernels
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"text/template"
 
 	"github.com/convgen/convgen/problem"
@@ -96,7 +97,7 @@ func Enumerate(p problem.Problem, lim Limits) ([]Candidate, error) {
 			reasons = append(reasons, fmt.Sprintf("%s: %v", f.Name(), err))
 			continue
 		}
-		all = append(all, f.Space(p, lim)...)
+		all = append(all, admitSoft(f.Space(p, lim))...)
 	}
 	if len(all) == 0 {
 		return nil, fmt.Errorf("no kernel family serves %s: %v", p, reasons)
@@ -111,4 +112,24 @@ func RenderCandidate(p problem.Problem, c Candidate) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return f.Render(p, c.Config)
+}
+
+// softRules are rejection reasons that only prune: when they would leave a
+// family with no candidate at all, the candidates they rejected come back.
+var softRules = []string{"waste:", "occupancy:", "warps:"}
+
+func admitSoft(cands []Candidate) []Candidate {
+	for _, c := range cands {
+		if c.Rejected == "" {
+			return cands
+		}
+	}
+	for i, c := range cands {
+		for _, rule := range softRules {
+			if strings.HasPrefix(c.Rejected, rule) {
+				cands[i].Rejected = ""
+			}
+		}
+	}
+	return cands
 }

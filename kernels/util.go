@@ -36,3 +36,27 @@ func kernelSuffix(c Config) string {
 	h.Write([]byte(c.String()))
 	return fmt.Sprintf("%08x", h.Sum32())
 }
+
+// channelTiles lists the preferred channel tiles that divide k; when none
+// does, the largest divisor of k that is a multiple of unit and at most 128
+// (or k itself when k ≤ 128).
+func channelTiles(k int, preferred []int, unit int) []int {
+	var out []int
+	for _, t := range preferred {
+		if k%t == 0 {
+			out = append(out, t)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if k <= 128 {
+		return []int{k}
+	}
+	for t := 128 / unit * unit; t >= unit; t -= unit {
+		if k%t == 0 {
+			return []int{t}
+		}
+	}
+	return nil
+}

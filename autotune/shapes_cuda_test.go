@@ -1,0 +1,69 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestOddShapes tunes small shapes with odd sizes, unequal strides, dilation
+// and no bias, for every precision and layout a family serves: every
+// measured candidate passed the float64 checks, and each run has a winner.
+func TestOddShapes(t *testing.T) {
+	lib, err := nvrtc.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := []string{
+		"N=3,C=5,H=37,W=41,K=24,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_w=2,bias=false",
+		"N=2,C=3,H=60,W=64,K=32,R=7,S=7,stride=4,pad=3",
+	}
+	for _, text := range shapes {
+		shape, err := problem.ParseShape(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prec := range []problem.Precision{problem.FP32, problem.TF32, problem.TF32x3} {
+			for _, lay := range problem.Layouts {
+				p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
+				if _, err := kernels.Enumerate(p, kernels.DefaultLimits(90)); err != nil {
+					continue // no family serves this combination (e.g. fp32 nhwc)
+				}
+				t.Run(p.String(), func(t *testing.T) {
+					res, err := Tune(context.Background(), lib, Options{Problem: p,
+						Worker: []string{"env", "CONVGEN_TEST_WORKER=1", exe},
+						Trials: 6, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
+					if err != nil {
+						t.Fatalf("tune: %v", err)
+					}
+					for _, tr := range res.Trials {
+						switch tr.Status {
+						case StatusOK:
+							if tr.RelError > prec.ErrorBound() || tr.SampleError > prec.ErrorBound() {
+								t.Errorf("%s passed with error %.2e/%.2e over bound", tr.ID, tr.RelError, tr.SampleError)
+							}
+						case StatusRejected, StatusSkipped:
+						default:
+							t.Errorf("%s: %s: %s", tr.ID, tr.Status, tr.Reason)
+						}
+					}
+					if res.Winner == nil {
+						t.Fatal("no winner")
+					}
+					t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
+				})
+			}
+		}
+	}
+}
