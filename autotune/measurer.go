@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,6 +112,9 @@ func (m *measurer) measure(t *Trial, opt Options, seed uint32, runs int) (respon
 	resp, err := m.w.call(request{Op: "measure", Image: path, Kernel: k.Name, Grid: k.Grid, Block: k.Block,
 		Shared: k.SharedBytes, Seed: seed, Warmup: opt.Warmup, Runs: runs, Samples: 1024}, opt.Timeout)
 	if err != nil {
+		if errors.Is(err, errWorkerTimeout) {
+			_ = m.w.cmd.Process.Kill() // a hung kernel: no grace period
+		}
 		m.drop()
 		return response{}, err
 	}

@@ -103,7 +103,7 @@ func (w *workerProc) stop() {
 	go func() { _ = w.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second): // generous: a profiler may be flushing in the worker
 		_ = w.cmd.Process.Kill()
 		<-done
 	}

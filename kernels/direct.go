@@ -15,10 +15,7 @@ import (
 //   - ChannelsPerThread: output channels per thread;
 //   - StageC: input channels staged in shared memory at a time;
 //   - TilesPerBlock: output tiles one block walks (the filter slice stays in
-//     shared memory when StageC == C);
-//   - RowFastest: 1 maps consecutive threads to consecutive output rows
-//     (bank-conflict-free input reads), 0 to consecutive column groups
-//     (coalesced stores).
+//     shared memory when StageC == C).
 type Direct struct{}
 
 // Name implements Family.
@@ -108,12 +105,9 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 								if tpb > 1 && sc != s.C {
 									continue // walking tiles keeps the filter, which needs StageC == C
 								}
-								for _, rf := range []int{0, 1} {
-									cfg := Config{"TileP": tp, "TileQ": px * groups, "TileK": tk,
-										"PixelsPerThread": px, "ChannelsPerThread": kx, "StageC": sc,
-										"TilesPerBlock": tpb, "RowFastest": rf}
-									out = append(out, Candidate{Family: d.Name(), Config: cfg, Rejected: d.reject(s, cfg, lim)})
-								}
+								cfg := Config{"TileP": tp, "TileQ": px * groups, "TileK": tk,
+									"PixelsPerThread": px, "ChannelsPerThread": kx, "StageC": sc, "TilesPerBlock": tpb}
+								out = append(out, Candidate{Family: d.Name(), Config: cfg, Rejected: d.reject(s, cfg, lim)})
 							}
 						}
 					}
@@ -172,7 +166,7 @@ func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := d.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	for _, k := range []string{"TileP", "TileQ", "TileK", "PixelsPerThread", "ChannelsPerThread", "StageC", "TilesPerBlock", "RowFastest"} {
+	for _, k := range []string{"TileP", "TileQ", "TileK", "PixelsPerThread", "ChannelsPerThread", "StageC", "TilesPerBlock"} {
 		if _, ok := cfg[k]; !ok {
 			return Kernel{}, fmt.Errorf("direct: config %s lacks knob %s", cfg, k)
 		}
@@ -182,10 +176,10 @@ func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		directGeometry
-		Name, Config                                                                               string
-		TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock, RowFastest int
+		Name, Config                                                                   string
+		TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock int
 	}{newShapeData(p), g, name, cfg.String(),
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["PixelsPerThread"], cfg["ChannelsPerThread"], cfg["StageC"], cfg["TilesPerBlock"], cfg["RowFastest"]}
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["PixelsPerThread"], cfg["ChannelsPerThread"], cfg["StageC"], cfg["TilesPerBlock"]}
 	src, err := render("direct.cu.tmpl", data)
 	if err != nil {
 		return Kernel{}, err

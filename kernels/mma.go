@@ -43,7 +43,7 @@ var (
 	mmaTileQ         = []int{8, 16, 28, 32}
 	mmaTileK         = []int{48, 96, 128}
 	mmaWarpM         = []int{32, 64}
-	mmaWarpN         = []int{16, 32, 48}
+	mmaWarpN         = []int{32, 48}
 	mmaTilesPerBlock = []int{8}
 )
 
