@@ -51,9 +51,11 @@ type mmaGeometry struct {
 	ThreadsPerBlock, S4, JP, TilesP, TilesQ, PatchRows, PatchCols, PatchPitch int
 	FilterPitch, GridTiles, SharedBytes, Accumulators                         int
 	LDMatrix                                                                  int // 1: fragments loaded with ldmatrix
+	PairStage                                                                 int // 1: the patch is staged 8 bytes at a time
 }
 
-func mmaGeom(s problem.Shape, c Config) mmaGeometry {
+func mmaGeom(p problem.Problem, c Config) mmaGeometry {
+	s := p.Shape
 	var g mmaGeometry
 	bm := c["TileP"] * c["TileQ"]
 	g.ThreadsPerBlock = 32 * (bm / c["WarpM"]) * (c["TileK"] / c["WarpN"])
@@ -67,6 +69,14 @@ func mmaGeom(s problem.Shape, c Config) mmaGeometry {
 		// 16-byte aligned fragment rows: ldmatrix can load them.
 		g.LDMatrix = 1
 		g.PatchPitch = roundUp(g.PatchCols, 4)
+	}
+	if p.Layout == problem.NCHW && c["TileQ"]*s.StrideW%2 == 0 && s.PadW%2 == 0 && s.W%2 == 0 {
+		// Every tile's patch starts on an even image column and image
+		// borders fall between pairs: stage 8 bytes at a time.
+		g.PairStage = 1
+		g.PatchPitch = roundUp(g.PatchPitch, 2)
+		g.PatchCols = roundUp(g.PatchCols, 2) // the last pair may run one column past
+		g.PatchPitch = max(g.PatchPitch, g.PatchCols)
 	}
 	// B-fragment loads hit rows g*FilterPitch + t: ≡ 4 mod 32 keeps them in
 	// 32 distinct banks.
@@ -109,7 +119,7 @@ func (f MMA) Space(p problem.Problem, lim Limits) []Candidate {
 
 func (MMA) reject(p problem.Problem, c Config, lim Limits) string {
 	s := p.Shape
-	g := mmaGeom(s, c)
+	g := mmaGeom(p, c)
 	limitAcc := 128
 	if p.Precision == problem.TF32x3 {
 		limitAcc = 96 // the split operands need registers too
@@ -147,7 +157,7 @@ func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 			return Kernel{}, fmt.Errorf("mma: config %s lacks knob %s", cfg, k)
 		}
 	}
-	g := mmaGeom(p.Shape, cfg)
+	g := mmaGeom(p, cfg)
 	split3 := p.Precision == problem.TF32x3
 	doc := "TF32 operands (rounded to nearest), FP32 accumulation"
 	if split3 {

@@ -87,6 +87,20 @@ func FamilyByName(name string) (Family, error) {
 	return nil, fmt.Errorf("unknown kernel family %q", name)
 }
 
+// Serves returns nil when some kernel family can compute p, otherwise a
+// "not supported yet" error naming what each family lacks.
+func Serves(p problem.Problem) error {
+	var reasons []string
+	for _, f := range Families() {
+		err := f.Serves(p)
+		if err == nil {
+			return nil
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %v", f.Name(), err))
+	}
+	return fmt.Errorf("%s is not supported yet (%s)", p, strings.Join(reasons, "; "))
+}
+
 // Enumerate lists the candidates of every family that serves p, rejected ones
 // included (with their reason). It returns an error when no family serves p.
 func Enumerate(p problem.Problem, lim Limits) ([]Candidate, error) {
