@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -89,6 +90,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.problem.Layout, err = problem.ParseLayout(*layout); err != nil {
 		return c, usageError{fmt.Errorf("-layout: %w", err)}
+	}
+	if err := kernels.Serves(c.problem); err != nil {
+		return c, usageError{err}
 	}
 	if c.out == "" {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
