@@ -68,7 +68,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_mma_tf32_1e9533fa"
+	KernelName = "convgen_mma_tf32_f3566e3c"
 )
 
 // The launch geometry Forward uses.
@@ -86,7 +86,7 @@ const (
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 194976
+	SharedBytes = 198816
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
