@@ -1,0 +1,86 @@
+package autotune
+
+import (
+	"math"
+	"testing"
+
+	"github.com/convgen/convgen/problem"
+)
+
+func TestHostValueRangeAndExactness(t *testing.T) {
+	for i := int64(0); i < 10000; i++ {
+		u := hostValue(i, 42, false)
+		s := hostValue(i, 42, true)
+		if u < 0 || u >= 1 || s < -1 || s >= 1 {
+			t.Fatalf("element %d: %v, %v out of range", i, u, s)
+		}
+		if float64(float32(u)) != u || float64(float32(s)) != s {
+			t.Fatalf("element %d: %v, %v not exact in float32 (the GPU fills float32)", i, u, s)
+		}
+	}
+	if hostValue(7, 1, false) == hostValue(7, 2, false) {
+		t.Error("the seed does not change the values")
+	}
+}
+
+func TestHostOutputMatchesDirectSum(t *testing.T) {
+	shape, err := problem.ParseShape("N=2,C=2,H=7,W=6,K=3,R=3,S=2,stride_h=2,pad_w=1,dilation_h=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lay := range problem.Layouts {
+		p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: lay}
+		in, f, b := seeds(9)
+		P, Q := shape.P(), shape.Q()
+		for n := 0; n < shape.N; n++ {
+			for k := 0; k < shape.K; k++ {
+				for pp := 0; pp < P; pp++ {
+					for q := 0; q < Q; q++ {
+						want := hostValue(int64(k), b, true)
+						for c := 0; c < shape.C; c++ {
+							for r := 0; r < shape.R; r++ {
+								for s := 0; s < shape.S; s++ {
+									h := pp*shape.StrideH - shape.PadH + r*shape.DilationH
+									w := q*shape.StrideW - shape.PadW + s*shape.DilationW
+									if h < 0 || h >= shape.H || w < 0 || w >= shape.W {
+										continue
+									}
+									xi := ((n*shape.C+c)*shape.H+h)*shape.W + w
+									fi := ((k*shape.C+c)*shape.R+r)*shape.S + s
+									if lay == problem.NHWC {
+										xi = ((n*shape.H+h)*shape.W+w)*shape.C + c
+										fi = ((k*shape.R+r)*shape.S+s)*shape.C + c
+									}
+									want += hostValue(int64(xi), in, false) * hostValue(int64(fi), f, true)
+								}
+							}
+						}
+						idx := ((n*shape.K+k)*P+pp)*Q + q
+						if lay == problem.NHWC {
+							idx = ((n*P+pp)*Q+q)*shape.K + k
+						}
+						if got := hostOutput(p, 9, int64(idx)); math.Abs(got-want) > 1e-12 {
+							t.Fatalf("%s output %d: %v, want %v", lay, idx, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestQuantileAndNeighbours(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5}
+	if q := quantile(xs, 0.5); q != 3 {
+		t.Errorf("median %v", q)
+	}
+	if q := quantile(xs, 0.1); math.Abs(q-1.4) > 1e-12 {
+		t.Errorf("p10 %v", q)
+	}
+	if !neighbours(map[string]int{"a": 1, "b": 2}, map[string]int{"a": 1, "b": 3}) {
+		t.Error("configs one knob apart are neighbours")
+	}
+	if neighbours(map[string]int{"a": 1, "b": 2}, map[string]int{"a": 2, "b": 3}) {
+		t.Error("configs two knobs apart are not neighbours")
+	}
+}

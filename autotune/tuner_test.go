@@ -1,0 +1,153 @@
+//go:build !cuda
+
+package autotune
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+func openNVRTC(t *testing.T) *nvrtc.Library {
+	t.Helper()
+	lib, err := nvrtc.Open()
+	if err != nil {
+		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
+			t.Fatalf("NVRTC required: %v", err)
+		}
+		t.Skipf("no NVRTC: %v", err)
+	}
+	return lib
+}
+
+func fakeWorkerArgv(t *testing.T) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"env", "CONVGEN_FAKE_WORKER=1", exe}
+}
+
+func plantedKernel(name, body string) kernels.Kernel {
+	return kernels.Kernel{Family: "planted", Config: kernels.Config{}, Name: name,
+		Source: `extern "C" __global__ void ` + name + `(float* out, const float* in, const float* f, const float* b) {` + body + `}`,
+		Grid:   [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}}
+}
+
+// TestTuneRecordsFailuresAndGoesOn runs the tuner against the fake worker:
+// a crashing candidate is a fault, a silent one a timeout, a lazy one wrong,
+// a broken one a compile failure, each worker death is followed by a fresh
+// worker, and the fastest correct candidate wins.
+func TestTuneRecordsFailuresAndGoesOn(t *testing.T) {
+	lib := openNVRTC(t)
+	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
+	extra := []kernels.Kernel{
+		plantedKernel("planted_crash", ""),
+		plantedKernel("planted_hang", ""),
+		plantedKernel("planted_lazy", ""),
+		plantedKernel("planted_broken", "this is not CUDA;"),
+		plantedKernel("planted_good_a", "out[0] = 1.0f;"),
+		plantedKernel("planted_good_b", "out[0] = 2.0f;"),
+	}
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
+		Only: []string{"none/such"}, Extra: extra, Timeout: 2 * time.Second, Runs: 20, Seed: 5})
+	if err == nil || res != nil {
+		// Only names no candidate of the space: the run must refuse.
+		t.Fatalf("tune with an unknown pinned ID: got %v, %v; want an error", res, err)
+	}
+	// Pin one real candidate so that the space part is non-empty.
+	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pin string
+	for _, c := range cands {
+		if c.Rejected == "" {
+			pin = c.ID()
+			break
+		}
+	}
+	res, err = Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
+		Only: []string{pin}, Extra: extra, Timeout: 2 * time.Second, Runs: 20, Seed: 5})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	want := map[string]Status{
+		"planted/planted_crash": StatusFault, "planted/planted_hang": StatusTimeout,
+		"planted/planted_lazy": StatusWrong, "planted/planted_broken": StatusCompile,
+		"planted/planted_good_a": StatusOK, "planted/planted_good_b": StatusOK, pin: StatusOK,
+	}
+	best := ""
+	bestMS := 0.0
+	for _, tr := range res.Trials {
+		st, ok := want[tr.ID]
+		if !ok {
+			continue
+		}
+		delete(want, tr.ID)
+		if tr.Status != st {
+			t.Errorf("%s: status %s (%s), want %s", tr.ID, tr.Status, tr.Reason, st)
+		}
+		if tr.Status == StatusOK {
+			if tr.MedianMS <= 0 || tr.Runs < 20 {
+				t.Errorf("%s: median %.3f over %d runs", tr.ID, tr.MedianMS, tr.Runs)
+			}
+			if best == "" || tr.MedianMS < bestMS {
+				best, bestMS = tr.ID, tr.MedianMS
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("trials missing from the result: %v", want)
+	}
+	if res.Winner == nil || res.Winner.ID != best {
+		t.Errorf("winner %v, want the fastest correct candidate %s", res.Winner, best)
+	}
+	if res.Device.Name != "Fake GPU" || len(res.CUBIN) == 0 {
+		t.Errorf("device %q, winner cubin %d bytes", res.Device.Name, len(res.CUBIN))
+	}
+}
+
+// TestTuneBudget: with more candidates than -trials, the tuner measures
+// exactly the budget, skips the rest, and is deterministic for a seed.
+func TestTuneBudget(t *testing.T) {
+	lib := openNVRTC(t)
+	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=32,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
+	run := func() *Result {
+		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
+			Trials: 5, Runs: 20, Seed: 11, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatalf("tune: %v", err)
+		}
+		return res
+	}
+	a, b := run(), run()
+	measured, skipped := 0, 0
+	for _, tr := range a.Trials {
+		switch tr.Status {
+		case StatusOK:
+			measured++
+		case StatusSkipped:
+			skipped++
+		}
+	}
+	if measured != 5 || skipped == 0 {
+		t.Errorf("measured %d (want 5), skipped %d (want > 0)", measured, skipped)
+	}
+	if a.Winner == nil || b.Winner == nil || a.Winner.ID != b.Winner.ID {
+		t.Errorf("same seed, different winners: %v vs %v", a.Winner, b.Winner)
+	}
+}
