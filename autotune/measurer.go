@@ -9,10 +9,7 @@ import (
 	"time"
 
 	"github.com/convgen/convgen/gpu"
-	"github.com/convgen/convgen/templates"
 )
-
-func templatesVersion() string { return templates.Version() }
 
 // measurer owns the worker process: it starts one, re-starts a fresh one
 // after any failure, and sends it candidates.

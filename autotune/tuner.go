@@ -128,7 +128,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Problem: opt.Problem, Device: info, NVRTC: lib.VersionString(), TemplateVersion: templatesVersion()}
+	res := &Result{Problem: opt.Problem, Device: info, NVRTC: lib.VersionString(), TemplateVersion: kernels.TemplateVersion(opt.Problem)}
 	trials := make([]Trial, len(cands))
 	var kept []int
 	for i, c := range cands {

@@ -21,6 +21,9 @@ type Direct struct{}
 // Name implements Family.
 func (Direct) Name() string { return "direct" }
 
+// Template implements Family.
+func (Direct) Template() string { return "direct.cu.tmpl" }
+
 // Serves implements Family.
 func (Direct) Serves(p problem.Problem) error {
 	if err := p.Shape.Supported(); err != nil {
@@ -180,7 +183,7 @@ func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock int
 	}{newShapeData(p), g, name, cfg.String(),
 		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["PixelsPerThread"], cfg["ChannelsPerThread"], cfg["StageC"], cfg["TilesPerBlock"]}
-	src, err := render("direct.cu.tmpl", data)
+	src, err := render(d.Template(), data)
 	if err != nil {
 		return Kernel{}, err
 	}

@@ -69,8 +69,10 @@ type Kernel struct {
 
 // Family is a kernel template with its knobs.
 type Family interface {
-	// Name is the family's short name, also its template's base name.
+	// Name is the family's short name.
 	Name() string
+	// Template is the family's template file in package templates.
+	Template() string
 	// Serves returns nil if the family can compute the problem.
 	Serves(p problem.Problem) error
 	// Space enumerates every configuration, rejected ones with a reason.

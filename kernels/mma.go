@@ -24,6 +24,9 @@ type MMA struct{}
 // Name implements Family.
 func (MMA) Name() string { return "mma" }
 
+// Template implements Family.
+func (MMA) Template() string { return "mma.cu.tmpl" }
+
 // Serves implements Family.
 func (MMA) Serves(p problem.Problem) error {
 	if err := p.Shape.Supported(); err != nil {
@@ -172,7 +175,7 @@ func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock, Stages int
 	}{newShapeData(p), g, name, cfg.String(), doc, p.Layout.FilterLayout(), split3,
 		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["WarpM"], cfg["WarpN"], cfg["TilesPerBlock"], cfg["Stages"]}
-	src, err := render("mma.cu.tmpl", data)
+	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err
 	}

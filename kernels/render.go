@@ -57,7 +57,7 @@ func Reference(p problem.Problem) (Kernel, error) {
 		shapeData
 		Name string
 	}{newShapeData(p), ReferenceName}
-	src, err := render("reference.cu.tmpl", data)
+	src, err := render(referenceTemplate, data)
 	if err != nil {
 		return Kernel{}, err
 	}
@@ -85,6 +85,23 @@ func FamilyByName(name string) (Family, error) {
 		}
 	}
 	return nil, fmt.Errorf("unknown kernel family %q", name)
+}
+
+// referenceTemplate holds the checking kernels.
+const referenceTemplate = "reference.cu.tmpl"
+
+// TemplateVersion hashes the templates that can produce p's kernels: the
+// checking kernels' and those of every family serving p. It is part of the
+// tuning cache's key, so a change to one family's template leaves the
+// records of problems it cannot serve valid.
+func TemplateVersion(p problem.Problem) string {
+	files := []string{referenceTemplate}
+	for _, f := range Families() {
+		if f.Serves(p) == nil {
+			files = append(files, f.Template())
+		}
+	}
+	return templates.Version(files...)
 }
 
 // Serves returns nil when some kernel family can compute p, otherwise a

@@ -15,19 +15,24 @@ import (
 //go:embed *.cu.tmpl
 var FS embed.FS
 
-// Version is a short hash of every template's name and content: it changes
-// whenever any template changes, and is part of the tuning cache's key.
-func Version() string {
-	names, err := fs.Glob(FS, "*.cu.tmpl")
-	if err != nil {
-		panic(err) // the pattern is constant and valid
+// Version is a short hash of the names and contents of the given template
+// files (every template when none is given): part of the tuning cache's key,
+// it changes whenever one of them changes.
+func Version(files ...string) string {
+	names := files
+	if len(names) == 0 {
+		var err error
+		if names, err = fs.Glob(FS, "*.cu.tmpl"); err != nil {
+			panic(err) // the pattern is constant and valid
+		}
 	}
+	names = append([]string(nil), names...)
 	sort.Strings(names)
 	h := sha256.New()
 	for _, n := range names {
 		b, err := FS.ReadFile(n)
 		if err != nil {
-			panic(err) // embedded files are always readable
+			b = []byte("missing") // an unknown name hashes as such
 		}
 		h.Write([]byte(n))
 		h.Write([]byte{0})

@@ -16,7 +16,6 @@ import (
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/report"
-	"github.com/convgen/convgen/templates"
 	"github.com/convgen/convgen/tunecache"
 )
 
@@ -50,7 +49,7 @@ func workerArgv() ([]string, error) {
 
 func baseKey(c config) tunecache.Key {
 	return tunecache.Key{Shape: c.problem.Shape.String(), Precision: string(c.problem.Precision),
-		Layout: string(c.problem.Layout), TemplateVersion: templates.Version(), ConvgenVersion: version.Convgen}
+		Layout: string(c.problem.Layout), TemplateVersion: kernels.TemplateVersion(c.problem), ConvgenVersion: version.Convgen}
 }
 
 // recordOnGPU uses the cache's record for this exact device and toolchain, or

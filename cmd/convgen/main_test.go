@@ -17,7 +17,6 @@ import (
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/report"
-	"github.com/convgen/convgen/templates"
 	"github.com/convgen/convgen/tunecache"
 )
 
@@ -215,7 +214,7 @@ func fixture(t *testing.T, device string, sms int) tunecache.Record {
 		Runs: 30, RelError: 2.1e-7, SampleError: 1.5e-7}
 	peak, src := report.Peak(p.Precision, info)
 	data := report.Data{Shape: shape.String(), Precision: "fp32", Layout: "nchw", Device: info, NVRTC: "13.0",
-		TemplateVersion: templates.Version(), ConvgenVersion: version.Convgen, Command: "convgen (fixture)",
+		TemplateVersion: kernels.TemplateVersion(p), ConvgenVersion: version.Convgen, Command: "convgen (fixture)",
 		GFLOP: shape.FLOPs() / 1e9, MBytes: 100, ComputeFloorMS: shape.FLOPs() / peak * 1e3, MemoryFloorMS: 0.02,
 		PeakTFLOPS: peak / 1e12, PeakSource: src, Winner: trial.ID,
 		Counts:     []report.Count{{Status: autotune.StatusOK, N: 1}},
@@ -226,7 +225,7 @@ func fixture(t *testing.T, device string, sms int) tunecache.Record {
 	}
 	return tunecache.Record{
 		Key: tunecache.Key{Shape: shape.String(), Precision: "fp32", Layout: "nchw",
-			TemplateVersion: templates.Version(), ConvgenVersion: version.Convgen, NVRTCVersion: "13.0",
+			TemplateVersion: kernels.TemplateVersion(p), ConvgenVersion: version.Convgen, NVRTCVersion: "13.0",
 			Device: device, ComputeCapability: "9.0", SMCount: sms, Driver: "13.0"},
 		Winner: tunecache.Timing{Family: "direct", Config: win.Config, MedianMS: 1.9, SpreadMS: 0.07, RelError: 2.1e-7},
 		Kernel: k.Name, Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes, Arch: "sm_90",
