@@ -1,6 +1,10 @@
 package autotune
 
-import "github.com/convgen/convgen/problem"
+import (
+	"math"
+
+	"github.com/convgen/convgen/problem"
+)
 
 // The checking kernels fill device buffers with a counter-based hash of
 // (index, seed); hostValue reproduces those values bit for bit, so the CPU
@@ -25,6 +29,25 @@ func hostValue(i int64, seed uint32, symmetric bool) float64 {
 	return float64(u) / (1 << 24)
 }
 
+// roundTo rounds v (a float32 value) to the precision's element type, to
+// nearest with ties to even, as the checking kernels' fill does: FP16 has 11
+// significant bits down to 2^-14 and a fixed 2^-24 step below (subnormals),
+// BF16 has 8 significant bits. Other precisions keep FP32 elements.
+func roundTo(v float64, p problem.Precision) float64 {
+	if v == 0 || (p != problem.FP16 && p != problem.BF16) {
+		return v
+	}
+	_, exp := math.Frexp(v) // |v| = f × 2^exp, f in [0.5, 1)
+	e := exp - 1            // |v| in [2^e, 2^(e+1))
+	bits := 7
+	if p == problem.FP16 {
+		bits = 10
+		e = max(e, -14)
+	}
+	quantum := math.Ldexp(1, e-bits)
+	return math.RoundToEven(v/quantum) * quantum
+}
+
 // seeds derives the input, filter and bias seeds of one check.
 func seeds(seed uint32) (in, filter, bias uint32) {
 	return seed, seed ^ 0x5bd1e995, seed ^ 0x27d4eb2f
@@ -44,9 +67,12 @@ func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
 		q, pp, k, n = idx%Q, idx/Q%P, idx/(P*Q)%K, idx/(P*Q*K)
 	}
 	inSeed, fSeed, bSeed := seeds(seed)
+	value := func(i int64, seed uint32, symmetric bool) float64 {
+		return roundTo(hostValue(i, seed, symmetric), p.Precision)
+	}
 	acc := 0.0
 	if s.Bias {
-		acc = hostValue(k, bSeed, true)
+		acc = value(k, bSeed, true)
 	}
 	for c := int64(0); c < C; c++ {
 		for r := int64(0); r < R; r++ {
@@ -67,7 +93,7 @@ func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
 					xi = ((n*C+c)*H+h)*W + w
 					fi = ((k*C+c)*R+r)*S + t
 				}
-				acc += hostValue(xi, inSeed, false) * hostValue(fi, fSeed, true)
+				acc += value(xi, inSeed, false) * value(fi, fSeed, true)
 			}
 		}
 	}

@@ -84,3 +84,27 @@ func TestQuantileAndNeighbours(t *testing.T) {
 		t.Error("configs two knobs apart are not neighbours")
 	}
 }
+
+func TestRoundTo(t *testing.T) {
+	cases := []struct {
+		p        problem.Precision
+		in, want float64
+	}{
+		{problem.FP16, 1, 1},
+		{problem.FP16, 1 + 1.0/2048, 1},                        // tie: to even
+		{problem.FP16, 1 + 3.0/2048, 1 + 2.0/1024},             // tie: to even (up)
+		{problem.FP16, 1 + 1.0/1024, 1 + 1.0/1024},             // representable
+		{problem.FP16, 0.1, 0.0999755859375},                   // nearest fp16 of 0.1
+		{problem.FP16, math.Ldexp(3, -26), math.Ldexp(1, -24)}, // subnormal step 2^-24
+		{problem.FP16, -0.333251953125, -0.333251953125},
+		{problem.BF16, 1 + 1.0/256, 1},           // tie: to even
+		{problem.BF16, 1 + 3.0/256, 1 + 2.0/128}, // tie: up to even
+		{problem.BF16, -0.5, -0.5},
+		{problem.FP32, 0.1, 0.1},
+	}
+	for _, c := range cases {
+		if got := roundTo(c.in, c.p); got != c.want {
+			t.Errorf("roundTo(%v, %s) = %v, want %v", c.in, c.p, got, c.want)
+		}
+	}
+}

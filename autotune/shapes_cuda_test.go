@@ -34,7 +34,7 @@ func TestOddShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prec := range []problem.Precision{problem.FP32, problem.TF32, problem.TF32x3} {
+		for _, prec := range problem.Precisions {
 			for _, lay := range problem.Layouts {
 				p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
 				if _, err := kernels.Enumerate(p, kernels.DefaultLimits(90)); err != nil {

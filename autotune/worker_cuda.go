@@ -206,8 +206,11 @@ func (wk *worker) prepare(seed uint32) error {
 
 // poison fills the output with NaN bits, so unwritten elements show.
 func (wk *worker) poison() error {
-	if wk.prob.Precision.ElementBytes() == 2 {
+	switch wk.prob.Precision {
+	case problem.FP16:
 		return cu.MemsetD16Async(wk.out, 0x7e00, wk.nOut, wk.dev.Stream)
+	case problem.BF16:
+		return cu.MemsetD16Async(wk.out, 0x7fc0, wk.nOut, wk.dev.Stream)
 	}
 	return cu.MemsetD32Async(wk.out, 0x7fc00000, wk.nOut, wk.dev.Stream)
 }
