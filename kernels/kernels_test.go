@@ -265,10 +265,8 @@ func TestEnumerateUnserved(t *testing.T) {
 		p    problem.Problem
 		want string
 	}
-	tests := []tc{
-		// No family serves bf16 yet: update this case when one does.
-		{"bf16 nchw", flagship(t, problem.BF16, problem.NCHW), "bf16"},
-	}
+	// No family serves fp32 in NHWC yet: update this case when one does.
+	tests := []tc{{"fp32 nhwc", flagship(t, problem.FP32, problem.NHWC), "nhwc"}}
 	for _, prec := range problem.Precisions {
 		for _, layout := range problem.Layouts {
 			tests = append(tests, tc{"groups=2 " + string(prec) + " " + string(layout),
@@ -374,14 +372,32 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 	}
 	out := map[string]Kernel{"reference_fp32_nchw": ref}
 	for name, cfg := range map[string]Config{
-		// Staged filter kept across 4 tiles, row-fastest thread mapping.
-		"direct_p16_q4_k32_x16_tpb4_rf1": {"TileP": 16, "TileQ": 4, "TileK": 32, "PixelsPerThread": 2,
-			"ChannelsPerThread": 16, "StageC": 3, "TilesPerBlock": 4, "RowFastest": 1},
-		// One input channel staged at a time, column-fastest mapping, wide tiles.
-		"direct_p8_q16_k48_x8_sc1_rf0": {"TileP": 8, "TileQ": 16, "TileK": 48, "PixelsPerThread": 4,
-			"ChannelsPerThread": 8, "StageC": 1, "TilesPerBlock": 1, "RowFastest": 0},
+		// All input channels staged at once, the filter kept across 4 tiles.
+		"direct_p16_q4_k32_x16_tpb4": {"TileP": 16, "TileQ": 4, "TileK": 32, "PixelsPerThread": 2,
+			"ChannelsPerThread": 16, "StageC": 3, "TilesPerBlock": 4},
+		// One input channel staged at a time, wide tiles.
+		"direct_p8_q16_k48_x8_sc1": {"TileP": 8, "TileQ": 16, "TileK": 48, "PixelsPerThread": 4,
+			"ChannelsPerThread": 8, "StageC": 1, "TilesPerBlock": 1},
 	} {
 		k, err := Direct{}.Render(p, cfg)
+		if err != nil {
+			t.Fatalf("render %s: %v", name, err)
+		}
+		out[name] = k
+	}
+	for name, c := range map[string]struct {
+		f   Family
+		p   problem.Problem
+		cfg Config
+	}{
+		"mma_tf32_nchw_p8_q16_k96_w32x32": {MMA{}, flagship(t, problem.TF32, problem.NCHW),
+			Config{"TileP": 8, "TileQ": 16, "TileK": 96, "WarpM": 32, "WarpN": 32, "TilesPerBlock": 8, "Stages": 1}},
+		"mma_3xtf32_nhwc_p8_q32_k96_w32x48_s2": {MMA{}, flagship(t, problem.TF32x3, problem.NHWC),
+			Config{"TileP": 8, "TileQ": 32, "TileK": 96, "WarpM": 32, "WarpN": 48, "TilesPerBlock": 8, "Stages": 2}},
+		"mmahalf_fp16_nhwc_p8_q28_k96_w32x48": {MMAHalf{}, flagship(t, problem.FP16, problem.NHWC),
+			Config{"TileP": 8, "TileQ": 28, "TileK": 96, "WarpM": 32, "WarpN": 48, "TilesPerBlock": 8}},
+	} {
+		k, err := c.f.Render(c.p, c.cfg)
 		if err != nil {
 			t.Fatalf("render %s: %v", name, err)
 		}
