@@ -17,13 +17,20 @@ PAIRS = [
     ("TF32, NCHW", "tf32", "tf32", 8.0, "tf32"),
     ("TF32, NHWC", "tf32nhwc", "tf32-nhwc", 6.8, "tf32"),
     ("3xTF32, NCHW (vs PyTorch strict FP32: cuDNN's only accurate mode)", "tf32x3", "fp32", 5.4, "3xtf32"),
+    ("FP16, NHWC", "fp16nhwc", "fp16-nhwc", 7.5, "fp16"),
 ]
+# Convgen variants that an older example binary may lack: without one in the
+# convgen JSON, its pair is not a failure but a "no convgen kernel yet" row.
+OPTIONAL = {"fp16nhwc"}
 # PyTorch modes without a convgen kernel yet.
 EXTRAS = [
     ("TF32, NCHW, torch.compile", "tf32-compile"),
-    ("FP16, NHWC", "fp16-nhwc"),
     ("BF16, NHWC", "bf16-nhwc"),
 ]
+# Bytes of one element (input, filter, bias and output) per precision.
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "3xtf32": 4, "fp16": 2, "bf16": 2}
+# Relative L2 error bound per precision, as problem.Precision.ErrorBound.
+ERROR_BOUNDS = {"fp32": 1e-5, "tf32": 1e-3, "3xtf32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}
 
 
 def parse_shape(text):
@@ -76,6 +83,11 @@ def cuda_of_torch(version):
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+def short_e(x):
+    """1e-05 → 1e-5."""
+    return re.sub(r"e([-+])0*(\d)", r"e\1\2", f"{x:.0e}").replace("e+", "e")
+
+
 def ms(row):
     if not row or not row.get("median_ms"):
         return None
@@ -101,6 +113,7 @@ def main():
     ap.add_argument("--sms", type=int, default=132, help="streaming multiprocessors")
     ap.add_argument("--clock-mhz", type=float, default=1980, help="SM clock for the peak, MHz")
     ap.add_argument("--tf32-factor", type=float, default=8.0, help="TF32 tensor-core peak as a multiple of the FP32 peak (sm_90: 2048 vs 256 FLOP per SM per clock, the datasheet dense rates)")
+    ap.add_argument("--fp16-factor", type=float, default=16.0, help="FP16 tensor-core peak as a multiple of the FP32 peak (sm_90: 4096 vs 256 FLOP per SM per clock, the datasheet dense rates)")
     ap.add_argument("--bandwidth", type=float, default=4.3e12, help="memory bandwidth, B/s (measured device-to-device copy)")
     args = ap.parse_args()
 
@@ -115,21 +128,23 @@ def main():
     flops = 2 * s["n"] * s["k"] * s["p"] * s["q"] * (s["c"] // s["groups"]) * s["r"] * s["s"]
     elems = (s["n"] * s["c"] * s["h"] * s["w"], s["k"] * (s["c"] // s["groups"]) * s["r"] * s["s"],
              s["k"] if s["bias"] else 0, s["n"] * s["k"] * s["p"] * s["q"])
-    nbytes = sum(elems) * 4
+    # Every tensor read or written once, in the precision's element size.
+    nbytes = lambda prec: sum(elems) * ELEMENT_BYTES[prec]
     peak32 = args.sms * 256 * args.clock_mhz * 1e6
     # Peak multiple of the FP32 FFMA peak per precision: 3xTF32 does three
     # TF32 products per FP32-accurate product.
-    factor = {"fp32": 1.0, "tf32": args.tf32_factor, "3xtf32": args.tf32_factor / 3}
-    mem_floor = nbytes / args.bandwidth
+    factor = {"fp32": 1.0, "tf32": args.tf32_factor, "3xtf32": args.tf32_factor / 3, "fp16": args.fp16_factor}
+    mem_floor = lambda prec: nbytes(prec) / args.bandwidth
 
     def floor_s(prec):
-        return max(flops / (peak32 * factor[prec]), mem_floor)
+        return max(flops / (peak32 * factor[prec]), mem_floor(prec))
 
     lines = []
     w = lines.append
     w(f"# convgen vs PyTorch (cuDNN): AlexNet's first convolution on {device}")
     w("")
-    w(f"- shape: `{args.shape}` ({flops / 1e9:.2f} GFLOP, {nbytes / 1e6:.1f} MB moved at least)")
+    w(f"- shape: `{args.shape}` ({flops / 1e9:.2f} GFLOP, {nbytes('fp32') / 1e6:.1f} MB moved at least "
+      f"with 4-byte elements, {nbytes('fp16') / 1e6:.1f} MB with 2-byte ones)")
     w(f"- device: {device}")
     w(f"- driver: {args.driver}")
     w(f"- CUDA: {cuda}")
@@ -142,8 +157,12 @@ def main():
       "| convgen TFLOP/s | of roofline | convgen error | PyTorch error |")
     w("|---|---|---|---|---|---|---|---|---|---|")
     failures = 0
+    extras = []
     for label, variant, mode, target, prec in PAIRS:
         c, p = cg.get(variant), pt.get(mode)
+        if c is None and variant in OPTIONAL:
+            extras.append((label, mode))
+            continue
         name = f"{label} — convgen `{variant}`, PyTorch `{mode}`"
         c_ms = ms(c)
         if c is None:
@@ -163,7 +182,7 @@ def main():
                 ratio = f"{r:.2f}×"
                 met = "yes" if r >= target else "no"
         w(f"| {name} | {c_ms} | {p_ms} | {ratio} | {target:g}× | {met} | {tflops} | {roof} | {err(c)} | {err(p)} |")
-    for label, mode in EXTRAS:
+    for label, mode in extras + EXTRAS:
         p = pt.get(mode)
         w(f"| {label} — PyTorch `{mode}` | no convgen kernel yet | {ms(p) or 'not run'} | — | — | — | — | — | — | {err(p)} |")
     w("")
@@ -175,18 +194,26 @@ def main():
     w("- ratio = PyTorch median / convgen median; met? = ratio ≥ target ratio.")
     w(f"- FLOPs = 2·N·K·P·Q·(C/groups)·R·S = {flops:.4g} (P = {s['p']}, Q = {s['q']}); "
       f"convgen TFLOP/s = FLOPs / median.")
-    w(f"- bytes = (N·C·H·W + K·(C/groups)·R·S + K + N·K·P·Q) × 4 = "
-      f"({elems[0]} + {elems[1]} + {elems[2]} + {elems[3]}) × 4 = {nbytes:.4g} B: every tensor read or written once.")
+    w(f"- bytes = (N·C·H·W + K·(C/groups)·R·S + K + N·K·P·Q) × element size = "
+      f"({elems[0]} + {elems[1]} + {elems[2]} + {elems[3]}) × 4 = {nbytes('fp32'):.4g} B for fp32, tf32 and 3xtf32, "
+      f"× 2 = {nbytes('fp16'):.4g} B for fp16: every tensor read or written once.")
     w(f"- peak FP32 = SMs × 256 FLOP/clk × clock = {args.sms} × 256 × {args.clock_mhz:g} MHz = {peak32 / 1e12:.1f} TFLOP/s; "
       f"peak TF32 = {args.tf32_factor:g} × that = {factor['tf32'] * peak32 / 1e12:.1f} TFLOP/s; "
       f"peak 3xTF32 = {args.tf32_factor:g}/3 × that = {factor['3xtf32'] * peak32 / 1e12:.1f} TFLOP/s "
-      "(three TF32 products per FP32-accurate product).")
+      "(three TF32 products per FP32-accurate product); "
+      f"peak FP16 = {args.fp16_factor:g} × that = {factor['fp16'] * peak32 / 1e12:.1f} TFLOP/s "
+      f"(dense tensor cores, FP32 accumulation: {256 * args.fp16_factor:g} vs 256 FLOP/SM/clk).")
     w(f"- floor = max(FLOPs / peak, bytes / bandwidth), bandwidth = {args.bandwidth / 1e12:.2f} TB/s "
       f"(measured device-to-device copy): {floor_s('fp32') * 1e3:.3f} ms (fp32), {floor_s('tf32') * 1e3:.3f} ms (tf32), "
-      f"{floor_s('3xtf32') * 1e3:.3f} ms (3xtf32); memory alone {mem_floor * 1e3:.3f} ms.")
+      f"{floor_s('3xtf32') * 1e3:.3f} ms (3xtf32), {floor_s('fp16') * 1e3:.3f} ms (fp16); "
+      f"memory alone {mem_floor('fp32') * 1e3:.3f} ms with 4-byte elements, {mem_floor('fp16') * 1e3:.3f} ms with 2-byte ones.")
     w("- of roofline = floor / convgen median.")
+    by_bound = {}  # bound → precisions, in order of first appearance
+    for prec in ("fp32", "3xtf32", "tf32", "fp16"):
+        by_bound.setdefault(ERROR_BOUNDS[prec], []).append(prec)
+    bounds = ", ".join(f"{short_e(b)} for {' and '.join(ps)}" for b, ps in by_bound.items())
     w("- error = relative L2 error ‖out − ref‖ / ‖ref‖ against a float64 reference: convgen's over 4096 sampled "
-      "outputs (bound 1e-5 for fp32 and 3xtf32, 1e-3 for tf32), PyTorch's over every output.")
+      f"outputs (bound {bounds}), PyTorch's over every output.")
     w("")
     with open(args.out, "w") as f:
         f.write("\n".join(lines))

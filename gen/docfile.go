@@ -95,7 +95,7 @@ func genDoc(s *spec) *jen.File {
 	para("%s", sum)
 
 	b.WriteString("# Memory\n\n")
-	para("Every tensor is one dense array of %s (ElementBytes = %d bytes each) in device memory, in the layout's order, outermost index first:", s.elem.goType, s.elem.bytes)
+	para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
 	mem := []string{
 		fmt.Sprintf("in      %s  InputElems  = %d", in, input),
 		fmt.Sprintf("filter  %s  FilterElems = %d", filter, filt),

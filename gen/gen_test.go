@@ -69,6 +69,45 @@ func oddShape(t testing.TB) Binding {
 	}
 }
 
+// fp16NHWC is the golden 2-byte binding: the AlexNet first layer in fp16,
+// NHWC, with fake CUBIN and PTX, and shared memory below 48 KiB.
+func fp16NHWC(t testing.TB) Binding {
+	t.Helper()
+	sh, err := problem.ParseShape("N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Binding{
+		Package:     "fp16nhwc",
+		Problem:     problem.Problem{Shape: sh, Precision: problem.FP16, Layout: problem.NHWC},
+		Kernel:      "convgen_mma_fp16_golden",
+		Grid:        [3]int{448, 1, 1},
+		Block:       [3]int{256, 1, 1},
+		SharedBytes: 40960,
+		Arch:        "sm_90",
+		CUBIN:       []byte("\x7fELF\x02\x01\x01fake fp16 cubin\x00\xff"),
+		PTX:         "//\n// fake PTX for the golden test\n//\n.version 7.8\n.target sm_90\n.address_size 64\n",
+		Command:     "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -pkg fp16nhwc -o ./fp16nhwc",
+		Summary:     "not tuned: golden test binding",
+	}
+}
+
+// oddBF16 is oddShape in bf16 and NCHW: the other 2-byte type, without bias.
+func oddBF16(t testing.TB) Binding {
+	t.Helper()
+	b := oddShape(t)
+	b.Package = "oddbf16"
+	b.Problem.Precision = problem.BF16
+	b.Problem.Layout = problem.NCHW
+	b.Command = "convgen -shape odd -precision bf16 -layout nchw -o ./oddbf16"
+	return b
+}
+
+// allBindings lists every test binding.
+func allBindings(t testing.TB) []Binding {
+	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t)}
+}
+
 func files(t *testing.T, b Binding) map[string][]byte {
 	t.Helper()
 	fs, err := Files(b)
@@ -88,9 +127,22 @@ func sortedNames(files map[string][]byte) []string {
 }
 
 func TestGolden(t *testing.T) {
-	got := files(t, alexNet(t))
-	dir := filepath.Join("testdata", "golden", "alexnet")
-	want := []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go"}
+	for _, tc := range []struct {
+		b    Binding
+		want []string
+	}{
+		{alexNet(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go"}},
+		{fp16NHWC(t), []string{"doc.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go"}},
+	} {
+		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
+	}
+}
+
+// golden compares the files of b with testdata/golden/<package>, or rewrites
+// them there with -update.
+func golden(t *testing.T, b Binding, want []string) {
+	got := files(t, b)
+	dir := filepath.Join("testdata", "golden", b.Package)
 	if names := sortedNames(got); !slices.Equal(names, want) {
 		t.Errorf("files %v, want %v", names, want)
 	}
@@ -156,7 +208,7 @@ func TestHeader(t *testing.T) {
 		"kernel_cuda_test.go": "//go:build cuda",
 		"kernel_nocuda.go":    "//go:build !cuda",
 	}
-	for _, b := range []Binding{alexNet(t), oddShape(t)} {
+	for _, b := range allBindings(t) {
 		for name, src := range files(t, b) {
 			if !strings.HasSuffix(name, ".go") {
 				continue
@@ -198,7 +250,7 @@ func buildLine(src []byte) string {
 }
 
 func TestDeterministic(t *testing.T) {
-	for _, mk := range []func(testing.TB) Binding{alexNet, oddShape} {
+	for _, mk := range []func(testing.TB) Binding{alexNet, oddShape, fp16NHWC, oddBF16} {
 		a, b := files(t, mk(t)), files(t, mk(t))
 		if names := sortedNames(a); !slices.Equal(names, sortedNames(b)) {
 			t.Fatalf("file sets differ: %v vs %v", names, sortedNames(b))
@@ -230,8 +282,6 @@ func TestFilesRejects(t *testing.T) {
 		change func(*Binding)
 		want   string
 	}{
-		{"fp16", func(b *Binding) { b.Problem.Precision = problem.FP16 }, "gen: precision fp16 bindings are not supported yet"},
-		{"bf16", func(b *Binding) { b.Problem.Precision = problem.BF16 }, "gen: precision bf16 bindings are not supported yet"},
 		{"unknown precision", func(b *Binding) { b.Problem.Precision = "fp8" }, `precision "fp8"`},
 		{"layout", func(b *Binding) { b.Problem.Layout = "chwn" }, `layout "chwn"`},
 		{"package", func(b *Binding) { b.Package = "alex-net" }, `package name "alex-net"`},
@@ -256,8 +306,9 @@ func TestFilesRejects(t *testing.T) {
 	}
 }
 
-// TestCompile builds the generated packages in a throwaway module: always
-// without tags, and with the cuda tag when the CUDA headers are at hand.
+// TestCompile builds the generated packages (fp32, tf32, fp16 and bf16) in
+// a throwaway module: always without tags, and with the cuda tag when the
+// CUDA headers are at hand.
 func TestCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
@@ -267,7 +318,7 @@ func TestCompile(t *testing.T) {
 	if cudaEnv == nil && os.Getenv("CONVGEN_REQUIRE_CUDA_HEADERS") == "1" {
 		t.Fatalf("CONVGEN_REQUIRE_CUDA_HEADERS=1 but %s", cudaWhy)
 	}
-	for _, b := range []Binding{alexNet(t), oddShape(t)} {
+	for _, b := range allBindings(t) {
 		t.Run(b.Package, func(t *testing.T) {
 			root := t.TempDir()
 			gomod := "module example.com/gentest\n\ngo 1.26\n\nrequire gorgonia.org/cu v0.9.6\n"

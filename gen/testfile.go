@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 
@@ -98,14 +99,7 @@ func genKernelTest(s *spec) *jen.File {
 		jen.Const().Id("errorBound").Op("=").Add(floatLit(s.Problem.Precision.ErrorBound())))
 	decl(f, "samples is how many random outputs each run checks against the reference,\nbesides the corners.",
 		jen.Const().Id("samples").Op("=").Lit(testSamples))
-	decl(f, "elem is the host type of one tensor element.",
-		jen.Type().Id("elem").Op("=").Id(e.goType))
-	decl(f, "nanBits is a quiet NaN of elem. The output is filled with it before each\nlaunch, so that an element the kernel does not write stays NaN.",
-		jen.Const().Id("nanBits").Op("=").Op(e.nanLit))
-	decl(f, "toElem rounds v to an element.",
-		jen.Func().Id("toElem").Params(id("v").Float64()).Id("elem").Block(jen.Return(e.toElem(id("v")))))
-	decl(f, "fromElem widens e to float64.",
-		jen.Func().Id("fromElem").Params(id("e").Id("elem")).Float64().Block(jen.Return(e.fromElem(id("e")))))
+	declElem(f, e)
 
 	// TestForward.
 	body := []jen.Code{
@@ -172,10 +166,16 @@ func genKernelTest(s *spec) *jen.File {
 			id("checkReference").Call(append([]jen.Code{id("t"), id("run"), id("rng")}, refArgs...)...),
 		),
 	)
-	decl(f, "TestForward runs the kernel twice on GPU 0, on fresh random data each time\n"+
-		"(input uniform in [0,1), filter and bias in [-1,1)), and checks that it\n"+
-		"writes every output and matches a float64 reference computed on the CPU.",
-		jen.Func().Id("TestForward").Params(tT()).Block(body...))
+	forwardDoc := "TestForward runs the kernel twice on GPU 0, on fresh random data each time\n" +
+		"(input uniform in [0,1), filter and bias in [-1,1)), and checks that it\n" +
+		"writes every output and matches a float64 reference computed on the CPU."
+	if e.helpers != nil {
+		forwardDoc = wrap(fmt.Sprintf("TestForward runs the kernel twice on GPU 0, on fresh random data each time "+
+			"(input uniform in [0,1), filter and bias in [-1,1), drawn as float32 and rounded to %s), "+
+			"and checks that it writes every output and matches a float64 reference computed on the CPU "+
+			"from the rounded data.", s.Problem.Precision))
+	}
+	decl(f, forwardDoc, jen.Func().Id("TestForward").Params(tT()).Block(body...))
 
 	// checkFinite.
 	decl(f, "checkFinite fails the test if an output is NaN or infinite: a NaN left\nfrom the poison means the kernel skipped that element.",
@@ -189,8 +189,8 @@ func genKernelTest(s *spec) *jen.File {
 				),
 			),
 			jen.If(id("bad").Op(">").Lit(0)).Block(
-				fatalf("run %d: %d of %d outputs are not finite, the first out[%d] = %v: the kernel left them unwritten or overflowed",
-					id("run"), id("bad"), jen.Len(id("out")), id("first"), id("out").Index(id("first"))),
+				fatalf("run %d: %d of %d outputs are not finite, the first out[%d] = "+e.showVerb+": the kernel left them unwritten or overflowed",
+					append([]jen.Code{id("run"), id("bad"), jen.Len(id("out")), id("first")}, e.show(id("out").Index(id("first")))...)...),
 			),
 		))
 
@@ -234,17 +234,19 @@ func genKernelTest(s *spec) *jen.File {
 			jen.Comment("Written so that a NaN error fails too."),
 			jen.If(jen.Op("!").Parens(id("rel").Op("<=").Id("errorBound"))).Block(
 				id("w").Op(":=").Id("worstAt"),
-				errorfT("run %d: relative L2 error %.3g exceeds %g; the worst output out[n=%d][k=%d][p=%d][q=%d] is %v, the reference %v",
-					id("run"), id("rel"), id("errorBound"), id("w").Dot("n"), id("w").Dot("k"), id("w").Dot("p"), id("w").Dot("q"),
-					id("out").Index(id("outputAt").Call(id("w").Dot("n"), id("w").Dot("k"), id("w").Dot("p"), id("w").Dot("q"))),
-					id("reference").CallFunc(func(g *jen.Group) {
-						g.Id("in")
-						g.Id("filter")
-						if bias {
-							g.Id("bias")
-						}
-						g.Id("w")
-					})),
+				errorfT("run %d: relative L2 error %.3g exceeds %g; the worst output out[n=%d][k=%d][p=%d][q=%d] is "+e.showVerb+", the reference %v",
+					slices.Concat(
+						[]jen.Code{id("run"), id("rel"), id("errorBound"), id("w").Dot("n"), id("w").Dot("k"), id("w").Dot("p"), id("w").Dot("q")},
+						e.show(id("out").Index(id("outputAt").Call(id("w").Dot("n"), id("w").Dot("k"), id("w").Dot("p"), id("w").Dot("q")))),
+						[]jen.Code{id("reference").CallFunc(func(g *jen.Group) {
+							g.Id("in")
+							g.Id("filter")
+							if bias {
+								g.Id("bias")
+							}
+							g.Id("w")
+						})},
+					)...),
 			),
 		))
 

@@ -50,6 +50,9 @@ func Write(dir string, files map[string][]byte) error {
 		parent = "."
 	}
 
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("gen: write %s: %w", dir, err)
+	}
 	tmp, err := os.MkdirTemp(parent, "."+base+".convgen-new-")
 	if err != nil {
 		return fmt.Errorf("gen: write %s: %w", dir, err)

@@ -102,8 +102,8 @@ func (MMAHalf) reject(p problem.Problem, c Config, lim Limits) string {
 	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
 	waste := 1 - float64(s.P()*s.Q())/computed
 	switch {
-	case g.ThreadsPerBlock > 512 || g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > 512", g.ThreadsPerBlock)
+	case g.ThreadsPerBlock > min(512, lim.MaxThreadsPerBlock):
+		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, min(512, lim.MaxThreadsPerBlock))
 	case g.ThreadsPerBlock < 64:
 		return fmt.Sprintf("warps: %d threads per block < 64", g.ThreadsPerBlock)
 	case g.Accumulators > 128:

@@ -167,6 +167,17 @@ func (s Shape) Validate() error {
 	if s.PadH < 0 || s.PadW < 0 {
 		return fmt.Errorf("shape: pad=%d,%d: must be non-negative", s.PadH, s.PadW)
 	}
+	// Bound every value first, so that P, Q and the products below are exact.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"N", s.N}, {"C", s.C}, {"H", s.H}, {"W", s.W}, {"K", s.K}, {"R", s.R}, {"S", s.S},
+		{"stride_h", s.StrideH}, {"stride_w", s.StrideW}, {"pad_h", s.PadH}, {"pad_w", s.PadW},
+		{"dilation_h", s.DilationH}, {"dilation_w", s.DilationW}, {"groups", s.Groups}} {
+		if f.v > maxIndex/4 {
+			return fmt.Errorf("shape: %s=%d is too large: 32-bit kernel indices would overflow", f.name, f.v)
+		}
+	}
 	if s.C%s.Groups != 0 {
 		return fmt.Errorf("shape: C=%d is not divisible by groups=%d", s.C, s.Groups)
 	}

@@ -100,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.pkg == "" {
 		c.pkg = packageName(filepath.Base(filepath.Clean(c.out)))
 	}
-	if !token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) {
+	if !token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) || c.pkg == "main" || c.pkg == "_" || c.pkg == "C" {
 		return c, usageError{fmt.Errorf("-pkg %q is not a valid Go package name", c.pkg)}
 	}
 	if c.arch != "" && !archPattern.MatchString(c.arch) {
@@ -160,5 +160,16 @@ func (c config) command() string {
 	parts := []string{"convgen", "-shape", c.problem.Shape.String(),
 		"-precision", string(c.problem.Precision), "-layout", string(c.problem.Layout),
 		"-pkg", c.pkg, "-o", filepath.ToSlash(c.out), "-cache", filepath.ToSlash(c.cache)}
+	if c.arch != "" {
+		parts = append(parts, "-arch", c.arch)
+	}
+	if c.device != "" {
+		parts = append(parts, "-device", c.device)
+	}
+	for i, p := range parts {
+		if strings.ContainsAny(p, " \t'\"$`\\") {
+			parts[i] = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+		}
+	}
 	return strings.Join(parts, " ")
 }

@@ -19,6 +19,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/convgen/convgen/examples/alexnet/fp16nhwc"
 	"github.com/convgen/convgen/examples/alexnet/fp32"
 	"github.com/convgen/convgen/examples/alexnet/tf32"
 	"github.com/convgen/convgen/examples/alexnet/tf32nhwc"
@@ -27,31 +28,34 @@ import (
 
 // variants are the generated kernels the example runs, in this order. To add
 // one, generate its package (a go:generate line in doc.go), import it and add
-// its entry here.
+// its entry here; a precision whose elements are not float32 also needs a
+// codec, chosen in run.
 var variants = []variant{
 	{"fp32", bind(fp32.Load, fp32.StreamOf, fp32.PtrOf), consts{fp32.Precision, fp32.Layout, fp32.KernelName, fp32.TunedArch, fp32.FLOPs,
 		fp32.N, fp32.C, fp32.H, fp32.W, fp32.K, fp32.R, fp32.S, fp32.P, fp32.Q, fp32.StrideH, fp32.StrideW, fp32.PadH, fp32.PadW, fp32.DilationH, fp32.DilationW, fp32.Groups, fp32.HasBias,
-		fp32.InputElems, fp32.FilterElems, fp32.BiasElems, fp32.OutputElems}},
+		fp32.InputElems, fp32.FilterElems, fp32.BiasElems, fp32.OutputElems, fp32.ElementBytes}},
 	{"tf32", bind(tf32.Load, tf32.StreamOf, tf32.PtrOf), consts{tf32.Precision, tf32.Layout, tf32.KernelName, tf32.TunedArch, tf32.FLOPs,
 		tf32.N, tf32.C, tf32.H, tf32.W, tf32.K, tf32.R, tf32.S, tf32.P, tf32.Q, tf32.StrideH, tf32.StrideW, tf32.PadH, tf32.PadW, tf32.DilationH, tf32.DilationW, tf32.Groups, tf32.HasBias,
-		tf32.InputElems, tf32.FilterElems, tf32.BiasElems, tf32.OutputElems}},
+		tf32.InputElems, tf32.FilterElems, tf32.BiasElems, tf32.OutputElems, tf32.ElementBytes}},
 	{"tf32nhwc", bind(tf32nhwc.Load, tf32nhwc.StreamOf, tf32nhwc.PtrOf), consts{tf32nhwc.Precision, tf32nhwc.Layout, tf32nhwc.KernelName, tf32nhwc.TunedArch, tf32nhwc.FLOPs,
 		tf32nhwc.N, tf32nhwc.C, tf32nhwc.H, tf32nhwc.W, tf32nhwc.K, tf32nhwc.R, tf32nhwc.S, tf32nhwc.P, tf32nhwc.Q, tf32nhwc.StrideH, tf32nhwc.StrideW, tf32nhwc.PadH, tf32nhwc.PadW, tf32nhwc.DilationH, tf32nhwc.DilationW, tf32nhwc.Groups, tf32nhwc.HasBias,
-		tf32nhwc.InputElems, tf32nhwc.FilterElems, tf32nhwc.BiasElems, tf32nhwc.OutputElems}},
+		tf32nhwc.InputElems, tf32nhwc.FilterElems, tf32nhwc.BiasElems, tf32nhwc.OutputElems, tf32nhwc.ElementBytes}},
 	{"tf32x3", bind(tf32x3.Load, tf32x3.StreamOf, tf32x3.PtrOf), consts{tf32x3.Precision, tf32x3.Layout, tf32x3.KernelName, tf32x3.TunedArch, tf32x3.FLOPs,
 		tf32x3.N, tf32x3.C, tf32x3.H, tf32x3.W, tf32x3.K, tf32x3.R, tf32x3.S, tf32x3.P, tf32x3.Q, tf32x3.StrideH, tf32x3.StrideW, tf32x3.PadH, tf32x3.PadW, tf32x3.DilationH, tf32x3.DilationW, tf32x3.Groups, tf32x3.HasBias,
-		tf32x3.InputElems, tf32x3.FilterElems, tf32x3.BiasElems, tf32x3.OutputElems}},
+		tf32x3.InputElems, tf32x3.FilterElems, tf32x3.BiasElems, tf32x3.OutputElems, tf32x3.ElementBytes}},
+	{"fp16nhwc", bind(fp16nhwc.Load, fp16nhwc.StreamOf, fp16nhwc.PtrOf), consts{fp16nhwc.Precision, fp16nhwc.Layout, fp16nhwc.KernelName, fp16nhwc.TunedArch, fp16nhwc.FLOPs,
+		fp16nhwc.N, fp16nhwc.C, fp16nhwc.H, fp16nhwc.W, fp16nhwc.K, fp16nhwc.R, fp16nhwc.S, fp16nhwc.P, fp16nhwc.Q, fp16nhwc.StrideH, fp16nhwc.StrideW, fp16nhwc.PadH, fp16nhwc.PadW, fp16nhwc.DilationH, fp16nhwc.DilationW, fp16nhwc.Groups, fp16nhwc.HasBias,
+		fp16nhwc.InputElems, fp16nhwc.FilterElems, fp16nhwc.BiasElems, fp16nhwc.OutputElems, fp16nhwc.ElementBytes}},
 }
 
 // errorBounds is the largest relative L2 error ‖out−ref‖/‖ref‖ against the
 // float64 reference that each precision allows.
-var errorBounds = map[string]float64{"fp32": 1e-5, "tf32": 1e-3, "3xtf32": 1e-5}
+var errorBounds = map[string]float64{"fp32": 1e-5, "tf32": 1e-3, "3xtf32": 1e-5, "fp16": 2e-3}
 
 const (
-	samples  = 4096       // outputs checked against the reference
-	warmups  = 10         // untimed launches before the timed ones
-	nanBits  = 0x7fc00000 // a quiet float32 NaN: the output's poison
-	flushLen = 64 << 20   // 32-bit words of the L2 flush buffer (256 MB)
+	samples  = 4096     // outputs checked against the reference
+	warmups  = 10       // untimed launches before the timed ones
+	flushLen = 64 << 20 // 32-bit words of the L2 flush buffer (256 MB)
 )
 
 // variant is one generated kernel package.
@@ -70,6 +74,7 @@ type consts struct {
 	Groups                                             int
 	HasBias                                            bool
 	InputElems, FilterElems, BiasElems, OutputElems    int
+	ElementBytes                                       int
 }
 
 // launcher is a loaded kernel behind gorgonia.org/cu types, so that every
@@ -252,7 +257,12 @@ func run(v variant, device string, runs int, rng *rand.Rand) result {
 		err = fmt.Errorf("precision %q has no error bound here", c.Precision)
 	}
 	if err == nil {
-		err = measure(v, runs, rng, &r)
+		switch c.Precision {
+		case "fp16":
+			err = measure(v, fp16Elems, runs, rng, &r)
+		default: // fp32, tf32 and 3xtf32 keep float32 data
+			err = measure(v, float32Elems, runs, rng, &r)
+		}
 	}
 	if err != nil {
 		r.Error = err.Error()
@@ -267,9 +277,13 @@ func run(v variant, device string, runs int, rng *rand.Rand) result {
 	return r
 }
 
-// measure does the work of run; it fills r's error and timings.
-func measure(v variant, runs int, rng *rand.Rand, r *result) (err error) {
+// measure does the work of run with host elements of type E; it fills r's
+// error and timings.
+func measure[E element](v variant, d codec[E], runs int, rng *rand.Rand, r *result) (err error) {
 	c := v.c
+	if size := int(unsafe.Sizeof(E(0))); c.ElementBytes != size {
+		return fmt.Errorf("the package's elements have %d bytes, the host's for %s %d", c.ElementBytes, c.Precision, size)
+	}
 	dev, err := cu.GetDevice(0)
 	if err != nil {
 		return fmt.Errorf("device 0: %w", err)
@@ -291,10 +305,10 @@ func measure(v variant, runs int, rng *rand.Rand, r *result) (err error) {
 	}
 	defer func() { err = errors.Join(err, wrap("destroy the stream", stream.Destroy())) }()
 
-	in := random(rng, c.InputElems, 0, 1)
-	filter := random(rng, c.FilterElems, -1, 1)
-	bias := random(rng, c.BiasElems, -1, 1)
-	out := make([]float32, c.OutputElems)
+	in := d.random(rng, c.InputElems, 0, 1)
+	filter := d.random(rng, c.FilterElems, -1, 1)
+	bias := d.random(rng, c.BiasElems, -1, 1)
+	out := make([]E, c.OutputElems)
 
 	var mem []cu.DevicePtr
 	defer func() {
@@ -302,13 +316,13 @@ func measure(v variant, runs int, rng *rand.Rand, r *result) (err error) {
 			err = errors.Join(err, wrap("free device memory", cu.MemFree(p)))
 		}
 	}()
-	alloc := func(words int) (cu.DevicePtr, error) {
-		if words == 0 {
+	alloc := func(bytes int) (cu.DevicePtr, error) {
+		if bytes == 0 {
 			return 0, nil
 		}
-		p, err := cu.MemAlloc(int64(words) * 4)
+		p, err := cu.MemAlloc(int64(bytes))
 		if err != nil {
-			return 0, fmt.Errorf("allocate %d bytes: %w", words*4, err)
+			return 0, fmt.Errorf("allocate %d bytes: %w", bytes, err)
 		}
 		mem = append(mem, p)
 		return p, nil
@@ -316,9 +330,12 @@ func measure(v variant, runs int, rng *rand.Rand, r *result) (err error) {
 	var dIn, dFilter, dBias, dOut, dFlush cu.DevicePtr
 	for _, a := range []struct {
 		p     *cu.DevicePtr
-		words int
-	}{{&dIn, c.InputElems}, {&dFilter, c.FilterElems}, {&dBias, c.BiasElems}, {&dOut, c.OutputElems}, {&dFlush, flushLen}} {
-		if *a.p, err = alloc(a.words); err != nil {
+		bytes int
+	}{
+		{&dIn, c.InputElems * c.ElementBytes}, {&dFilter, c.FilterElems * c.ElementBytes}, {&dBias, c.BiasElems * c.ElementBytes},
+		{&dOut, c.OutputElems * c.ElementBytes}, {&dFlush, flushLen * 4},
+	} {
+		if *a.p, err = alloc(a.bytes); err != nil {
 			return err
 		}
 	}
@@ -331,8 +348,8 @@ func measure(v variant, runs int, rng *rand.Rand, r *result) (err error) {
 	if err := toDevice(dBias, bias); err != nil {
 		return err
 	}
-	if err := cu.MemsetD32(dOut, nanBits, int64(c.OutputElems)); err != nil {
-		return fmt.Errorf("poison the output: %w", err)
+	if err := d.poison(dOut, int64(c.OutputElems)); err != nil {
+		return fmt.Errorf("poison the output with NaN: %w", err)
 	}
 	// The copies and the memset ran on the legacy default stream, which a
 	// non-blocking stream does not wait for.
@@ -346,14 +363,14 @@ func measure(v variant, runs int, rng *rand.Rand, r *result) (err error) {
 		return fmt.Errorf("synchronize after the launch: %w", err)
 	}
 	if len(out) > 0 {
-		if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), dOut, int64(len(out))*4); err != nil {
+		if err := cu.MemcpyDtoH(unsafe.Pointer(&out[0]), dOut, int64(len(out))*int64(c.ElementBytes)); err != nil {
 			return fmt.Errorf("copy the output back: %w", err)
 		}
 	}
-	if bad, first := notFinite(out); bad > 0 {
-		return fmt.Errorf("%d of %d outputs are not finite, the first out[%d] = %v: the kernel left them unwritten or overflowed", bad, len(out), first, out[first])
+	if bad, first := d.notFinite(out); bad > 0 {
+		return fmt.Errorf("%d of %d outputs are not finite, the first out[%d] = %v: the kernel left them unwritten or overflowed", bad, len(out), first, d.fromElem(out[first]))
 	}
-	r.RelError = c.relError(rng, out, in, filter, bias)
+	r.RelError = d.relError(c, rng, out, in, filter, bias)
 
 	ms, err := timeRuns(k, stream, runs, dOut, dIn, dFilter, dBias, dFlush)
 	if err != nil {
@@ -417,31 +434,60 @@ func wrap(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// element is the host type of one tensor element: a float32, or the bits of
+// an fp16 in a uint16.
+type element interface{ float32 | uint16 }
+
+// codec is how the host makes, reads and poisons elements of one type.
+type codec[E element] struct {
+	toElem   func(float32) E                 // rounds a float32 to an element
+	fromElem func(E) float64                 // widens an element, exactly
+	poison   func(cu.DevicePtr, int64) error // fills n elements with NaN
+}
+
+// float32Elems are the elements of fp32, tf32 and 3xtf32.
+var float32Elems = codec[float32]{
+	toElem:   func(f float32) float32 { return f },
+	fromElem: func(e float32) float64 { return float64(e) },
+	poison:   func(p cu.DevicePtr, n int64) error { return cu.MemsetD32(p, 0x7fc00000, n) }, // a quiet float32 NaN
+}
+
+// fp16Elems are the elements of fp16: IEEE binary16 bits.
+var fp16Elems = codec[uint16]{
+	toElem:   fp16FromFloat32,
+	fromElem: fp16ToFloat64,
+	poison:   func(p cu.DevicePtr, n int64) error { return cu.MemsetD16(p, fp16NaN, n) },
+}
+
+// fp16NaN is a quiet fp16 NaN.
+const fp16NaN = 0x7e00
+
 // toDevice copies xs to the device memory at p.
-func toDevice(p cu.DevicePtr, xs []float32) error {
+func toDevice[E element](p cu.DevicePtr, xs []E) error {
 	if len(xs) == 0 {
 		return nil
 	}
-	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&xs[0]), int64(len(xs))*4); err != nil {
+	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&xs[0]), int64(len(xs))*int64(unsafe.Sizeof(xs[0]))); err != nil {
 		return fmt.Errorf("copy %d elements to the device: %w", len(xs), err)
 	}
 	return nil
 }
 
-// random returns n float32s drawn uniformly from [lo, hi).
-func random(rng *rand.Rand, n int, lo, hi float64) []float32 {
-	xs := make([]float32, n)
+// random returns n elements drawn uniformly from [lo, hi) as float32s and
+// rounded to elements.
+func (d codec[E]) random(rng *rand.Rand, n int, lo, hi float64) []E {
+	xs := make([]E, n)
 	for i := range xs {
-		xs[i] = float32(lo + (hi-lo)*rng.Float64())
+		xs[i] = d.toElem(float32(lo + (hi-lo)*rng.Float64()))
 	}
 	return xs
 }
 
 // notFinite counts the NaN and infinite outputs and finds the first.
-func notFinite(out []float32) (bad, first int) {
+func (d codec[E]) notFinite(out []E) (bad, first int) {
 	first = -1
 	for i, e := range out {
-		if v := float64(e); math.IsNaN(v) || math.IsInf(v, 0) {
+		if v := d.fromElem(e); math.IsNaN(v) || math.IsInf(v, 0) {
 			if bad == 0 {
 				first = i
 			}
@@ -449,6 +495,70 @@ func notFinite(out []float32) (bad, first int) {
 		}
 	}
 	return bad, first
+}
+
+// fp16FromFloat32 rounds f to the nearest fp16, ties to even, and returns its
+// bits. Results below the smallest normal fp16 (2^-14) are subnormal or
+// zero, results beyond the largest finite one (65504) are infinite, and a
+// NaN becomes fp16NaN with f's sign. (The same conversion as in the
+// generated package's test.)
+func fp16FromFloat32(f float32) uint16 {
+	bits := math.Float32bits(f)
+	sign := uint16(bits>>16) & 0x8000
+	exp := int(bits>>23) & 0xff // biased by 127
+	mant := bits & 0x7fffff
+	if exp == 0xff { // infinite or NaN
+		if mant != 0 {
+			return sign | fp16NaN
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15 // biased by 15, as in fp16
+	if e >= 0x1f {
+		return sign | 0x7c00 // too large: infinite
+	}
+	if e <= 0 {
+		// A subnormal fp16 or zero: the float's 24-bit significand, leading
+		// 1 included, shifted right so that its unit becomes 2^-24.
+		if e < -10 {
+			return sign // below half the smallest subnormal (2^-25): zero
+		}
+		return sign | uint16(roundShift(mant|0x800000, uint(14-e)))
+	}
+	// A normal fp16: exponent and mantissa shifted together, so that
+	// rounding up carries into the exponent, and past 65504 to infinity.
+	return sign | uint16(roundShift(uint32(e)<<23|mant, 13))
+}
+
+// roundShift returns x/2^n rounded to the nearest integer, ties to even,
+// for 0 < n < 32.
+func roundShift(x uint32, n uint) uint32 {
+	q := x >> n
+	rest := x & (uint32(1)<<n - 1)
+	half := uint32(1) << (n - 1)
+	if rest > half || rest == half && q&1 == 1 {
+		q++
+	}
+	return q
+}
+
+// fp16ToFloat64 decodes the fp16 bits h, exactly.
+func fp16ToFloat64(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, mant := int(h>>10)&0x1f, float64(h&0x3ff)
+	switch exp {
+	case 0: // zero or subnormal: mant × 2^-24
+		return sign * math.Ldexp(mant, -24)
+	case 0x1f: // infinite or NaN
+		if mant != 0 {
+			return math.NaN()
+		}
+		return math.Inf(int(sign))
+	}
+	return sign * math.Ldexp(1024+mant, exp-25) // (1 + mant/1024) × 2^(exp-15)
 }
 
 // median of sorted xs.
@@ -468,6 +578,9 @@ func quantile(xs []float64, f float64) float64 {
 // validate checks that the constants agree with each other and name a
 // layout the reference knows.
 func (c consts) validate() error {
+	if c.ElementBytes != 2 && c.ElementBytes != 4 {
+		return fmt.Errorf("ElementBytes = %d: the example knows 2- and 4-byte elements", c.ElementBytes)
+	}
 	if c.Layout != "nchw" && c.Layout != "nhwc" {
 		return fmt.Errorf("layout %q: the reference knows nchw and nhwc", c.Layout)
 	}
@@ -487,13 +600,13 @@ func (c consts) validate() error {
 
 // relError is ‖out−ref‖/‖ref‖ over samples random outputs, ref the float64
 // reference.
-func (c consts) relError(rng *rand.Rand, out, in, filter, bias []float32) float64 {
+func (d codec[E]) relError(c consts, rng *rand.Rand, out, in, filter, bias []E) float64 {
 	var diff2, ref2 float64
 	for range samples {
 		n, k, p, q := rng.IntN(c.N), rng.IntN(c.K), rng.IntN(c.P), rng.IntN(c.Q)
-		want := c.reference(in, filter, bias, n, k, p, q)
-		d := float64(out[c.outputAt(n, k, p, q)]) - want
-		diff2 += d * d
+		want := d.reference(c, in, filter, bias, n, k, p, q)
+		diff := d.fromElem(out[c.outputAt(n, k, p, q)]) - want
+		diff2 += diff * diff
 		ref2 += want * want
 	}
 	if ref2 == 0 {
@@ -502,13 +615,13 @@ func (c consts) relError(rng *rand.Rand, out, in, filter, bias []float32) float6
 	return math.Sqrt(diff2 / ref2)
 }
 
-// reference computes out[n][k][p][q] in float64: the sum over k's channel
-// group and the filter taps inside the input (padding reads as zero), plus
-// the bias.
-func (c consts) reference(in, filter, bias []float32, n, k, p, q int) float64 {
+// reference computes out[n][k][p][q] in float64 from the elements as they
+// are (rounded to fp16 for fp16): the sum over k's channel group and the
+// filter taps inside the input (padding reads as zero), plus the bias.
+func (d codec[E]) reference(c consts, in, filter, bias []E, n, k, p, q int) float64 {
 	var sum float64
 	if c.HasBias {
-		sum = float64(bias[k])
+		sum = d.fromElem(bias[k])
 	}
 	cg := c.C / c.Groups
 	group := k / (c.K / c.Groups)
@@ -523,7 +636,7 @@ func (c consts) reference(in, filter, bias []float32, n, k, p, q int) float64 {
 				if w < 0 || w >= c.W {
 					continue
 				}
-				sum += float64(in[c.inputAt(n, group*cg+ch, h, w)]) * float64(filter[c.filterAt(k, ch, r, s)])
+				sum += d.fromElem(in[c.inputAt(n, group*cg+ch, h, w)]) * d.fromElem(filter[c.filterAt(k, ch, r, s)])
 			}
 		}
 	}
