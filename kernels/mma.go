@@ -41,14 +41,9 @@ func (MMA) Serves(p problem.Problem) error {
 	return nil
 }
 
-var (
-	mmaTileP         = []int{4, 8}
-	mmaTileQ         = []int{8, 16, 28, 32}
-	mmaTileK         = []int{48, 96, 128}
-	mmaWarpM         = []int{32, 64}
-	mmaWarpN         = []int{32, 48}
-	mmaTilesPerBlock = []int{8}
-)
+// mmaKnobs are the values the search space takes.
+var mmaKnobs = gemmKnobs{TileP: []int{4, 8}, TileQ: []int{8, 16, 28, 32}, TileK: []int{48, 96, 128},
+	WarpM: []int{32, 64}, WarpN: []int{32, 48}, TilesPerBlock: []int{8}}
 
 type mmaGeometry struct {
 	ThreadsPerBlock, S4, JP, TilesP, TilesQ, PatchRows, PatchCols, PatchPitch int
@@ -60,11 +55,10 @@ type mmaGeometry struct {
 func mmaGeom(p problem.Problem, c Config) mmaGeometry {
 	s := p.Shape
 	var g mmaGeometry
-	bm := c["TileP"] * c["TileQ"]
-	g.ThreadsPerBlock = 32 * (bm / c["WarpM"]) * (c["TileK"] / c["WarpN"])
+	t := newGemmTile(s, c)
+	g.ThreadsPerBlock, g.TilesP, g.TilesQ, g.GridTiles, g.Accumulators = t.Threads, t.TilesP, t.TilesQ, t.GridTiles, t.Accumulators
 	g.S4 = roundUp(s.S, 4)
 	g.JP = roundUp(s.C*s.R*g.S4, 8)
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
 	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.PatchCols = (c["TileQ"]-1)*s.StrideW + (g.S4-1)*s.DilationW + 1
 	g.PatchPitch = g.PatchCols
@@ -84,70 +78,34 @@ func mmaGeom(p problem.Problem, c Config) mmaGeometry {
 	// B-fragment loads hit rows g*FilterPitch + t: ≡ 4 mod 32 keeps them in
 	// 32 distinct banks.
 	g.FilterPitch = g.JP + ((4-g.JP%32)+32)%32
-	tiles := s.N * g.TilesP * g.TilesQ
-	g.GridTiles = ceilDiv(tiles, c["TilesPerBlock"])
 	g.SharedBytes = 4 * (c["TileK"]*g.FilterPitch + c["Stages"]*s.C*g.PatchRows*g.PatchPitch)
-	g.Accumulators = (c["WarpM"] / 16) * (c["WarpN"] / 8) * 4
 	return g
 }
 
 // Space implements Family.
 func (f MMA) Space(p problem.Problem, lim Limits) []Candidate {
-	s := p.Shape
 	var out []Candidate
-	for _, tp := range mmaTileP {
-		for _, tq := range mmaTileQ {
-			for _, tk := range channelTiles(s.K, mmaTileK, 8) {
-				for _, wm := range mmaWarpM {
-					if tp*tq%wm != 0 {
-						continue // warps tile the block's pixels exactly
-					}
-					for _, wn := range channelTiles(tk, mmaWarpN, 8) {
-						for _, tpb := range mmaTilesPerBlock {
-							for _, st := range []int{1, 2} {
-								if st == 2 && tpb == 1 {
-									continue // nothing to prefetch
-								}
-								cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb, "Stages": st}
-								out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
-							}
-						}
-					}
-				}
+	for _, base := range mmaKnobs.configs(p.Shape) {
+		for _, st := range []int{1, 2} {
+			if st == 2 && base["TilesPerBlock"] == 1 {
+				continue // nothing to prefetch
 			}
+			cfg := Config{"Stages": st}
+			for k, v := range base {
+				cfg[k] = v
+			}
+			out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
 		}
 	}
 	return out
 }
 
 func (MMA) reject(p problem.Problem, c Config, lim Limits) string {
-	s := p.Shape
-	g := mmaGeom(p, c)
-	limitAcc := 128
+	maxAcc := 128
 	if p.Precision == problem.TF32x3 {
-		limitAcc = 96 // the split operands need registers too
+		maxAcc = 96 // the split operands need registers too
 	}
-	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
-	waste := 1 - float64(s.P()*s.Q())/computed
-	switch {
-	case g.ThreadsPerBlock > min(512, lim.MaxThreadsPerBlock):
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, min(512, lim.MaxThreadsPerBlock))
-	case g.ThreadsPerBlock < 64:
-		return fmt.Sprintf("warps: %d threads per block < 64", g.ThreadsPerBlock)
-	case g.Accumulators > limitAcc:
-		return fmt.Sprintf("registers: %d accumulators per thread > %d", g.Accumulators, limitAcc)
-	case g.Accumulators < 16:
-		return fmt.Sprintf("register tile: %d accumulators per thread < 16", g.Accumulators)
-	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
-	case waste > 0.20:
-		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
-	case c["TileP"] > 1 && g.TilesP*c["TileP"]-s.P() >= c["TileP"]:
-		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
-	case c["TilesPerBlock"] > 1 && g.GridTiles*(s.K/c["TileK"]) < 132:
-		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs", g.GridTiles*(s.K/c["TileK"]))
-	}
-	return ""
+	return gemmReject(p.Shape, c, newGemmTile(p.Shape, c), mmaGeom(p, c).SharedBytes, lim, 16, maxAcc)
 }
 
 // Render implements Family.

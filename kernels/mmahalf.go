@@ -35,14 +35,9 @@ func (MMAHalf) Serves(p problem.Problem) error {
 	return nil
 }
 
-var (
-	halfTileP         = []int{4, 8}
-	halfTileQ         = []int{8, 16, 28, 32}
-	halfTileK         = []int{48, 96}
-	halfWarpM         = []int{32, 64}
-	halfWarpN         = []int{32, 48}
-	halfTilesPerBlock = []int{8}
-)
+// halfKnobs are the values the search space takes.
+var halfKnobs = gemmKnobs{TileP: []int{4, 8}, TileQ: []int{8, 16, 28, 32}, TileK: []int{48, 96},
+	WarpM: []int{32, 64}, WarpN: []int{32, 48}, TilesPerBlock: []int{8}}
 
 type halfGeometry struct {
 	ThreadsPerBlock, R4, S4, JP, TilesP, TilesQ, PatchRows, PatchCols, PatchPitch int
@@ -52,11 +47,10 @@ type halfGeometry struct {
 func halfGeom(p problem.Problem, c Config) halfGeometry {
 	s := p.Shape
 	var g halfGeometry
-	bm := c["TileP"] * c["TileQ"]
-	g.ThreadsPerBlock = 32 * (bm / c["WarpM"]) * (c["TileK"] / c["WarpN"])
+	t := newGemmTile(s, c)
+	g.ThreadsPerBlock, g.TilesP, g.TilesQ, g.GridTiles, g.Accumulators = t.Threads, t.TilesP, t.TilesQ, t.GridTiles, t.Accumulators
 	g.R4, g.S4 = roundUp(s.R, 4), roundUp(s.S, 4)
 	g.JP = s.C * g.R4 * g.S4
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
 	g.PatchRows = (c["TileP"]-1)*s.StrideH + (g.R4-1)*s.DilationH + 1
 	g.PatchCols = (c["TileQ"]-1)*s.StrideW + (g.S4-1)*s.DilationW + 1
 	// Pitch ≡ 32 mod 64 halves: the lanes' fragment words (pixel g, row
@@ -66,58 +60,21 @@ func halfGeom(p problem.Problem, c Config) halfGeometry {
 	if s.StrideW%2 == 0 && s.DilationW == 1 {
 		g.PairsAligned = 1
 	}
-	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["TilesPerBlock"])
 	g.SharedBytes = 2 * (c["TileK"]*g.FilterPitch + s.C*g.PatchRows*g.PatchPitch)
-	g.Accumulators = (c["WarpM"] / 16) * (c["WarpN"] / 8) * 4
 	return g
 }
 
 // Space implements Family.
 func (f MMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
-	s := p.Shape
 	var out []Candidate
-	for _, tp := range halfTileP {
-		for _, tq := range halfTileQ {
-			for _, tk := range channelTiles(s.K, halfTileK, 8) {
-				for _, wm := range halfWarpM {
-					if tp*tq%wm != 0 {
-						continue // warps tile the block's pixels exactly
-					}
-					for _, wn := range channelTiles(tk, halfWarpN, 8) {
-						for _, tpb := range halfTilesPerBlock {
-							cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb}
-							out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
-						}
-					}
-				}
-			}
-		}
+	for _, cfg := range halfKnobs.configs(p.Shape) {
+		out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
 	}
 	return out
 }
 
 func (MMAHalf) reject(p problem.Problem, c Config, lim Limits) string {
-	s := p.Shape
-	g := halfGeom(p, c)
-	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
-	waste := 1 - float64(s.P()*s.Q())/computed
-	switch {
-	case g.ThreadsPerBlock > min(512, lim.MaxThreadsPerBlock):
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, min(512, lim.MaxThreadsPerBlock))
-	case g.ThreadsPerBlock < 64:
-		return fmt.Sprintf("warps: %d threads per block < 64", g.ThreadsPerBlock)
-	case g.Accumulators > 128:
-		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
-	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
-	case waste > 0.20:
-		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
-	case c["TileP"] > 1 && g.TilesP*c["TileP"]-s.P() >= c["TileP"]:
-		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
-	case c["TilesPerBlock"] > 1 && g.GridTiles*(s.K/c["TileK"]) < 132:
-		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs", g.GridTiles*(s.K/c["TileK"]))
-	}
-	return ""
+	return gemmReject(p.Shape, c, newGemmTile(p.Shape, c), halfGeom(p, c).SharedBytes, lim, 0, 128)
 }
 
 // Render implements Family.

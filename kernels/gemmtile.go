@@ -1,0 +1,80 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// gemmKnobs are the knob values of the implicit-GEMM tensor-core families:
+// the block tile (TileP × TileQ output pixels, TileK channels), the warp tile
+// (WarpM pixels × WarpN channels) and the tiles a block walks.
+type gemmKnobs struct {
+	TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock []int
+}
+
+// configs lists the knob combinations for shape s: channel tiles that divide
+// K (or a fallback), warp tiles that divide the block tile exactly.
+func (k gemmKnobs) configs(s problem.Shape) []Config {
+	var out []Config
+	for _, tp := range k.TileP {
+		for _, tq := range k.TileQ {
+			for _, tk := range channelTiles(s.K, k.TileK, 8) {
+				for _, wm := range k.WarpM {
+					if tp*tq%wm != 0 {
+						continue // warps tile the block's pixels exactly
+					}
+					for _, wn := range channelTiles(tk, k.WarpN, 8) {
+						for _, tpb := range k.TilesPerBlock {
+							out = append(out, Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb})
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// gemmTile is the part of a tensor-core configuration's geometry that the
+// static rules look at.
+type gemmTile struct {
+	Threads, TilesP, TilesQ, GridTiles, Accumulators int
+}
+
+func newGemmTile(s problem.Shape, c Config) gemmTile {
+	var t gemmTile
+	t.Threads = 32 * (c["TileP"] * c["TileQ"] / c["WarpM"]) * (c["TileK"] / c["WarpN"])
+	t.TilesP, t.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
+	t.GridTiles = ceilDiv(s.N*t.TilesP*t.TilesQ, c["TilesPerBlock"])
+	t.Accumulators = (c["WarpM"] / 16) * (c["WarpN"] / 8) * 4
+	return t
+}
+
+// gemmReject applies the static rules the tensor-core families share;
+// accumulators per thread must lie in [minAcc, maxAcc] (minAcc 0: no lower
+// bound).
+func gemmReject(s problem.Shape, c Config, t gemmTile, sharedBytes int, lim Limits, minAcc, maxAcc int) string {
+	computed := float64(t.TilesP*c["TileP"]) * float64(t.TilesQ*c["TileQ"])
+	waste := 1 - float64(s.P()*s.Q())/computed
+	maxThreads := min(512, lim.MaxThreadsPerBlock)
+	switch {
+	case t.Threads > maxThreads:
+		return fmt.Sprintf("threads: %d per block > %d", t.Threads, maxThreads)
+	case t.Threads < 64:
+		return fmt.Sprintf("warps: %d threads per block < 64", t.Threads)
+	case t.Accumulators > maxAcc:
+		return fmt.Sprintf("registers: %d accumulators per thread > %d", t.Accumulators, maxAcc)
+	case t.Accumulators < minAcc:
+		return fmt.Sprintf("register tile: %d accumulators per thread < %d", t.Accumulators, minAcc)
+	case sharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", sharedBytes, lim.MaxSharedPerBlock)
+	case waste > 0.20:
+		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
+	case c["TileP"] > 1 && t.TilesP*c["TileP"]-s.P() >= c["TileP"]:
+		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
+	case c["TilesPerBlock"] > 1 && t.GridTiles*(s.K/c["TileK"]) < 132:
+		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs", t.GridTiles*(s.K/c["TileK"]))
+	}
+	return ""
+}
