@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -580,6 +581,25 @@ func TestCompile(t *testing.T) {
 		jobs = sample
 	}
 
+	// NVRTC 11 serialises compiles inside one process: spread the work over
+	// one child process per CPU (this test binary, re-run on a shard).
+	shard, shards := 0, 1
+	if spec := os.Getenv(shardEnv); spec != "" {
+		if _, err := fmt.Sscanf(spec, "%d/%d", &shard, &shards); err != nil || shards < 1 || shard < 0 || shard >= shards {
+			t.Fatalf("%s=%q: want i/n", shardEnv, spec)
+		}
+	} else if n := runtime.NumCPU(); n > 1 && len(jobs) > 2*n {
+		compileShards(t, n, len(jobs))
+		return
+	}
+	var mine []compileJob
+	for i, j := range jobs {
+		if i%shards == shard {
+			mine = append(mine, j)
+		}
+	}
+	jobs = mine
+
 	// Stop handing out work shortly before the test binary's deadline, so
 	// that running out of time is a clear failure rather than a panic
 	// without the results.
@@ -588,6 +608,9 @@ func TestCompile(t *testing.T) {
 		stopAt = d.Add(-45 * time.Second)
 	}
 	workers := runtime.NumCPU()
+	if shards > 1 {
+		workers = 1
+	}
 	start := time.Now()
 	errs := make([]string, len(jobs))
 	next := make(chan int)
@@ -631,6 +654,49 @@ func TestCompile(t *testing.T) {
 	}
 	t.Logf("compiled %d of %d kernels (%d failed) for %s with NVRTC %s, %d workers, in %s",
 		handed-failed, total, failed, arch, lib.VersionString(), workers, time.Since(start).Round(time.Millisecond))
+}
+
+// shardEnv, set to "i/n", makes TestCompile compile every n-th kernel from
+// the i-th on, in a child process.
+const shardEnv = "CONVGEN_COMPILE_SHARD"
+
+// compileShards runs TestCompile in n child processes, one shard each, and
+// reports their failures.
+func compileShards(t *testing.T, n, total int) {
+	t.Helper()
+	args := []string{"-test.run=^TestCompile$", "-test.v"}
+	if d, ok := t.Deadline(); ok {
+		args = append(args, fmt.Sprintf("-test.timeout=%s", time.Until(d).Round(time.Second)))
+	}
+	start := time.Now()
+	outs := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(os.Args[0], args...)
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d/%d", shardEnv, i, n))
+			outs[i], errs[i] = cmd.CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("compile shard %d/%d: %v\n%s", i, n, errs[i], outs[i])
+			continue
+		}
+		if !strings.Contains(string(outs[i]), "--- PASS: TestCompile") {
+			t.Errorf("compile shard %d/%d did not pass:\n%s", i, n, outs[i])
+		}
+		for _, line := range strings.Split(string(outs[i]), "\n") {
+			if strings.Contains(line, "compiled ") {
+				t.Logf("shard %d/%d: %s", i, n, strings.TrimSpace(line))
+			}
+		}
+	}
+	t.Logf("%d kernels in %d processes in %s", total, n, time.Since(start).Round(time.Second))
 }
 
 // compileOne compiles one kernel and returns what is wrong with the result,

@@ -103,7 +103,9 @@ func (f MMA) Space(p problem.Problem, lim Limits) []Candidate {
 func (MMA) reject(p problem.Problem, c Config, lim Limits) string {
 	maxAcc := 128
 	if p.Precision == problem.TF32x3 {
-		maxAcc = 96 // the split operands need registers too
+		// The split operands, double-buffered, need registers too; larger
+		// tiles also take NVRTC 7-11 s each to compile and never won.
+		maxAcc = 48
 	}
 	return gemmReject(p.Shape, c, newGemmTile(p.Shape, c), mmaGeom(p, c).SharedBytes, lim, 16, maxAcc)
 }
