@@ -33,16 +33,15 @@ type request struct {
 	SupportImage string           `json:"support_image,omitempty"` // path of the checking kernels' cubin
 
 	// measure
-	Image    string `json:"image,omitempty"` // path of the candidate's cubin
-	Kernel   string `json:"kernel,omitempty"`
-	Grid     [3]int `json:"grid,omitempty"`
-	Block    [3]int `json:"block,omitempty"`
-	Shared   int    `json:"shared,omitempty"`
-	Seed     uint32 `json:"seed,omitempty"`
-	Warmup   int    `json:"warmup,omitempty"`
-	Runs     int    `json:"runs,omitempty"`
-	Samples  int    `json:"samples,omitempty"` // outputs checked against the CPU's float64 reference
-	NoVerify bool   `json:"no_verify,omitempty"`
+	Image   string `json:"image,omitempty"` // path of the candidate's cubin
+	Kernel  string `json:"kernel,omitempty"`
+	Grid    [3]int `json:"grid,omitempty"`
+	Block   [3]int `json:"block,omitempty"`
+	Shared  int    `json:"shared,omitempty"`
+	Seed    uint32 `json:"seed,omitempty"`
+	Warmup  int    `json:"warmup,omitempty"`
+	Runs    int    `json:"runs,omitempty"`
+	Samples int    `json:"samples,omitempty"` // outputs checked against the CPU's float64 reference
 }
 
 // response is a worker's answer to one request.

@@ -234,21 +234,15 @@ func (s *search) run(ctx context.Context, kept []int) {
 	s.batch(ctx, order[:explore])
 	// Local refinement: neighbours of the best (one knob changed), best first.
 	for !s.outOfBudget() && ctx.Err() == nil {
-		best := s.bestIndex()
-		if best < 0 {
-			s.batch(ctx, s.unvisited(order)[:min(len(s.unvisited(order)), s.opt.Jobs)])
-			if len(s.unvisited(order)) == 0 {
-				return
-			}
-			continue
-		}
 		var next []int
-		for _, i := range kept {
-			if s.trials[i].Status == StatusSkipped && neighbours(s.trials[best].Config, s.trials[i].Config) {
-				next = append(next, i)
+		if best := s.bestIndex(); best >= 0 {
+			for _, i := range kept {
+				if s.trials[i].Status == StatusSkipped && neighbours(s.trials[best].Config, s.trials[i].Config) {
+					next = append(next, i)
+				}
 			}
 		}
-		if len(next) == 0 {
+		if len(next) == 0 { // no winner yet, or its neighbourhood is done: sample on
 			rest := s.unvisited(order)
 			if len(rest) == 0 {
 				return

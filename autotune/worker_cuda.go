@@ -275,7 +275,11 @@ func (wk *worker) sample(seed uint32, n int) (candErr, refErr float64, err error
 }
 
 func (wk *worker) measure(req request) response {
-	fn, err := wk.dev.Load(mustRead(req.Image), req.Kernel, req.Shared)
+	image, err := os.ReadFile(req.Image)
+	if err != nil {
+		return response{Status: StatusLoad, Error: fmt.Sprintf("read candidate: %v", err)}
+	}
+	fn, err := wk.dev.Load(image, req.Kernel, req.Shared)
 	if err != nil {
 		return response{Status: StatusLoad, Error: err.Error()}
 	}
@@ -347,12 +351,4 @@ func (wk *worker) measure(req request) response {
 	resp.RelError = math.Max(resp.RelError, again)
 	resp.Status = StatusOK
 	return resp
-}
-
-func mustRead(path string) []byte {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil // the load then fails and says so
-	}
-	return b
 }

@@ -5,9 +5,11 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/convgen/convgen/autotune"
@@ -220,11 +222,7 @@ func (d Data) sortedMeasured() []Candidate {
 			failed = append(failed, c)
 		}
 	}
-	for i := 1; i < len(ok); i++ { // insertion sort: stable and small
-		for j := i; j > 0 && ok[j].MedianMS < ok[j-1].MedianMS; j-- {
-			ok[j], ok[j-1] = ok[j-1], ok[j]
-		}
-	}
+	slices.SortStableFunc(ok, func(a, b Candidate) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 	return append(ok, failed...)
 }
 

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/convgen/convgen/autotune"
@@ -115,11 +117,7 @@ func bestOthers(res *autotune.Result, n int) []autotune.Trial {
 			ok = append(ok, t)
 		}
 	}
-	for i := 1; i < len(ok); i++ {
-		for j := i; j > 0 && ok[j].MedianMS < ok[j-1].MedianMS; j-- {
-			ok[j], ok[j-1] = ok[j-1], ok[j]
-		}
-	}
+	slices.SortStableFunc(ok, func(a, b autotune.Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 	return ok[:min(n, len(ok))]
 }
 
