@@ -155,6 +155,9 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	prog.start(len(cands), len(kept), opt.Trials)
 	s.run(ctx, kept)
 	prog.done()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tuning interrupted after %d candidates: %w", s.measured, err)
+	}
 	if err := s.pick(res); err != nil {
 		res.Trials = trials
 		return res, err
