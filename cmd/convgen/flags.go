@@ -34,6 +34,7 @@ type config struct {
 	runs      int
 	pin       []string
 	quiet     bool
+	compile   bool // compile the search space for -arch and stop
 	shapeText string
 }
 
@@ -60,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
 	fs.StringArrayVar(&c.pin, "pin", nil, "measure only this candidate ID (family/knobs, as in the report); repeat for several")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
+	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate for -arch (default sm_90) on the CPU, print their resources, write nothing (no GPU needed; -o not required)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two):\n%s", fs.FlagUsages())
@@ -94,13 +96,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := kernels.Serves(c.problem); err != nil {
 		return c, usageError{err}
 	}
-	if c.out == "" {
+	if c.out == "" && !c.compile {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
 	}
-	if c.pkg == "" {
+	if c.pkg == "" && c.out != "" {
 		c.pkg = packageName(filepath.Base(filepath.Clean(c.out)))
 	}
-	if !token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) || c.pkg == "main" || c.pkg == "_" || c.pkg == "C" {
+	if !c.compile && (!token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) || c.pkg == "main" || c.pkg == "_" || c.pkg == "C") {
 		return c, usageError{fmt.Errorf("-pkg %q is not a valid Go package name", c.pkg)}
 	}
 	if c.arch != "" && !archPattern.MatchString(c.arch) {

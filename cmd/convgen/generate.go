@@ -23,6 +23,9 @@ import (
 
 // generate finds or makes the tuning record and writes the package.
 func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	if c.compile {
+		return compileOnly(ctx, c, stdout, stderr)
+	}
 	cache, err := tunecache.Load(c.cache)
 	if err != nil {
 		return err
@@ -176,5 +179,42 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 		return fmt.Errorf("write package: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote package %s to %s (%d files)\n", c.pkg, c.out, len(files))
+	return nil
+}
+
+// compileOnly compiles the whole search space for -arch without a GPU.
+func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	lib, err := nvrtc.Open()
+	if err != nil {
+		return fmt.Errorf("-compile-only needs NVRTC: %w", err)
+	}
+	arch := c.arch
+	if arch == "" {
+		arch = "sm_90"
+	}
+	var progress io.Writer = stderr
+	if c.quiet {
+		progress = nil
+	}
+	trials, err := autotune.CompileOnly(ctx, lib, c.problem, arch, c.jobs, progress)
+	if err != nil {
+		return err
+	}
+	compiled, failed, rejected := 0, 0, 0
+	for _, t := range trials {
+		switch t.Status {
+		case autotune.StatusCompiled:
+			compiled++
+		case autotune.StatusCompile:
+			failed++
+			fmt.Fprintf(stdout, "failed %s: %s\n", t.ID, oneLine(t.Reason))
+		default:
+			rejected++
+		}
+	}
+	fmt.Fprintf(stdout, "%s for %s: %d compiled, %d failed, %d rejected statically\n", c.problem, arch, compiled, failed, rejected)
+	if failed > 0 {
+		return fmt.Errorf("%d candidates failed to compile", failed)
+	}
 	return nil
 }

@@ -537,3 +537,28 @@ func TestRefusesUserDirectory(t *testing.T) {
 		t.Errorf("directory changed from %v to %v", before, after)
 	}
 }
+
+// TestCompileOnly: -compile-only compiles the search space on the CPU (no
+// GPU, no -o), reports the counts and writes nothing.
+func TestCompileOnly(t *testing.T) {
+	if os.Getenv("CONVGEN_REQUIRE_NVRTC") != "1" {
+		if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2"); err != nil {
+			t.Skip("no NVRTC here (CI sets CONVGEN_REQUIRE_NVRTC=1)")
+		}
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-compile-only", "-q", "-shape", "N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1",
+		"-precision", "tf32", "-arch", "sm_80", "-jobs", "2"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "for sm_80:") || !strings.Contains(out, " 0 failed") || strings.Contains(out, " 0 compiled") {
+		t.Errorf("stdout %q: want a count of compiled kernels for sm_80 and no failures", out)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("-compile-only wrote %d entries", len(entries))
+	}
+}

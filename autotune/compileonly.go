@@ -1,0 +1,85 @@
+package autotune
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// StatusCompiled marks a candidate that was compiled and not measured
+// (CompileOnly).
+const StatusCompiled Status = "compiled"
+
+// CompileOnly renders and compiles every candidate of p that passes the
+// static checks for arch (e.g. "sm_90"), on the CPU, jobs at a time: no GPU
+// is needed. Each kept candidate comes back as StatusCompiled with its
+// resources, or StatusCompile with NVRTC's message; rejected ones keep
+// their reason.
+func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arch string, jobs int, progress io.Writer) ([]Trial, error) {
+	if !lib.SupportsArch(arch) {
+		return nil, fmt.Errorf("NVRTC %s cannot target %s", lib.VersionString(), arch)
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(arch, "sm_"), "a"))
+	if err != nil {
+		return nil, fmt.Errorf("arch %q: want sm_XY", arch)
+	}
+	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(n))
+	if err != nil {
+		return nil, err
+	}
+	s := &search{opt: withDefaults(Options{Problem: p, Jobs: jobs}), lib: lib, arch: arch}
+	s.trials = make([]Trial, len(cands))
+	var kept []int
+	for i, c := range cands {
+		s.trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusRejected, Reason: c.Rejected}
+		if c.Rejected == "" {
+			kept = append(kept, i)
+		}
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "compiling %d of %d configs for %s with NVRTC %s\n", len(kept), len(cands), arch, lib.VersionString())
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for range s.opt.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t := &s.trials[i]
+				if err := s.compile(i); err != nil {
+					t.Status, t.Reason = StatusCompile, err.Error()
+				} else {
+					t.Status = StatusCompiled
+				}
+				mu.Lock()
+				done++
+				if progress != nil {
+					fmt.Fprintf(progress, "[%3d/%d] %-8s %3d regs %5d B spills  %s\n", done, len(kept), t.Status, t.Registers, t.SpillStores, t.ID)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, i := range kept {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("compiling interrupted: %w", err)
+	}
+	return s.trials, nil
+}
