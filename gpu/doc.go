@@ -1,8 +1,8 @@
 // Package gpu is convgen's thin layer over the CUDA driver (gorgonia.org/cu):
 // device facts, module loading with large dynamic shared memory, and
 // event-timed launches. Everything that touches the driver is behind the
-// `cuda` build tag; without it the package offers only Info and an Open that
-// returns ErrNoCUDA, so that untagged builds need neither headers nor a GPU.
+// `cuda` build tag; without it the package offers only Info, ErrNoCUDA and
+// Available (false), so that untagged builds need neither headers nor a GPU.
 package gpu
 
 import "errors"
