@@ -26,14 +26,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func plant(name, body string) kernels.Kernel {
-	src := fmt.Sprintf(`extern "C" __global__ void %s(float* out, const float* in, const float* filter, const float* bias) {
-%s
-}`, name, body)
-	return kernels.Kernel{Family: "planted", Config: kernels.Config{}, Name: name, Source: src,
-		Grid: [3]int{64, 1, 1}, Block: [3]int{128, 1, 1}}
-}
-
 // TestPlantedFailures: an out-of-bounds write is recorded as a fault, an
 // endless loop as a timeout, a kernel that writes nothing as wrong, one that
 // does not compile as a compile failure, and the run goes on to measure and
@@ -63,10 +55,10 @@ func TestPlantedFailures(t *testing.T) {
 		t.Fatal("no candidate kept for the test shape")
 	}
 	extra := []kernels.Kernel{
-		plant("planted_oob", "out[(1ll << 40) + threadIdx.x] = 1.0f;"),
-		plant("planted_hang", "volatile float* o = out; while (o[0] != 1.5f) { }"),
-		plant("planted_lazy", "if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = 0.0f;"),
-		plant("planted_broken", "this is not CUDA;"),
+		plantedKernel("planted_oob", "out[(1ll << 40) + threadIdx.x] = 1.0f;"),
+		plantedKernel("planted_hang", "volatile float* o = out; while (o[0] != 1.5f) { }"),
+		plantedKernel("planted_lazy", "if (threadIdx.x == 0 && blockIdx.x == 0) out[0] = 0.0f;"),
+		plantedKernel("planted_broken", "this is not CUDA;"),
 	}
 	exe, err := os.Executable()
 	if err != nil {

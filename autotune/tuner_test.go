@@ -33,12 +33,6 @@ func fakeWorkerArgv(t *testing.T) []string {
 	return []string{"env", "CONVGEN_FAKE_WORKER=1", exe}
 }
 
-func plantedKernel(name, body string) kernels.Kernel {
-	return kernels.Kernel{Family: "planted", Config: kernels.Config{}, Name: name,
-		Source: `extern "C" __global__ void ` + name + `(float* out, const float* in, const float* f, const float* b) {` + body + `}`,
-		Grid:   [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}}
-}
-
 // TestTuneRecordsFailuresAndGoesOn runs the tuner against the fake worker:
 // a crashing candidate is a fault, a silent one a timeout, a lazy one wrong,
 // a broken one a compile failure, each worker death is followed by a fresh
