@@ -26,11 +26,16 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 	if !lib.SupportsArch(arch) {
 		return nil, fmt.Errorf("NVRTC %s cannot target %s", lib.VersionString(), arch)
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(arch, "sm_"), "a"))
+	// Kernels that need an architecture-specific variant (wgmma: sm_90a)
+	// add the suffix themselves.
+	arch = strings.TrimSuffix(arch, "a")
+	n, err := strconv.Atoi(strings.TrimPrefix(arch, "sm_"))
 	if err != nil {
 		return nil, fmt.Errorf("arch %q: want sm_XY", arch)
 	}
-	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(n))
+	lim := kernels.DefaultLimits(n)
+	lim.SM90a = n == 90 && lib.SupportsArch("sm_90a")
+	cands, err := kernels.Enumerate(p, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +70,9 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 				done++
 				if progress != nil {
 					fmt.Fprintf(progress, "[%3d/%d] %-8s %3d regs %5d B spills  %s\n", done, len(kept), t.Status, t.Registers, t.SpillStores, t.ID)
+					if t.Warnings != "" {
+						fmt.Fprintf(progress, "          %s\n", strings.ReplaceAll(t.Warnings, "\n", "\n          "))
+					}
 				}
 				mu.Unlock()
 			}

@@ -14,8 +14,10 @@ import (
 )
 
 // TestOddShapes tunes small shapes with odd sizes, unequal strides, dilation
-// and no bias, for every precision and layout a family serves: every
-// measured candidate passed the float64 checks, and each run has a winner.
+// and no bias, for every precision and layout a family serves, once per
+// serving family (pinned to up to 4 of its configurations, spread over its
+// space): every measured candidate passed the float64 checks, and each run
+// has a winner.
 func TestOddShapes(t *testing.T) {
 	lib, err := nvrtc.Open()
 	if err != nil {
@@ -28,7 +30,11 @@ func TestOddShapes(t *testing.T) {
 	shapes := []string{
 		"N=3,C=5,H=37,W=41,K=24,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_w=2,bias=false",
 		"N=2,C=3,H=60,W=64,K=32,R=7,S=7,stride=4,pad=3",
+		// stride_w 4 (wgmma), odd width, odd pad_w, K not a multiple of 16.
+		"N=3,C=2,H=45,W=51,K=24,R=5,S=6,stride=4,pad_h=2,pad_w=1,bias=false",
 	}
+	lim := kernels.DefaultLimits(90)
+	lim.SM90a = lib.SupportsArch("sm_90a") // the test runs on an sm_90 GPU
 	for _, text := range shapes {
 		shape, err := problem.ParseShape(text)
 		if err != nil {
@@ -37,32 +43,45 @@ func TestOddShapes(t *testing.T) {
 		for _, prec := range problem.Precisions {
 			for _, lay := range problem.Layouts {
 				p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
-				if _, err := kernels.Enumerate(p, kernels.DefaultLimits(90)); err != nil {
+				cands, err := kernels.Enumerate(p, lim)
+				if err != nil {
 					continue // no family serves this combination (e.g. fp32 nhwc)
 				}
-				t.Run(p.String(), func(t *testing.T) {
-					res, err := Tune(context.Background(), lib, Options{Problem: p,
-						Worker: []string{"env", "CONVGEN_TEST_WORKER=1", exe},
-						Trials: 6, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
-					if err != nil {
-						t.Fatalf("tune: %v", err)
+				byFamily := map[string][]string{}
+				for _, c := range cands {
+					if c.Rejected == "" {
+						byFamily[c.Family] = append(byFamily[c.Family], c.ID())
 					}
-					for _, tr := range res.Trials {
-						switch tr.Status {
-						case StatusOK:
-							if tr.RelError > prec.ErrorBound() || tr.SampleError > prec.ErrorBound() {
-								t.Errorf("%s passed with error %.2e/%.2e over bound", tr.ID, tr.RelError, tr.SampleError)
-							}
-						case StatusRejected, StatusSkipped:
-						default:
-							t.Errorf("%s: %s: %s", tr.ID, tr.Status, tr.Reason)
+				}
+				for fam, ids := range byFamily {
+					var pins []string
+					for i := range min(4, len(ids)) {
+						pins = append(pins, ids[i*len(ids)/min(4, len(ids))])
+					}
+					t.Run(p.String()+"/"+fam, func(t *testing.T) {
+						res, err := Tune(context.Background(), lib, Options{Problem: p,
+							Worker: []string{"env", "CONVGEN_TEST_WORKER=1", exe}, Only: pins,
+							Trials: 6, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
+						if err != nil {
+							t.Fatalf("tune: %v", err)
 						}
-					}
-					if res.Winner == nil {
-						t.Fatal("no winner")
-					}
-					t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
-				})
+						for _, tr := range res.Trials {
+							switch tr.Status {
+							case StatusOK:
+								if tr.RelError > prec.ErrorBound() || tr.SampleError > prec.ErrorBound() {
+									t.Errorf("%s passed with error %.2e/%.2e over bound", tr.ID, tr.RelError, tr.SampleError)
+								}
+							case StatusRejected, StatusSkipped:
+							default:
+								t.Errorf("%s: %s: %s", tr.ID, tr.Status, tr.Reason)
+							}
+						}
+						if res.Winner == nil {
+							t.Fatal("no winner")
+						}
+						t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
+					})
+				}
 			}
 		}
 	}

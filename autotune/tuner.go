@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,12 +62,15 @@ type Trial struct {
 	StackBytes  int            `json:"stack_bytes,omitempty"`
 	SharedBytes int            `json:"shared_bytes,omitempty"` // dynamic + static
 	Threads     int            `json:"threads,omitempty"`
-	MedianMS    float64        `json:"median_ms,omitempty"`
-	P10MS       float64        `json:"p10_ms,omitempty"`
-	P90MS       float64        `json:"p90_ms,omitempty"`
-	Runs        int            `json:"runs,omitempty"`
-	RelError    float64        `json:"rel_error,omitempty"`
-	SampleError float64        `json:"sample_error,omitempty"`
+	// Warnings is what the compiler said besides the resource report, e.g.
+	// ptxas serialising wgmma instructions.
+	Warnings    string  `json:"warnings,omitempty"`
+	MedianMS    float64 `json:"median_ms,omitempty"`
+	P10MS       float64 `json:"p10_ms,omitempty"`
+	P90MS       float64 `json:"p90_ms,omitempty"`
+	Runs        int     `json:"runs,omitempty"`
+	RelError    float64 `json:"rel_error,omitempty"`
+	SampleError float64 `json:"sample_error,omitempty"`
 
 	kernel kernels.Kernel
 	cubin  []byte
@@ -81,6 +86,7 @@ type Result struct {
 	Trials          []Trial // every candidate, in enumeration order
 	Winner          *Trial
 	Kernel          kernels.Kernel // the winner's launch geometry
+	Arch            string         // the winner's CUBIN architecture, e.g. "sm_90" or "sm_90a"
 	CUBIN           []byte
 	PTX             string
 	TieNote         string // how a near-tie was broken, if there was one
@@ -124,7 +130,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 		return nil, err
 	}
 
-	cands, err := kernels.Enumerate(opt.Problem, Limits(info))
+	cands, err := kernels.Enumerate(opt.Problem, Limits(info, lib.VersionString()))
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +172,20 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	return res, nil
 }
 
-// Limits are the static limits candidates are checked against on a device.
-func Limits(info gpu.Info) kernels.Limits {
+// Limits are the static limits candidates are checked against on a device
+// with NVRTC of version nvrtc ("13.0"): sm_90a code (wgmma) is allowed on
+// an sm_90 device with NVRTC 12 or newer.
+func Limits(info gpu.Info, nvrtc string) kernels.Limits {
 	lim := kernels.DefaultLimits(90)
 	if info.SharedOptin > 0 {
 		lim.MaxSharedPerBlock = info.SharedOptin
+	}
+	if info.SMs > 0 {
+		lim.SMs = info.SMs
+	}
+	major, _, _ := strings.Cut(nvrtc, ".")
+	if m, err := strconv.Atoi(major); err == nil && m >= 12 && info.Arch == "sm_90" {
+		lim.SM90a = true
 	}
 	return lim
 }
@@ -356,12 +371,13 @@ func (s *search) compile(i int) error {
 			return fmt.Errorf("render: %w", err)
 		}
 	}
-	out, err := s.lib.Compile(k.Source, nvrtc.Options{Name: k.Family + ".cu", Arch: s.arch})
+	out, err := s.lib.Compile(k.Source, nvrtc.Options{Name: k.Family + ".cu", Arch: s.arch + k.ArchSuffix})
 	if err != nil {
 		return err
 	}
 	t.kernel, t.cubin, t.ptx = k, out.CUBIN, out.PTX
 	t.Threads = k.Block[0] * k.Block[1] * k.Block[2]
+	t.Warnings = strings.TrimSpace(out.Log)
 	if r, ok := out.Resources[k.Name]; ok {
 		t.Registers, t.SpillStores, t.SpillLoads, t.StackBytes = r.Registers, r.SpillStores, r.SpillLoads, r.StackBytes
 		t.SharedBytes = k.SharedBytes + r.SharedBytes
@@ -432,6 +448,7 @@ func (s *search) pick(res *Result) error {
 	}
 	res.Winner = win
 	res.Kernel, res.CUBIN, res.PTX = win.kernel, win.cubin, win.ptx
+	res.Arch = s.arch + win.kernel.ArchSuffix
 	return nil
 }
 

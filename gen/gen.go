@@ -107,7 +107,7 @@ func Files(b Binding) (map[string][]byte, error) {
 		files[g.name] = src
 	}
 	files[s.cubinName] = bytes.Clone(b.CUBIN)
-	files[ptxFile] = []byte(b.PTX)
+	files[ptxFile] = []byte(s.PTX)
 	return files, nil
 }
 
@@ -174,6 +174,11 @@ func newSpec(b Binding) (*spec, error) {
 	cc, ok := parseArch(b.Arch)
 	if !ok {
 		return nil, fmt.Errorf("gen: arch %q: must look like sm_90 or sm_90a", b.Arch)
+	}
+	if b.Arch[len(b.Arch)-1] >= 'a' {
+		// PTX for an architecture-specific target (compute_90a) runs on
+		// no other GPU than the CUBIN does: embed none.
+		b.PTX = ""
 	}
 	if len(b.CUBIN) == 0 {
 		return nil, fmt.Errorf("gen: no CUBIN for %s", b.Arch)

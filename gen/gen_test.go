@@ -595,3 +595,22 @@ func TestRenderErrorNumbersSource(t *testing.T) {
 		t.Fatalf("render: error %v, want one with the numbered source", err)
 	}
 }
+
+// TestFilesArchSpecificEmbedsNoPTX: PTX built for an architecture-specific
+// target (compute_90a) runs on no other GPU, so none is embedded and Load
+// says the package needs the tuned architecture.
+func TestFilesArchSpecificEmbedsNoPTX(t *testing.T) {
+	b := oddShape(t)
+	b.Arch, b.PTX = "sm_90a", "// PTX for compute_90a"
+	fs := files(t, b)
+	if ptx := fs[ptxFile]; len(ptx) != 0 {
+		t.Errorf("%s holds %d bytes for arch %s, want none", ptxFile, len(ptx), b.Arch)
+	}
+	if src := string(fs[kernelCUDAFile]); !strings.Contains(src, "It needs a GPU of TunedArch") {
+		t.Errorf("%s does not say it needs the tuned arch", kernelCUDAFile)
+	}
+	b.Arch = "sm_90"
+	if ptx := files(t, b)[ptxFile]; string(ptx) != b.PTX {
+		t.Errorf("%s = %q for arch sm_90, want the binding's PTX", ptxFile, ptx)
+	}
+}

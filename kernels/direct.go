@@ -169,10 +169,8 @@ func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := d.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	for _, k := range []string{"TileP", "TileQ", "TileK", "PixelsPerThread", "ChannelsPerThread", "StageC", "TilesPerBlock"} {
-		if _, ok := cfg[k]; !ok {
-			return Kernel{}, fmt.Errorf("direct: config %s lacks knob %s", cfg, k)
-		}
+	if err := requireKnobs(d.Name(), cfg, "TileP", "TileQ", "TileK", "PixelsPerThread", "ChannelsPerThread", "StageC", "TilesPerBlock"); err != nil {
+		return Kernel{}, err
 	}
 	g := directGeom(p.Shape, cfg)
 	name := "convgen_direct_" + kernelSuffix(cfg)

@@ -61,14 +61,15 @@ func gemmReject(s problem.Shape, c Config, t gemmTile, sharedBytes int, lim Limi
 	switch {
 	case t.Threads > maxThreads:
 		return fmt.Sprintf("threads: %d per block > %d", t.Threads, maxThreads)
-	case t.Threads < 64:
-		return fmt.Sprintf("warps: %d threads per block < 64", t.Threads)
 	case t.Accumulators > maxAcc:
 		return fmt.Sprintf("registers: %d accumulators per thread > %d", t.Accumulators, maxAcc)
 	case t.Accumulators < minAcc:
 		return fmt.Sprintf("register tile: %d accumulators per thread < %d", t.Accumulators, minAcc)
 	case sharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", sharedBytes, lim.MaxSharedPerBlock)
+	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	case t.Threads < 64:
+		return fmt.Sprintf("warps: %d threads per block < 64", t.Threads)
 	case waste > 0.20:
 		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
 	case c["TileP"] > 1 && t.TilesP*c["TileP"]-s.P() >= c["TileP"]:

@@ -33,11 +33,15 @@ type Limits struct {
 	MaxSharedPerBlock  int // bytes with opt-in (232448 on sm_90)
 	RegistersPerSM     int // 65536
 	MaxRegsPerThread   int // 255
+	SMs                int // multiprocessors, for grids of one block per SM (132 on H100/H200 SXM)
+	// SM90a says that sm_90a code (wgmma) can be compiled and run: the
+	// device is sm_90 and NVRTC is 12 or newer. Off in DefaultLimits.
+	SM90a bool
 }
 
 // DefaultLimits are sm_80/sm_90 limits, used when no GPU is attached.
 func DefaultLimits(arch int) Limits {
-	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255}
+	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 132}
 	if arch == 80 {
 		l.MaxSharedPerBlock = 166912
 	}
@@ -65,6 +69,9 @@ type Kernel struct {
 	Grid        [3]int
 	Block       [3]int
 	SharedBytes int // dynamic shared memory per block
+	// ArchSuffix is appended to the device's architecture to compile the
+	// kernel: "a" for code that only sm_90a runs (wgmma), else empty.
+	ArchSuffix string
 }
 
 // Family is a kernel template with its knobs.

@@ -397,6 +397,12 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 			Config{"TileP": 8, "TileQ": 32, "TileK": 96, "WarpM": 32, "WarpN": 48, "TilesPerBlock": 8, "Stages": 2}},
 		"mmahalf_fp16_nhwc_p8_q28_k96_w32x48": {MMAHalf{}, flagship(t, problem.FP16, problem.NHWC),
 			Config{"TileP": 8, "TileQ": 28, "TileK": 96, "WarpM": 32, "WarpN": 48, "TilesPerBlock": 8}},
+		"wgmma_tf32_nchw_p8_q8_k96_wg2_s2": {WGMMA{}, flagship(t, problem.TF32, problem.NCHW),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 0, "RoundInput": 1}},
+		"wgmma_3xtf32_nchw_p8_q8_k48_wg2_prod2": {WGMMA{}, flagship(t, problem.TF32x3, problem.NCHW),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 1}},
+		"wgmma_tf32_nhwc_p8_q8_k96_wg2_prod4": {WGMMA{}, flagship(t, problem.TF32, problem.NHWC),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 0}},
 	} {
 		k, err := c.f.Render(c.p, c.cfg)
 		if err != nil {
@@ -549,6 +555,8 @@ func TestCompile(t *testing.T) {
 		t.Fatalf("NVRTC %s does not support %s", lib.VersionString(), arch)
 	}
 	lim := DefaultLimits(90)
+	// sm_90a families (wgmma) compile where this NVRTC can target sm_90a.
+	lim.SM90a = lib.SupportsArch("sm_90a")
 	var jobs []compileJob
 	for _, prec := range problem.Precisions {
 		for _, layout := range problem.Layouts {
@@ -665,6 +673,9 @@ const shardEnv = "CONVGEN_COMPILE_SHARD"
 func compileShards(t *testing.T, n, total int) {
 	t.Helper()
 	args := []string{"-test.run=^TestCompile$", "-test.v"}
+	if testing.Short() {
+		args = append(args, "-test.short") // the children compile the same sample
+	}
 	if d, ok := t.Deadline(); ok {
 		args = append(args, fmt.Sprintf("-test.timeout=%s", time.Until(d).Round(time.Second)))
 	}
@@ -703,6 +714,7 @@ func compileShards(t *testing.T, n, total int) {
 // or "".
 func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) string {
 	k := j.kernel
+	arch += k.ArchSuffix
 	res, err := lib.Compile(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
 	if err != nil {
 		msg := err.Error()
@@ -730,8 +742,93 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 	case r.SharedBytes+k.SharedBytes > lim.MaxSharedPerBlock:
 		problems = append(problems, fmt.Sprintf("%d B static + %d B dynamic shared memory > %d", r.SharedBytes, k.SharedBytes, lim.MaxSharedPerBlock))
 	}
-	if (strings.HasPrefix(k.Family, "mma") || strings.HasPrefix(k.Family, "tc")) && !strings.Contains(res.PTX, "mma.sync") {
+	if strings.HasPrefix(k.Family, "mma") && !strings.Contains(res.PTX, "mma.sync") {
 		problems = append(problems, "tensor-core family but the PTX has no mma.sync")
 	}
+	if k.Family == "wgmma" && !strings.Contains(res.PTX, "wgmma.mma_async") {
+		problems = append(problems, "wgmma family but the PTX has no wgmma.mma_async")
+	}
 	return strings.Join(problems, "; ")
+}
+
+// TestWGMMAGate checks that the sm_90a family is offered only with
+// Limits.SM90a, that it serves only what its A-operand trick allows, and
+// that every kept configuration renders an sm_90a kernel issuing wgmma.
+func TestWGMMAGate(t *testing.T) {
+	p := flagship(t, problem.TF32, problem.NCHW)
+	off := DefaultLimits(90)
+	for _, c := range (WGMMA{}).Space(p, off) {
+		if !strings.HasPrefix(c.Rejected, "arch:") {
+			t.Fatalf("%s without SM90a: rejected %q, want an arch: reason", c.ID(), c.Rejected)
+		}
+	}
+	on := off
+	on.SM90a = true
+	for _, pl := range []struct {
+		prec   problem.Precision
+		layout problem.Layout
+	}{{problem.TF32, problem.NCHW}, {problem.TF32, problem.NHWC}, {problem.TF32x3, problem.NCHW}, {problem.TF32x3, problem.NHWC}} {
+		layout := pl.layout
+		p := flagship(t, pl.prec, layout)
+		cands := (WGMMA{}).Space(p, on)
+		k := kept(cands)
+		if len(k) == 0 {
+			t.Fatalf("%s: no wgmma candidate kept with SM90a", layout)
+		}
+		checkCandidates(t, p, cands, on)
+		for _, c := range k {
+			kern, err := RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("%s: %v", c.ID(), err)
+			}
+			want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
+			if kern.ArchSuffix != "a" || !strings.Contains(kern.Source, want) {
+				t.Fatalf("%s: ArchSuffix %q, source has %q: %v", c.ID(), kern.ArchSuffix, want, strings.Contains(kern.Source, want))
+			}
+			if want := 128 * (c.Config["Warpgroups"] + c.Config["Producer"]); kern.Block[0] != want {
+				t.Fatalf("%s: block %v, want %d threads", c.ID(), kern.Block, want)
+			}
+		}
+	}
+	// A small odd shape where only soft rules' exceptions keep candidates:
+	// whatever Enumerate keeps must render (a hard rule must never be lifted).
+	odd, err := problem.ParseShape("N=3,C=2,H=45,W=51,K=24,R=5,S=6,stride=4,pad_h=2,pad_w=1,bias=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+		q := problem.Problem{Shape: odd, Precision: prec, Layout: problem.NCHW}
+		cands, err := Enumerate(q, on)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range kept(cands) {
+			if c.Family != "wgmma" {
+				continue
+			}
+			n++
+			if _, err := RenderCandidate(q, c); err != nil {
+				t.Errorf("%s: kept but does not render: %v", c.ID(), err)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no wgmma candidate kept", q)
+		}
+	}
+	for _, bad := range []struct {
+		prec problem.Precision
+		mut  func(*problem.Shape)
+	}{
+		{problem.FP32, func(*problem.Shape) {}},
+		{problem.TF32, func(s *problem.Shape) { s.StrideW = 2 }},
+		{problem.TF32, func(s *problem.Shape) { s.DilationW = 2 }},
+		{problem.TF32, func(s *problem.Shape) { s.K = 100 }},
+	} {
+		q := flagship(t, bad.prec, problem.NCHW)
+		bad.mut(&q.Shape)
+		if err := (WGMMA{}).Serves(q); err == nil {
+			t.Errorf("wgmma serves %s", q)
+		}
+	}
 }

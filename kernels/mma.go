@@ -115,10 +115,8 @@ func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	for _, k := range []string{"TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock", "Stages"} {
-		if _, ok := cfg[k]; !ok {
-			return Kernel{}, fmt.Errorf("mma: config %s lacks knob %s", cfg, k)
-		}
+	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock", "Stages"); err != nil {
+		return Kernel{}, err
 	}
 	g := mmaGeom(p, cfg)
 	split3 := p.Precision == problem.TF32x3

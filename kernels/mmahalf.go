@@ -82,10 +82,8 @@ func (f MMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	for _, k := range []string{"TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock"} {
-		if _, ok := cfg[k]; !ok {
-			return Kernel{}, fmt.Errorf("mmahalf: config %s lacks knob %s", cfg, k)
-		}
+	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "WarpM", "WarpN", "TilesPerBlock"); err != nil {
+		return Kernel{}, err
 	}
 	g := halfGeom(p, cfg)
 	elem, doc := "FP16", "FP16 operands and output, FP32 accumulation"

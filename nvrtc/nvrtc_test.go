@@ -342,6 +342,7 @@ ptxas info    : Compiling entry function 'k' for 'sm_90'
 ptxas info    : Function properties for k
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 16 registers
+ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized due to the presence of Extern calls in the function 'k'
 ptxas info    : Compile time = 1.234 ms
 
 `
@@ -356,6 +357,7 @@ ptxas info    : Compile time = 1.234 ms
 	wantLog := `two.cu(7): warning #177-D: variable "unused" was declared but never referenced
 
 ptxas warning : Registers are spilled to local memory in function 'k'
+ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized due to the presence of Extern calls in the function 'k'
 `
 	if gotLog != wantLog {
 		t.Errorf("log = %q, want %q", gotLog, wantLog)

@@ -28,6 +28,7 @@ var (
 	reStack    = regexp.MustCompile(`(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads`)
 	reUsed     = regexp.MustCompile(`Used (\d+) registers`)
 	reSmem     = regexp.MustCompile(`(\d+) bytes smem`)
+	reAdvice   = regexp.MustCompile(`^ptxas\s+info\s*:\s*\(C\d+\)`)
 	reInfoLine = regexp.MustCompile(`^ptxas\s+(info\s*:|\.\s)`)
 )
 
@@ -48,7 +49,8 @@ func parsePtxasVerbose(log string) (string, map[string]Resources) {
 		trimmed := strings.TrimSpace(line)
 		info := reInfoLine.MatchString(trimmed)
 		switch {
-		case !info && !reStack.MatchString(trimmed):
+		case !info && !reStack.MatchString(trimmed),
+			reAdvice.MatchString(trimmed): // advice such as "(C7510) Potential Performance Loss: ..."
 			kept = append(kept, line)
 			continue
 		case reEntry.MatchString(trimmed):

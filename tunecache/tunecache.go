@@ -145,7 +145,9 @@ func (c *Cache) Match(q Query) []Record {
 			k.TemplateVersion != q.TemplateVersion || k.ConvgenVersion != q.ConvgenVersion {
 			continue
 		}
-		if (q.Arch != "" && r.Arch != q.Arch) || (q.Device != "" && k.Device != q.Device) {
+		// A device arch (sm_90) also matches a record built for its
+		// architecture-specific variant (sm_90a), which runs on it.
+		if (q.Arch != "" && r.Arch != q.Arch && r.Arch != q.Arch+"a") || (q.Device != "" && k.Device != q.Device) {
 			continue
 		}
 		out = append(out, cloneRecord(r))

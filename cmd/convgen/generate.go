@@ -100,7 +100,7 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 		return tunecache.Timing{Family: t.Family, Config: t.Config, MedianMS: t.MedianMS, SpreadMS: t.P90MS - t.P10MS, RelError: t.RelError}
 	}
 	rec := tunecache.Record{Key: key, Winner: timing(*w), Kernel: res.Kernel.Name, Grid: res.Kernel.Grid,
-		Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes, Arch: info.Arch, CUBIN: res.CUBIN,
+		Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes, Arch: res.Arch, CUBIN: res.CUBIN,
 		PTX: res.PTX, Command: c.command(), Report: raw}
 	for _, t := range bestOthers(res, 5) {
 		rec.RunnersUp = append(rec.RunnersUp, timing(t))
@@ -156,7 +156,7 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 		return fmt.Errorf("decode the record's report: %w", err)
 	}
 	data.Command = c.command()
-	cands, err := kernels.Enumerate(c.problem, autotune.Limits(data.Device))
+	cands, err := kernels.Enumerate(c.problem, autotune.Limits(data.Device, data.NVRTC))
 	if err != nil {
 		return err
 	}

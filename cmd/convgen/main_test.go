@@ -191,7 +191,7 @@ func fixture(t *testing.T, device string, sms int) tunecache.Record {
 	p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
 	info := gpu.Info{Name: device, ComputeCapability: "9.0", Arch: "sm_90", SMs: sms, Driver: "13.0",
 		ClockMHz: 1980, SharedOptin: 232448, L2Bytes: 50 << 20, MemoryGBps: 4200}
-	cands, err := kernels.Enumerate(p, autotune.Limits(info))
+	cands, err := kernels.Enumerate(p, autotune.Limits(info, "11.8"))
 	if err != nil {
 		t.Fatal(err)
 	}

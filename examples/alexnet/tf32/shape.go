@@ -66,15 +66,15 @@ const (
 	// Layout is the tensor layout; the filter's is kcrs.
 	Layout = "nchw"
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
-	TunedArch = "sm_90"
+	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_mma_tf32_f3566e3c"
+	KernelName = "convgen_wgmma_tf32_e60b2103"
 )
 
 // The launch geometry Forward uses.
 const (
 	// GridX is the number of blocks along x.
-	GridX = 896
+	GridX = 131
 	// GridY is the number of blocks along y.
 	GridY = 1
 	// GridZ is the number of blocks along z.
@@ -86,7 +86,7 @@ const (
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 198816
+	SharedBytes = 191040
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts

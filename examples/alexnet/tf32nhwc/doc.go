@@ -7,10 +7,10 @@
 //	shape      N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true
 //	precision  tf32: TF32 tensor cores (operands rounded to TF32) with FP32 accumulation, float32 data
 //	layout     nhwc: input NHWC, filter KRSC, output NPQK
-//	kernel     convgen_mma_tf32_55098751, grid 448x1x1, block 512x1x1, 224928 bytes of dynamic shared memory
+//	kernel     convgen_wgmma_tf32_813cd2f5, grid 131x1x1, block 384x1x1, 228480 bytes of dynamic shared memory
 //
-// Tuning: tuned on NVIDIA H200 (sm_90): mma, median 0.740 ms, rel. error
-// 2.6e-04.
+// Tuning: tuned on NVIDIA H200 (sm_90a): wgmma, median 0.372 ms, rel. error
+// 4.2e-04.
 //
 // # What it computes
 //
@@ -62,11 +62,11 @@
 //	// ...
 //	err = stream.Synchronize() // out is ready
 //
-// Load picks the embedded sm_90 CUBIN when the current device is sm_90 and
-// otherwise has the driver compile the embedded PTX. Forward only enqueues the
-// kernel on the stream (0 is the legacy default stream): synchronize before
-// reading out. Forward may run from several goroutines at once, each with the
-// context current on its locked thread; Close must not overlap it.
+// Load needs a sm_90a device: the package embeds no PTX for other GPUs.
+// Forward only enqueues the kernel on the stream (0 is the legacy default
+// stream): synchronize before reading out. Forward may run from several
+// goroutines at once, each with the context current on its locked thread;
+// Close must not overlap it.
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
 // (relative L2 error at most 0.001 over 4096 random outputs and the corners).

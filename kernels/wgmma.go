@@ -1,0 +1,221 @@
+package kernels
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// WGMMA is the Hopper implicit-GEMM family (templates/wgmma.cu.tmpl):
+// wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, in one
+// pass (tf32) or three (3xtf32: operands split into TF32 high parts and
+// residuals, kept side by side in shared memory), both operands read from
+// shared memory through matrix descriptors. The input
+// patch is the A operand as it is staged, which needs stride_w = 4 (16-byte
+// pixel rows) and dilation_w = 1. It compiles for sm_90a only: the tuner
+// offers it on sm_90 devices with NVRTC 12 or newer (Limits.SM90a).
+//
+// Knobs:
+//   - TileP, TileQ: output rows and columns per warpgroup tile (multiples
+//     of 8: one m64 sub-tile is 8 x 8 pixels);
+//   - TileK: output channels per block, the wgmma's N;
+//   - Warpgroups: independent warpgroups per block sharing the filter slice;
+//   - TilesPerWarpgroup: tiles each warpgroup walks (8, 16, or as many as
+//     make one block per SM);
+//   - Producer: 0, each warpgroup stages its own patches; 1, one more
+//     warpgroup stages them for all (warp specialisation);
+//   - RoundInput: 1, the input patch is rounded to TF32 in shared memory;
+//     0, the tensor cores truncate it (one pass over the patch less);
+//   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
+//     next tile's patch is prefetched while this one is computed); with
+//     Producer = 1, the buffers of the shared ring (a multiple of
+//     Warpgroups, so that a buffer always serves the same warpgroup).
+type WGMMA struct{}
+
+// Name implements Family.
+func (WGMMA) Name() string { return "wgmma" }
+
+// Template implements Family.
+func (WGMMA) Template() string { return "wgmma.cu.tmpl" }
+
+// Serves implements Family.
+func (WGMMA) Serves(p problem.Problem) error {
+	s := p.Shape
+	if err := s.Supported(); err != nil {
+		return err
+	}
+	switch {
+	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
+		return fmt.Errorf("wgmma serves tf32 and 3xtf32, not %s", p.Precision)
+	case s.StrideW != 4 || s.DilationW != 1:
+		return fmt.Errorf("wgmma needs stride_w 4 and dilation_w 1 (16-byte pixel rows), not %d and %d", s.StrideW, s.DilationW)
+	case s.K%8 != 0:
+		return fmt.Errorf("wgmma needs K divisible by 8, not %d", s.K)
+	}
+	return nil
+}
+
+// wgmmaKnobs are the values the search space takes.
+var wgmmaKnobs = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages []int }{
+	TileP: []int{8, 16}, TileQ: []int{8, 16}, TileK: []int{48, 96, 128},
+	Warpgroups: []int{1, 2, 3, 4}, TilesPerWarpgroup: []int{8, 16}, Stages: []int{1, 2},
+}
+
+type wgmmaGeometry struct {
+	ThreadsPerBlock, S4, TapBlocks, KSteps, TilesP, TilesQ int
+	PatchRows, PatchCols, PatchPitch, PairStage            int
+	GridTiles, SharedBytes, Accumulators                   int
+}
+
+func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
+	s := p.Shape
+	var g wgmmaGeometry
+	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + c["Producer"])
+	g.S4 = roundUp(s.S, 4)
+	g.TapBlocks = s.C * s.R * g.S4 / 4
+	g.KSteps = ceilDiv(g.TapBlocks, 2)
+	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
+	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.PatchCols = (c["TileQ"]-1)*s.StrideW + g.S4
+	g.PatchPitch = roundUp(g.PatchCols, 4)
+	if p.Layout == problem.NCHW && s.PadW%2 == 0 && s.W%2 == 0 {
+		// Tiles start on even image columns (TileQ*4 is even) and image
+		// borders fall between pairs: stage 8 bytes at a time.
+		g.PairStage = 1
+	}
+	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
+	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2
+	copies := 1 // high parts only, or also residuals (3xtf32)
+	if p.Precision == problem.TF32x3 {
+		copies = 2
+	}
+	filter := c["TileK"] * g.KSteps * 8
+	buffers := c["Warpgroups"] * c["Stages"]
+	if c["Producer"] == 1 {
+		buffers = c["Stages"]
+	}
+	g.SharedBytes = 4 * copies * (filter + buffers*s.C*g.PatchRows*g.PatchPitch)
+	return g
+}
+
+// Space implements Family. Without Limits.SM90a every configuration is
+// listed as rejected.
+func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
+	var out []Candidate
+	for _, tp := range wgmmaKnobs.TileP {
+		for _, tq := range wgmmaKnobs.TileQ {
+			for _, tk := range channelTiles(p.Shape.K, wgmmaKnobs.TileK, 8) {
+				for _, wg := range wgmmaKnobs.Warpgroups {
+					// Fixed tile counts, and one wave: a block per SM.
+					tiles := p.Shape.N * ceilDiv(p.Shape.P(), tp) * ceilDiv(p.Shape.Q(), tq)
+					tpws := append([]int(nil), wgmmaKnobs.TilesPerWarpgroup...)
+					if one := ceilDiv(tiles*(p.Shape.K/tk), wg*max(lim.SMs, 1)); !slices.Contains(tpws, one) {
+						tpws = append(tpws, one)
+					}
+					for _, tpw := range tpws {
+						for _, pr := range []int{0, 1} {
+							stages := wgmmaKnobs.Stages
+							if pr == 1 {
+								stages = []int{wg, 2 * wg}
+							}
+							for _, st := range stages {
+								rounds := []int{1, 0}
+								if p.Precision == problem.TF32x3 {
+									rounds = []int{1} // the split needs the rounding pass
+								}
+								for _, ri := range rounds {
+									cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
+										"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri}
+									out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
+	s := p.Shape
+	g := wgmmaGeom(p, c)
+	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
+	waste := 1 - float64(s.P()*s.Q())/computed
+	switch {
+	case !lim.SM90a:
+		return "arch: wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
+	case c["TileK"] > 256:
+		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
+	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+	case g.Accumulators > 128:
+		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case c["Producer"] == 1 && c["Stages"] > 7:
+		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
+	case c["Producer"] == 0 && c["Stages"] == 2 && c["TilesPerWarpgroup"] == 1:
+		return "stages: nothing to prefetch with one tile per warpgroup"
+	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	case waste > 0.20:
+		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
+	case g.GridTiles*(s.K/c["TileK"])*20 < 19*lim.SMs:
+		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", g.GridTiles*(s.K/c["TileK"]), lim.SMs)
+	}
+	return ""
+}
+
+// Render implements Family.
+func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "RoundInput"); err != nil {
+		return Kernel{}, err
+	}
+	if p.Precision == problem.TF32x3 && cfg["RoundInput"] != 1 {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
+	}
+	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 1 || st < 1 || wg < 1 || (pr == 1 && (st%wg != 0 || st > 7)) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0 or 1, and with a producer Stages is a multiple of Warpgroups up to 7", cfg)
+	}
+	if cfg["TileP"]%8 != 0 || cfg["TileQ"]%8 != 0 || cfg["TileK"]%8 != 0 || cfg["TileK"] > 256 || p.Shape.K%cfg["TileK"] != 0 {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: TileP and TileQ must be multiples of 8, TileK a multiple of 8 up to 256 dividing K", cfg)
+	}
+	g := wgmmaGeom(p, cfg)
+	acc := cfg["TileK"] / 2
+	regs := make([]string, acc)
+	cons := make([]string, acc)
+	for i := range acc {
+		regs[i] = fmt.Sprintf("%%%d", i)
+		cons[i] = fmt.Sprintf(`"+f"(d[%d])`, i)
+	}
+	name := fmt.Sprintf("convgen_wgmma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
+	split3 := p.Precision == problem.TF32x3
+	doc := "TF32 operands, FP32 accumulation; the filter is rounded to TF32 (nearest), the input too with\n// RoundInput = 1, else the tensor cores truncate it (the error bound holds either way)"
+	if split3 {
+		doc = "3xTF32: operands split into TF32 high parts and residuals,\n// three products (A_lo*B_hi, A_hi*B_lo, A_hi*B_hi) accumulated in FP32"
+	}
+	data := struct {
+		shapeData
+		wgmmaGeometry
+		Name, Config, FilterLayout, PrecisionDoc                   string
+		Split3                                                     bool
+		TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
+		Producer, RoundInput                                       int
+		AccOperands, AccConstraints                                string
+		DescAOperand, DescBOperand, ScaleOperand                   int
+	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"],
+		"{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
+	src, err := render(f.Template(), data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
+		Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}
