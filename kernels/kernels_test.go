@@ -398,11 +398,11 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 		"mmahalf_fp16_nhwc_p8_q28_k96_w32x48": {MMAHalf{}, flagship(t, problem.FP16, problem.NHWC),
 			Config{"TileP": 8, "TileQ": 28, "TileK": 96, "WarpM": 32, "WarpN": 48, "TilesPerBlock": 8}},
 		"wgmma_tf32_nchw_p8_q8_k96_wg2_s2": {WGMMA{}, flagship(t, problem.TF32, problem.NCHW),
-			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 0, "RoundInput": 1}},
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 0, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 0}},
 		"wgmma_3xtf32_nchw_p8_q8_k48_wg2_prod2": {WGMMA{}, flagship(t, problem.TF32x3, problem.NCHW),
-			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 1}},
+			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 1}},
 		"wgmma_tf32_nhwc_p8_q8_k96_wg2_prod4": {WGMMA{}, flagship(t, problem.TF32, problem.NHWC),
-			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 0}},
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1}},
 	} {
 		k, err := c.f.Render(c.p, c.cfg)
 		if err != nil {

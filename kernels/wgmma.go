@@ -26,6 +26,10 @@ import (
 //     make one block per SM);
 //   - Producer: 0, each warpgroup stages its own patches; 1, one more
 //     warpgroup stages them for all (warp specialisation);
+//   - Overlap (with Producer = 1): 1, two accumulator sets per thread, a
+//     tile's outputs stored while the next tile's wgmmas run;
+//   - PredicatedStores: 1, the epilogue's stores are predicated instead of
+//     branched around (always so with Overlap);
 //   - RoundInput: 1, the input patch is rounded to TF32 in shared memory;
 //     0, the tensor cores truncate it (one pass over the patch less);
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
@@ -86,7 +90,7 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 		g.PairStage = 1
 	}
 	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
-	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2
+	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
 	copies := 1 // high parts only, or also residuals (3xtf32)
 	if p.Precision == problem.TF32x3 {
 		copies = 2
@@ -126,9 +130,14 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 									rounds = []int{1} // the split needs the rounding pass
 								}
 								for _, ri := range rounds {
-									cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
-										"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri}
-									out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+									for ov := range pr + 1 { // Overlap needs the producer
+										for ps := ov; ps <= 1; ps++ { // and predicated stores
+											cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
+												"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri,
+												"Overlap": ov, "PredicatedStores": ps}
+											out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+										}
+									}
 								}
 							}
 						}
@@ -174,8 +183,11 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "RoundInput"); err != nil {
+	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "RoundInput", "Overlap", "PredicatedStores"); err != nil {
 		return Kernel{}, err
+	}
+	if ov, ps := cfg["Overlap"], cfg["PredicatedStores"]; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && (cfg["Producer"] != 1 || ps != 1)) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs Producer=1 and PredicatedStores=1", cfg)
 	}
 	if p.Precision == problem.TF32x3 && cfg["RoundInput"] != 1 {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
@@ -206,11 +218,11 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		Name, Config, FilterLayout, PrecisionDoc                   string
 		Split3                                                     bool
 		TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
-		Producer, RoundInput                                       int
+		Producer, RoundInput, Overlap, PredicatedStores            int
 		AccOperands, AccConstraints                                string
 		DescAOperand, DescBOperand, ScaleOperand                   int
 	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"],
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"],
 		"{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {

@@ -68,7 +68,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32_813cd2f5"
+	KernelName = "convgen_wgmma_tf32_49c050ef"
 )
 
 // The launch geometry Forward uses.
