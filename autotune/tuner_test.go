@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
@@ -143,5 +144,35 @@ func TestTuneBudget(t *testing.T) {
 	}
 	if a.Winner == nil || b.Winner == nil || a.Winner.ID != b.Winner.ID {
 		t.Errorf("same seed, different winners: %v vs %v", a.Winner, b.Winner)
+	}
+}
+
+// TestLimitsSM90a: the sm_90a families are offered only on an sm_90 device
+// with NVRTC 12 or newer; the device's shared-memory limit and SM count
+// replace the defaults.
+func TestLimitsSM90a(t *testing.T) {
+	h200 := gpu.Info{Arch: "sm_90", SMs: 132, SharedOptin: 232448}
+	for _, tc := range []struct {
+		info  gpu.Info
+		nvrtc string
+		want  bool
+	}{
+		{h200, "13.0", true},
+		{h200, "12.4", true},
+		{h200, "11.8", false},
+		{h200, "", false},
+		{gpu.Info{Arch: "sm_80", SMs: 108, SharedOptin: 166912}, "13.0", false},
+		{gpu.Info{Arch: "sm_100", SMs: 148}, "13.0", false},
+	} {
+		lim := Limits(tc.info, tc.nvrtc)
+		if lim.SM90a != tc.want {
+			t.Errorf("Limits(%s, NVRTC %q).SM90a = %v, want %v", tc.info.Arch, tc.nvrtc, lim.SM90a, tc.want)
+		}
+		if lim.SMs != tc.info.SMs {
+			t.Errorf("Limits(%s).SMs = %d, want %d", tc.info.Arch, lim.SMs, tc.info.SMs)
+		}
+		if tc.info.SharedOptin > 0 && lim.MaxSharedPerBlock != tc.info.SharedOptin {
+			t.Errorf("Limits(%s).MaxSharedPerBlock = %d, want %d", tc.info.Arch, lim.MaxSharedPerBlock, tc.info.SharedOptin)
+		}
 	}
 }

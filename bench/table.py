@@ -18,14 +18,14 @@ PAIRS = [
     ("TF32, NHWC", "tf32nhwc", "tf32-nhwc", 6.8, "tf32"),
     ("3xTF32, NCHW (vs PyTorch strict FP32: cuDNN's only accurate mode)", "tf32x3", "fp32", 5.4, "3xtf32"),
     ("FP16, NHWC", "fp16nhwc", "fp16-nhwc", 7.5, "fp16"),
+    ("BF16, NHWC", "bf16nhwc", "bf16-nhwc", None, "bf16"),
 ]
 # Convgen variants that an older example binary may lack: without one in the
 # convgen JSON, its pair is not a failure but a "no convgen kernel yet" row.
-OPTIONAL = {"fp16nhwc"}
+OPTIONAL = {"fp16nhwc", "bf16nhwc"}
 # PyTorch modes without a convgen kernel yet.
 EXTRAS = [
     ("TF32, NCHW, torch.compile", "tf32-compile"),
-    ("BF16, NHWC", "bf16-nhwc"),
 ]
 # Bytes of one element (input, filter, bias and output) per precision.
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "3xtf32": 4, "fp16": 2, "bf16": 2}
@@ -133,7 +133,7 @@ def main():
     peak32 = args.sms * 256 * args.clock_mhz * 1e6
     # Peak multiple of the FP32 FFMA peak per precision: 3xTF32 does three
     # TF32 products per FP32-accurate product.
-    factor = {"fp32": 1.0, "tf32": args.tf32_factor, "3xtf32": args.tf32_factor / 3, "fp16": args.fp16_factor}
+    factor = {"fp32": 1.0, "tf32": args.tf32_factor, "3xtf32": args.tf32_factor / 3, "fp16": args.fp16_factor, "bf16": args.fp16_factor}
     mem_floor = lambda prec: nbytes(prec) / args.bandwidth
 
     def floor_s(prec):
@@ -180,8 +180,9 @@ def main():
             if p and p.get("median_ms"):
                 r = p["median_ms"] / cm
                 ratio = f"{r:.2f}×"
-                met = "yes" if r >= target else "no"
-        w(f"| {name} | {c_ms} | {p_ms} | {ratio} | {target:g}× | {met} | {tflops} | {roof} | {err(c)} | {err(p)} |")
+                met = "—" if target is None else ("yes" if r >= target else "no")
+        tgt = "—" if target is None else f"{target:g}×"
+        w(f"| {name} | {c_ms} | {p_ms} | {ratio} | {tgt} | {met} | {tflops} | {roof} | {err(c)} | {err(p)} |")
     for label, mode in extras + EXTRAS:
         p = pt.get(mode)
         w(f"| {label} — PyTorch `{mode}` | no convgen kernel yet | {ms(p) or 'not run'} | — | — | — | — | — | — | {err(p)} |")
@@ -205,7 +206,7 @@ def main():
       f"(dense tensor cores, FP32 accumulation: {256 * args.fp16_factor:g} vs 256 FLOP/SM/clk).")
     w(f"- floor = max(FLOPs / peak, bytes / bandwidth), bandwidth = {args.bandwidth / 1e12:.2f} TB/s "
       f"(measured device-to-device copy): {floor_s('fp32') * 1e3:.3f} ms (fp32), {floor_s('tf32') * 1e3:.3f} ms (tf32), "
-      f"{floor_s('3xtf32') * 1e3:.3f} ms (3xtf32), {floor_s('fp16') * 1e3:.3f} ms (fp16); "
+      f"{floor_s('3xtf32') * 1e3:.3f} ms (3xtf32), {floor_s('fp16') * 1e3:.3f} ms (fp16 and bf16); "
       f"memory alone {mem_floor('fp32') * 1e3:.3f} ms with 4-byte elements, {mem_floor('fp16') * 1e3:.3f} ms with 2-byte ones.")
     w("- of roofline = floor / convgen median.")
     by_bound = {}  # bound → precisions, in order of first appearance

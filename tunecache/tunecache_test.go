@@ -436,4 +436,18 @@ func TestMatch(t *testing.T) {
 	qp := q
 	qp.Precision = "tf32"
 	check(qp)
+
+	// A record built for sm_90a (wgmma) runs on an sm_90 device: -arch sm_90
+	// and -arch sm_90a find it, sm_80 does not.
+	path2 := filepath.Join(t.TempDir(), "tune.json")
+	h200a := testRecord(shapeOf(1), "NVIDIA H200", 0.3)
+	h200a.Arch = "sm_90a"
+	mustPut(t, path2, h200a)
+	mustPut(t, path2, a100)
+	c = mustLoad(t, path2)
+	check(q, h200a)
+	q.Arch = "sm_90a"
+	check(q, h200a)
+	q.Arch = "sm_80"
+	check(q, a100)
 }

@@ -19,6 +19,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/convgen/convgen/examples/alexnet/bf16nhwc"
 	"github.com/convgen/convgen/examples/alexnet/fp16nhwc"
 	"github.com/convgen/convgen/examples/alexnet/fp32"
 	"github.com/convgen/convgen/examples/alexnet/tf32"
@@ -46,11 +47,14 @@ var variants = []variant{
 	{"fp16nhwc", bind(fp16nhwc.Load, fp16nhwc.StreamOf, fp16nhwc.PtrOf), consts{fp16nhwc.Precision, fp16nhwc.Layout, fp16nhwc.KernelName, fp16nhwc.TunedArch, fp16nhwc.FLOPs,
 		fp16nhwc.N, fp16nhwc.C, fp16nhwc.H, fp16nhwc.W, fp16nhwc.K, fp16nhwc.R, fp16nhwc.S, fp16nhwc.P, fp16nhwc.Q, fp16nhwc.StrideH, fp16nhwc.StrideW, fp16nhwc.PadH, fp16nhwc.PadW, fp16nhwc.DilationH, fp16nhwc.DilationW, fp16nhwc.Groups, fp16nhwc.HasBias,
 		fp16nhwc.InputElems, fp16nhwc.FilterElems, fp16nhwc.BiasElems, fp16nhwc.OutputElems, fp16nhwc.ElementBytes}},
+	{"bf16nhwc", bind(bf16nhwc.Load, bf16nhwc.StreamOf, bf16nhwc.PtrOf), consts{bf16nhwc.Precision, bf16nhwc.Layout, bf16nhwc.KernelName, bf16nhwc.TunedArch, bf16nhwc.FLOPs,
+		bf16nhwc.N, bf16nhwc.C, bf16nhwc.H, bf16nhwc.W, bf16nhwc.K, bf16nhwc.R, bf16nhwc.S, bf16nhwc.P, bf16nhwc.Q, bf16nhwc.StrideH, bf16nhwc.StrideW, bf16nhwc.PadH, bf16nhwc.PadW, bf16nhwc.DilationH, bf16nhwc.DilationW, bf16nhwc.Groups, bf16nhwc.HasBias,
+		bf16nhwc.InputElems, bf16nhwc.FilterElems, bf16nhwc.BiasElems, bf16nhwc.OutputElems, bf16nhwc.ElementBytes}},
 }
 
 // errorBounds is the largest relative L2 error ‖out−ref‖/‖ref‖ against the
 // float64 reference that each precision allows.
-var errorBounds = map[string]float64{"fp32": 1e-5, "tf32": 1e-3, "3xtf32": 1e-5, "fp16": 2e-3}
+var errorBounds = map[string]float64{"fp32": 1e-5, "tf32": 1e-3, "3xtf32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}
 
 const (
 	samples  = 4096     // outputs checked against the reference
@@ -260,6 +264,8 @@ func run(v variant, device string, runs int, rng *rand.Rand) result {
 		switch c.Precision {
 		case "fp16":
 			err = measure(v, fp16Elems, runs, rng, &r)
+		case "bf16":
+			err = measure(v, bf16Elems, runs, rng, &r)
 		default: // fp32, tf32 and 3xtf32 keep float32 data
 			err = measure(v, float32Elems, runs, rng, &r)
 		}
@@ -461,6 +467,26 @@ var fp16Elems = codec[uint16]{
 
 // fp16NaN is a quiet fp16 NaN.
 const fp16NaN = 0x7e00
+
+// bf16Elems are the elements of bf16: the upper 16 bits of a float32.
+var bf16Elems = codec[uint16]{
+	toElem:   bf16FromFloat32,
+	fromElem: func(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) },
+	poison:   func(p cu.DevicePtr, n int64) error { return cu.MemsetD16(p, bf16NaN, n) },
+}
+
+// bf16NaN is a quiet bf16 NaN.
+const bf16NaN = 0x7fc0
+
+// bf16FromFloat32 rounds f to the nearest bf16, ties to even (a NaN stays a
+// quiet NaN of the same sign), and returns its bits.
+func bf16FromFloat32(f float32) uint16 {
+	bits := math.Float32bits(f)
+	if f != f {
+		return uint16(bits>>16)&0x8000 | bf16NaN
+	}
+	return uint16(roundShift(bits, 16)) // carries into the exponent, and to infinity
+}
 
 // toDevice copies xs to the device memory at p.
 func toDevice[E element](p cu.DevicePtr, xs []E) error {
