@@ -12,16 +12,16 @@ import (
 // wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, in one
 // pass (tf32) or three (3xtf32: operands split into TF32 high parts and
 // residuals, kept side by side in shared memory), both operands read from
-// shared memory through matrix descriptors. The input
-// patch is the A operand as it is staged, which needs stride_w = 4 (16-byte
-// pixel rows) and dilation_w = 1. It compiles for sm_90a only: the tuner
-// offers it on sm_90 devices with NVRTC 12 or newer (Limits.SM90a).
+// shared memory through matrix descriptors. The input patch is the A operand
+// as it is staged, which needs stride_w = 4 (16-byte pixel rows) and
+// dilation_w = 1. It compiles for sm_90a only: the tuner offers it on sm_90
+// devices with NVRTC 12 or newer (Limits.SM90a).
 //
 // Knobs:
 //   - TileP, TileQ: output rows and columns per warpgroup tile (multiples
 //     of 8: one m64 sub-tile is 8 x 8 pixels);
 //   - TileK: output channels per block, the wgmma's N;
-//   - Warpgroups: independent warpgroups per block sharing the filter slice;
+//   - Warpgroups: computing warpgroups per block, sharing the filter slice;
 //   - TilesPerWarpgroup: tiles each warpgroup walks (8, 16, or as many as
 //     make one block per SM);
 //   - Producer: 0, each warpgroup stages its own patches; 1, one more
