@@ -832,3 +832,43 @@ func TestWGMMAGate(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileWGMMAFrontEnd checks, where NVRTC cannot target sm_90a (CI's
+// 11.8), that an evenly spaced sample of the wgmma space passes NVRTC's C++
+// front end for compute_90 and emits wgmma into its PTX; ptxas (which would
+// check the inline PTX) needs NVRTC 12+, where TestCompile compiles the
+// whole space instead.
+func TestCompileWGMMAFrontEnd(t *testing.T) {
+	lib := openNVRTC(t)
+	if lib.SupportsArch("sm_90a") {
+		t.Skip("this NVRTC targets sm_90a: TestCompile compiles every wgmma configuration")
+	}
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	const perProblem = 8
+	n := 0
+	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+		for _, layout := range problem.Layouts {
+			p := flagship(t, prec, layout)
+			k := kept((WGMMA{}).Space(p, lim))
+			for i := range min(perProblem, len(k)) {
+				c := k[i*len(k)/min(perProblem, len(k))]
+				kern, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s: %v", c.ID(), err)
+				}
+				res, err := lib.CompilePTX(kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
+				if err != nil {
+					t.Errorf("%s %s %s: %v", prec, layout, c.ID(), err)
+					continue
+				}
+				want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
+				if !strings.Contains(res.PTX, want) || !strings.Contains(res.PTX, ".entry "+kern.Name) {
+					t.Errorf("%s %s %s: PTX lacks %q or the entry %s", prec, layout, c.ID(), want, kern.Name)
+				}
+				n++
+			}
+		}
+	}
+	t.Logf("%d wgmma configurations through NVRTC %s's front end", n, lib.VersionString())
+}

@@ -150,6 +150,46 @@ func (l *Library) Compile(src string, opt Options) (*Result, error) {
 	return res, nil
 }
 
+// CompilePTX compiles src to PTX only, for the virtual architecture of
+// opt.Arch ("sm_90" or "sm_90a" → compute_90): ptxas does not run, so the
+// result has no CUBIN and no Resources. The base architecture must be one
+// this NVRTC supports; the suffix is dropped, so an NVRTC too old for
+// sm_90a still checks such a source's C++ (inline PTX is passed through
+// unchecked; ptxas would check it). Options are vetted as in Compile.
+func (l *Library) CompilePTX(src string, opt Options) (*Result, error) {
+	name := opt.Name
+	if name == "" {
+		name = defaultName
+	}
+	sm, _, err := parseArch(opt.Arch)
+	if err != nil {
+		return nil, fmt.Errorf("nvrtc: compiling %s: %w", name, err)
+	}
+	if base := fmt.Sprintf("sm_%d", sm); !l.SupportsArch(base) {
+		return nil, fmt.Errorf("nvrtc: compiling %s: NVRTC %s does not support %s (supported: %v)",
+			name, l.VersionString(), base, l.archs)
+	}
+	if strings.IndexByte(src, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
+		return nil, fmt.Errorf("nvrtc: compiling %s: source or name contains a NUL byte", name)
+	}
+	for _, o := range opt.Extra {
+		for _, bad := range fastMathOptions {
+			if o == bad {
+				return nil, fmt.Errorf("nvrtc: compiling %s: option %q relaxes FP32 semantics and is not allowed", name, o)
+			}
+		}
+	}
+	opts := append([]string{fmt.Sprintf("--gpu-architecture=compute_%d", sm), "-std=c++17"}, opt.Extra...)
+	out, err := l.compile(src, name, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	if out.ptx == "" {
+		return nil, fmt.Errorf("nvrtc: compiling %s: NVRTC returned no PTX", name)
+	}
+	return &Result{PTX: out.ptx, Log: out.log, Resources: map[string]Resources{}}, nil
+}
+
 // output is what one NVRTC program produced.
 type output struct {
 	cubin []byte

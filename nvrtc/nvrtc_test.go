@@ -366,3 +366,39 @@ ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions
 		t.Errorf("empty log: %q, %v", l, r)
 	}
 }
+
+// TestCompilePTX: a PTX-only compile for sm_90a's virtual base runs on any
+// NVRTC that knows sm_90, passes inline PTX through unchecked, and reports
+// C++ errors like Compile does.
+func TestCompilePTX(t *testing.T) {
+	l := openLib(t)
+	if !l.SupportsArch("sm_90") {
+		t.Skipf("NVRTC %s has no sm_90", l.VersionString())
+	}
+	src := `extern "C" __global__ void k(float* p) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    p[threadIdx.x] = 1.0f;
+}
+`
+	res, err := l.CompilePTX(src, Options{Name: "ptx.cu", Arch: "sm_90a"})
+	if err != nil {
+		t.Fatalf("CompilePTX: %v", err)
+	}
+	if len(res.CUBIN) != 0 || !strings.Contains(res.PTX, ".target sm_90") || !strings.Contains(res.PTX, "wgmma.fence.sync.aligned") {
+		t.Errorf("CUBIN %d bytes, PTX target/wgmma present: %v/%v", len(res.CUBIN),
+			strings.Contains(res.PTX, ".target sm_90"), strings.Contains(res.PTX, "wgmma.fence"))
+	}
+	_, err = l.CompilePTX("extern \"C\" __global__ void k(float* p) { p[0] = 1.0f }\n", Options{Name: "bad.cu", Arch: "sm_90a"})
+	var ce *CompileError
+	if !errors.As(err, &ce) {
+		t.Errorf("bad source: err = %v (%T), want *CompileError", err, err)
+	}
+	for _, arch := range []string{"compute_90", "sm_9", "sm_1"} {
+		if _, err := l.CompilePTX(src, Options{Arch: arch}); err == nil {
+			t.Errorf("CompilePTX(arch %q) succeeded", arch)
+		}
+	}
+	if _, err := l.CompilePTX(src, Options{Arch: "sm_90", Extra: []string{"--use_fast_math"}}); err == nil {
+		t.Error("CompilePTX accepted --use_fast_math")
+	}
+}
