@@ -1,8 +1,10 @@
 package nvrtc
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -95,30 +97,9 @@ var fastMathOptions = []string{
 // *Error wrapped with context. Every NVRTC program created is destroyed
 // before Compile returns. Compile is safe for concurrent use.
 func (l *Library) Compile(src string, opt Options) (*Result, error) {
-	name := opt.Name
-	if name == "" {
-		name = defaultName
-	}
-	sm, suffix, err := parseArch(opt.Arch)
+	name, sm, suffix, err := l.vet(src, opt, opt.Arch)
 	if err != nil {
-		return nil, fmt.Errorf("nvrtc: compiling %s: %w", name, err)
-	}
-	if !l.SupportsArch(opt.Arch) {
-		return nil, fmt.Errorf("nvrtc: compiling %s: NVRTC %s does not support %s (supported: %v)",
-			name, l.VersionString(), opt.Arch, l.archs)
-	}
-	if strings.IndexByte(src, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
-		return nil, fmt.Errorf("nvrtc: compiling %s: source or name contains a NUL byte", name)
-	}
-	for _, o := range opt.Extra {
-		for _, bad := range fastMathOptions {
-			if o == bad {
-				return nil, fmt.Errorf("nvrtc: compiling %s: option %q relaxes FP32 semantics and is not allowed", name, o)
-			}
-		}
-		if strings.IndexByte(o, 0) >= 0 {
-			return nil, fmt.Errorf("nvrtc: compiling %s: option %q contains a NUL byte", name, o)
-		}
+		return nil, err
 	}
 
 	opts := make([]string, 0, 3+len(opt.Extra))
@@ -157,27 +138,13 @@ func (l *Library) Compile(src string, opt Options) (*Result, error) {
 // sm_90a still checks such a source's C++ (inline PTX is passed through
 // unchecked; ptxas would check it). Options are vetted as in Compile.
 func (l *Library) CompilePTX(src string, opt Options) (*Result, error) {
-	name := opt.Name
-	if name == "" {
-		name = defaultName
-	}
 	sm, _, err := parseArch(opt.Arch)
 	if err != nil {
-		return nil, fmt.Errorf("nvrtc: compiling %s: %w", name, err)
+		return nil, fmt.Errorf("nvrtc: compiling %s: %w", cmp.Or(opt.Name, defaultName), err)
 	}
-	if base := fmt.Sprintf("sm_%d", sm); !l.SupportsArch(base) {
-		return nil, fmt.Errorf("nvrtc: compiling %s: NVRTC %s does not support %s (supported: %v)",
-			name, l.VersionString(), base, l.archs)
-	}
-	if strings.IndexByte(src, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
-		return nil, fmt.Errorf("nvrtc: compiling %s: source or name contains a NUL byte", name)
-	}
-	for _, o := range opt.Extra {
-		for _, bad := range fastMathOptions {
-			if o == bad {
-				return nil, fmt.Errorf("nvrtc: compiling %s: option %q relaxes FP32 semantics and is not allowed", name, o)
-			}
-		}
+	name, _, _, err := l.vet(src, opt, fmt.Sprintf("sm_%d", sm))
+	if err != nil {
+		return nil, err
 	}
 	opts := append([]string{fmt.Sprintf("--gpu-architecture=compute_%d", sm), "-std=c++17"}, opt.Extra...)
 	out, err := l.compile(src, name, opts, false)
@@ -188,6 +155,34 @@ func (l *Library) CompilePTX(src string, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("nvrtc: compiling %s: NVRTC returned no PTX", name)
 	}
 	return &Result{PTX: out.ptx, Log: out.log, Resources: map[string]Resources{}}, nil
+}
+
+// vet checks what Compile and CompilePTX share: opt.Arch's form, that this
+// NVRTC supports target (opt.Arch itself, or its base for PTX only), no NUL
+// bytes, no option relaxing FP32 semantics. It returns the program name and
+// opt.Arch's number and suffix.
+func (l *Library) vet(src string, opt Options, target string) (name string, sm int, suffix string, err error) {
+	name = cmp.Or(opt.Name, defaultName)
+	sm, suffix, err = parseArch(opt.Arch)
+	if err != nil {
+		return "", 0, "", fmt.Errorf("nvrtc: compiling %s: %w", name, err)
+	}
+	if !l.SupportsArch(target) {
+		return "", 0, "", fmt.Errorf("nvrtc: compiling %s: NVRTC %s does not support %s (supported: %v)",
+			name, l.VersionString(), target, l.archs)
+	}
+	if strings.IndexByte(src, 0) >= 0 || strings.IndexByte(name, 0) >= 0 {
+		return "", 0, "", fmt.Errorf("nvrtc: compiling %s: source or name contains a NUL byte", name)
+	}
+	for _, o := range opt.Extra {
+		if slices.Contains(fastMathOptions, o) {
+			return "", 0, "", fmt.Errorf("nvrtc: compiling %s: option %q relaxes FP32 semantics and is not allowed", name, o)
+		}
+		if strings.IndexByte(o, 0) >= 0 {
+			return "", 0, "", fmt.Errorf("nvrtc: compiling %s: option %q contains a NUL byte", name, o)
+		}
+	}
+	return name, sm, suffix, nil
 }
 
 // output is what one NVRTC program produced.
