@@ -69,27 +69,20 @@ func oddShape(t testing.TB) Binding {
 	}
 }
 
-// fp16NHWC is the golden 2-byte binding: the AlexNet first layer in fp16,
-// NHWC, with fake CUBIN and PTX, and shared memory below 48 KiB.
+// fp16NHWC is the golden 2-byte binding: alexNet in fp16 and NHWC, with
+// its own fake CUBIN and shared memory below 48 KiB.
 func fp16NHWC(t testing.TB) Binding {
 	t.Helper()
-	sh, err := problem.ParseShape("N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Binding{
-		Package:     "fp16nhwc",
-		Problem:     problem.Problem{Shape: sh, Precision: problem.FP16, Layout: problem.NHWC},
-		Kernel:      "convgen_mma_fp16_golden",
-		Grid:        [3]int{448, 1, 1},
-		Block:       [3]int{256, 1, 1},
-		SharedBytes: 40960,
-		Arch:        "sm_90",
-		CUBIN:       []byte("\x7fELF\x02\x01\x01fake fp16 cubin\x00\xff"),
-		PTX:         "//\n// fake PTX for the golden test\n//\n.version 7.8\n.target sm_90\n.address_size 64\n",
-		Command:     "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -pkg fp16nhwc -o ./fp16nhwc",
-		Summary:     "not tuned: golden test binding",
-	}
+	b := alexNet(t)
+	b.Package = "fp16nhwc"
+	b.Problem.Precision, b.Problem.Layout = problem.FP16, problem.NHWC
+	b.Kernel = "convgen_mma_fp16_golden"
+	b.Grid = [3]int{448, 1, 1}
+	b.SharedBytes = 40960
+	b.CUBIN = []byte("\x7fELF\x02\x01\x01fake fp16 cubin\x00\xff")
+	b.Command = "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -pkg fp16nhwc -o ./fp16nhwc"
+	b.Summary = "not tuned: golden test binding"
+	return b
 }
 
 // oddBF16 is oddShape in bf16 and NCHW: the other 2-byte type, without bias.
