@@ -153,8 +153,8 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 		trials = append(trials, Trial{ID: k.Family + "/" + k.Name, Family: k.Family, Config: k.Config, Status: StatusSkipped, kernel: k})
 		kept = append(kept, len(trials)-1)
 	}
-	if len(opt.Only) > 0 && len(kept) == len(opt.Extra) {
-		return nil, fmt.Errorf("none of the pinned configs %v is in the search space of %s (or all were rejected)", opt.Only, opt.Problem)
+	if err := checkPins(opt.Only, cands, opt.Problem); err != nil {
+		return nil, err
 	}
 
 	s := &search{opt: opt, lib: lib, arch: arch, trials: trials, m: m, prog: prog, deadline: deadline(opt.Time)}
@@ -170,6 +170,30 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	}
 	res.Trials = trials
 	return res, nil
+}
+
+// checkPins returns an error naming every pinned ID that is not a candidate
+// of p's space, or that the static rules reject (with the reason), so that
+// a mistyped pin is never dropped silently.
+func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) error {
+	byID := make(map[string]kernels.Candidate, len(cands))
+	for _, c := range cands {
+		byID[c.ID()] = c
+	}
+	var bad []string
+	for _, pin := range pins {
+		c, ok := byID[pin]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%q is no candidate (an ID is family/knobs, every knob, sorted by name, as in the report)", pin))
+		case c.Rejected != "":
+			bad = append(bad, fmt.Sprintf("%q is rejected: %s", pin, c.Rejected))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("pinned configs of %s: %s", p, strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // Limits are the static limits candidates are checked against on a device

@@ -5,6 +5,7 @@ package autotune
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,6 +174,47 @@ func TestLimitsSM90a(t *testing.T) {
 		}
 		if tc.info.SharedOptin > 0 && lim.MaxSharedPerBlock != tc.info.SharedOptin {
 			t.Errorf("Limits(%s).MaxSharedPerBlock = %d, want %d", tc.info.Arch, lim.MaxSharedPerBlock, tc.info.SharedOptin)
+		}
+	}
+}
+
+// TestPinsMustNameCandidates: a pinned ID that names no candidate, or a
+// rejected one, fails the run with the ID (and the reason) in the error,
+// even beside a valid pin; before, such pins were dropped silently.
+func TestPinsMustNameCandidates(t *testing.T) {
+	lib := openNVRTC(t)
+	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
+	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var good, rejected kernels.Candidate
+	for _, c := range cands {
+		if c.Rejected == "" && good.Family == "" {
+			good = c
+		}
+		if c.Rejected != "" && rejected.Family == "" {
+			rejected = c
+		}
+	}
+	if good.Family == "" || rejected.Family == "" {
+		t.Fatal("the space has no kept or no rejected candidate")
+	}
+	for _, tc := range []struct {
+		pins []string
+		want string
+	}{
+		{[]string{good.ID(), "direct/TileK=8"}, `"direct/TileK=8" is no candidate`},
+		{[]string{rejected.ID(), good.ID()}, rejected.Rejected},
+	} {
+		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
+			Only: tc.pins, Timeout: 2 * time.Second, Runs: 20, Seed: 5})
+		if err == nil || res != nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("pins %v: got %v, %v; want an error saying %q", tc.pins, res, err, tc.want)
 		}
 	}
 }

@@ -398,11 +398,15 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 		"mmahalf_fp16_nhwc_p8_q28_k96_w32x48": {MMAHalf{}, flagship(t, problem.FP16, problem.NHWC),
 			Config{"TileP": 8, "TileQ": 28, "TileK": 96, "WarpM": 32, "WarpN": 48, "TilesPerBlock": 8}},
 		"wgmma_tf32_nchw_p8_q8_k96_wg2_s2": {WGMMA{}, flagship(t, problem.TF32, problem.NCHW),
-			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 0, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 0}},
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 0, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 0, "VecStage": 0}},
 		"wgmma_3xtf32_nchw_p8_q8_k48_wg2_prod2": {WGMMA{}, flagship(t, problem.TF32x3, problem.NCHW),
-			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 1}},
+			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 1, "VecStage": 0}},
 		"wgmma_tf32_nhwc_p8_q8_k96_wg2_prod4": {WGMMA{}, flagship(t, problem.TF32, problem.NHWC),
-			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1}},
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1, "VecStage": 0}},
+		"wgmma_tf32_nhwc_p8_q8_k96_wg2_prod4_vec": {WGMMA{}, flagship(t, problem.TF32, problem.NHWC),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 4, "Producer": 1, "RoundInput": 1, "Overlap": 1, "PredicatedStores": 1, "VecStage": 1}},
+		"wgmma_fp16_nhwc_p8_q8_k96_wg2_prod4": {WGMMA{}, flagship(t, problem.FP16, problem.NHWC),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 4, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1, "VecStage": 1}},
 	} {
 		k, err := c.f.Render(c.p, c.cfg)
 		if err != nil {
@@ -767,16 +771,22 @@ func TestWGMMAGate(t *testing.T) {
 	for _, pl := range []struct {
 		prec   problem.Precision
 		layout problem.Layout
-	}{{problem.TF32, problem.NCHW}, {problem.TF32, problem.NHWC}, {problem.TF32x3, problem.NCHW}, {problem.TF32x3, problem.NHWC}} {
+	}{{problem.TF32, problem.NCHW}, {problem.TF32, problem.NHWC}, {problem.TF32x3, problem.NCHW}, {problem.TF32x3, problem.NHWC},
+		{problem.FP16, problem.NHWC}, {problem.BF16, problem.NCHW}} {
 		layout := pl.layout
 		p := flagship(t, pl.prec, layout)
 		cands := (WGMMA{}).Space(p, on)
 		k := kept(cands)
 		if len(k) == 0 {
-			t.Fatalf("%s: no wgmma candidate kept with SM90a", layout)
+			t.Fatalf("%s %s: no wgmma candidate kept with SM90a", pl.prec, layout)
 		}
 		checkCandidates(t, p, cands, on)
+		vec := 0
 		for _, c := range k {
+			vec += c.Config["VecStage"]
+			if half := pl.prec == problem.FP16 || pl.prec == problem.BF16; half && (c.Config["VecStage"] != 1 || c.Config["RoundInput"] != 0) {
+				t.Fatalf("%s: %s kept without register staging or with rounding", c.ID(), pl.prec)
+			}
 			kern, err := RenderCandidate(p, c)
 			if err != nil {
 				t.Fatalf("%s: %v", c.ID(), err)
@@ -788,6 +798,9 @@ func TestWGMMAGate(t *testing.T) {
 			if want := 128 * (c.Config["Warpgroups"] + c.Config["Producer"]); kern.Block[0] != want {
 				t.Fatalf("%s: block %v, want %d threads", c.ID(), kern.Block, want)
 			}
+		}
+		if vec == 0 {
+			t.Errorf("%s %s: no register-staging (VecStage=1) candidate kept", pl.prec, layout)
 		}
 	}
 	// A small odd shape where only soft rules' exceptions keep candidates:
@@ -816,6 +829,18 @@ func TestWGMMAGate(t *testing.T) {
 			t.Errorf("%s: no wgmma candidate kept", q)
 		}
 	}
+	// 2-byte input needs aligned register staging: an NHWC image row of an
+	// odd number of halves leaves none, and every candidate says why.
+	oddRow := flagship(t, problem.FP16, problem.NHWC)
+	oddRow.Shape.W = 223
+	for _, c := range (WGMMA{}).Space(oddRow, on) {
+		if c.Config["VecStage"] == 1 && !strings.HasPrefix(c.Rejected, "align:") {
+			t.Fatalf("%s with W=223: rejected %q, want an align: reason", c.ID(), c.Rejected)
+		}
+		if c.Config["VecStage"] == 0 && !strings.HasPrefix(c.Rejected, "staging:") {
+			t.Fatalf("%s: rejected %q, want a staging: reason", c.ID(), c.Rejected)
+		}
+	}
 	for _, bad := range []struct {
 		prec problem.Precision
 		mut  func(*problem.Shape)
@@ -824,6 +849,7 @@ func TestWGMMAGate(t *testing.T) {
 		{problem.TF32, func(s *problem.Shape) { s.StrideW = 2 }},
 		{problem.TF32, func(s *problem.Shape) { s.DilationW = 2 }},
 		{problem.TF32, func(s *problem.Shape) { s.K = 100 }},
+		{problem.FP16, func(s *problem.Shape) { s.StrideW = 2 }},
 	} {
 		q := flagship(t, bad.prec, problem.NCHW)
 		bad.mut(&q.Shape)
@@ -845,28 +871,38 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 	}
 	lim := DefaultLimits(90)
 	lim.SM90a = true
-	const perProblem = 8
+	const perGroup = 4 // per precision, layout and staging path
 	n := 0
-	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 		for _, layout := range problem.Layouts {
 			p := flagship(t, prec, layout)
-			k := kept((WGMMA{}).Space(p, lim))
-			for i := range min(perProblem, len(k)) {
-				c := k[i*len(k)/min(perProblem, len(k))]
-				kern, err := RenderCandidate(p, c)
-				if err != nil {
-					t.Fatalf("%s: %v", c.ID(), err)
+			var groups [2][]Candidate
+			for _, c := range kept((WGMMA{}).Space(p, lim)) {
+				groups[c.Config["VecStage"]] = append(groups[c.Config["VecStage"]], c)
+			}
+			for _, k := range groups {
+				for i := range min(perGroup, len(k)) {
+					c := k[i*len(k)/min(perGroup, len(k))]
+					kern, err := RenderCandidate(p, c)
+					if err != nil {
+						t.Fatalf("%s: %v", c.ID(), err)
+					}
+					res, err := lib.CompilePTX(kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
+					if err != nil {
+						t.Errorf("%s %s %s: %v", prec, layout, c.ID(), err)
+						continue
+					}
+					want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
+					if !strings.Contains(res.PTX, want) || !strings.Contains(res.PTX, ".entry "+kern.Name) {
+						t.Errorf("%s %s %s: PTX lacks %q or the entry %s", prec, layout, c.ID(), want, kern.Name)
+					}
+					// Register staging loads whole 16-byte chunks (the flagship's
+					// rows allow them in both layouts and element sizes).
+					if c.Config["VecStage"] == 1 && !strings.Contains(res.PTX, "ld.global.nc.v4.u32") {
+						t.Errorf("%s %s %s: register staging without 16-byte loads in the PTX", prec, layout, c.ID())
+					}
+					n++
 				}
-				res, err := lib.CompilePTX(kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
-				if err != nil {
-					t.Errorf("%s %s %s: %v", prec, layout, c.ID(), err)
-					continue
-				}
-				want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
-				if !strings.Contains(res.PTX, want) || !strings.Contains(res.PTX, ".entry "+kern.Name) {
-					t.Errorf("%s %s %s: PTX lacks %q or the entry %s", prec, layout, c.ID(), want, kern.Name)
-				}
-				n++
 			}
 		}
 	}

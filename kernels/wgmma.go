@@ -12,8 +12,11 @@ import (
 // wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, in one
 // pass (tf32) or three (3xtf32: operands split into TF32 high parts and
 // residuals, kept side by side in shared memory), both operands read from
-// shared memory through matrix descriptors. The input patch is the A operand
-// as it is staged, which needs stride_w = 4 (16-byte pixel rows) and
+// shared memory through matrix descriptors. It also serves fp16 and bf16:
+// 2-byte tensors in memory, widened to FP32 in shared memory, where every
+// FP16 and BF16 value is exactly a TF32 value (so the products are exact and
+// accumulated in FP32, as on FP16 tensor cores). The input patch is the A
+// operand as it is staged, which needs stride_w = 4 (16-byte pixel rows) and
 // dilation_w = 1. It compiles for sm_90a only: the tuner offers it on sm_90
 // devices with NVRTC 12 or newer (Limits.SM90a).
 //
@@ -25,17 +28,23 @@ import (
 //   - TilesPerWarpgroup: tiles each warpgroup walks (8, 16, or as many as
 //     make one block per SM);
 //   - Producer: 0, each warpgroup stages its own patches; 1, one more
-//     warpgroup stages them for all (warp specialisation);
-//   - Overlap (with Producer = 1): 1, two accumulator sets per thread, a
+//     warpgroup stages them for all (warp specialisation); 2, two more
+//     share the staging of every tile (with VecStage = 1);
+//   - Overlap (with a producer): 1, two accumulator sets per thread, a
 //     tile's outputs stored while the next tile's wgmmas run;
 //   - PredicatedStores: 1, the epilogue's stores are predicated instead of
 //     branched around (always so with Overlap);
 //   - RoundInput: 1, the input patch is rounded to TF32 in shared memory;
-//     0, the tensor cores truncate it (one pass over the patch less);
+//     0, the tensor cores truncate it (one pass over the patch less); always
+//     0 for fp16/bf16 (nothing to round);
+//   - VecStage (with a producer): 1, the producer stages the patch
+//     through registers with aligned vector loads of whole image rows,
+//     converting (fp16/bf16, which need it), rounding or splitting each
+//     element on the way and de-interleaving NHWC; 0, with cp.async;
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
-//     Producer = 1, the buffers of the shared ring (a multiple of
-//     Warpgroups, so that a buffer always serves the same warpgroup).
+//     producers, the buffers of the shared ring (a multiple of Warpgroups,
+//     so that a buffer always serves the same warpgroup).
 type WGMMA struct{}
 
 // Name implements Family.
@@ -51,8 +60,8 @@ func (WGMMA) Serves(p problem.Problem) error {
 		return err
 	}
 	switch {
-	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
-		return fmt.Errorf("wgmma serves tf32 and 3xtf32, not %s", p.Precision)
+	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3 && !halfIO(p):
+		return fmt.Errorf("wgmma serves tf32, 3xtf32, fp16 and bf16, not %s", p.Precision)
 	case s.StrideW != 4 || s.DilationW != 1:
 		return fmt.Errorf("wgmma needs stride_w 4 and dilation_w 1 (16-byte pixel rows), not %d and %d", s.StrideW, s.DilationW)
 	case s.K%8 != 0:
@@ -71,6 +80,33 @@ type wgmmaGeometry struct {
 	ThreadsPerBlock, S4, TapBlocks, KSteps, TilesP, TilesQ int
 	PatchRows, PatchCols, PatchPitch, PairStage            int
 	GridTiles, SharedBytes, Accumulators                   int
+	// Chunk is the elements per load of VecStage: the most that keep 4 to
+	// 16 bytes per load and divide an image row; 0 when none does.
+	// RowChunks is the loads per staged row (one thread each).
+	Chunk, RowChunks int
+}
+
+// halfIO says whether p's tensors are 2-byte (fp16, bf16).
+func halfIO(p problem.Problem) bool {
+	return p.Precision == problem.FP16 || p.Precision == problem.BF16
+}
+
+// vecChunk returns the elements per load of register staging for p: the
+// largest load of 16, 8 or 4 bytes whose element count divides an image
+// row (one channel's in NCHW), so that aligned loads never straddle a row
+// end; 0 if there is none.
+func vecChunk(p problem.Problem) int {
+	eb := p.Precision.ElementBytes()
+	row := p.Shape.W
+	if p.Layout == problem.NHWC {
+		row *= p.Shape.C
+	}
+	for bytes := 16; bytes >= 4; bytes /= 2 {
+		if n := bytes / eb; row%n == 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
@@ -90,6 +126,14 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 		g.PairStage = 1
 	}
 	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
+	g.Chunk = vecChunk(p)
+	if g.Chunk > 0 {
+		pix := 1
+		if p.Layout == problem.NHWC {
+			pix = s.C
+		}
+		g.RowChunks = ceilDiv(g.PatchCols*pix, g.Chunk) + 1
+	}
 	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
 	copies := 1 // high parts only, or also residuals (3xtf32)
 	if p.Precision == problem.TF32x3 {
@@ -97,7 +141,7 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 	}
 	filter := c["TileK"] * g.KSteps * 8
 	buffers := c["Warpgroups"] * c["Stages"]
-	if c["Producer"] == 1 {
+	if c["Producer"] >= 1 {
 		buffers = c["Stages"]
 	}
 	g.SharedBytes = 4 * copies * (filter + buffers*s.C*g.PatchRows*g.PatchPitch)
@@ -119,23 +163,28 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 						tpws = append(tpws, one)
 					}
 					for _, tpw := range tpws {
-						for _, pr := range []int{0, 1} {
+						for _, pr := range []int{0, 1, 2} {
 							stages := wgmmaKnobs.Stages
-							if pr == 1 {
+							if pr > 0 {
 								stages = []int{wg, 2 * wg}
 							}
+							vecStages, overlaps := []int{0}, []int{0}
+							switch pr {
+							case 1:
+								vecStages, overlaps = []int{0, 1}, []int{0, 1}
+							case 2: // two producers stage through registers only
+								vecStages, overlaps = []int{1}, []int{0, 1}
+							}
 							for _, st := range stages {
-								rounds := []int{1, 0}
-								if p.Precision == problem.TF32x3 {
-									rounds = []int{1} // the split needs the rounding pass
-								}
-								for _, ri := range rounds {
-									for ov := range pr + 1 { // Overlap needs the producer
-										for ps := ov; ps <= 1; ps++ { // and predicated stores
-											cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
-												"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri,
-												"Overlap": ov, "PredicatedStores": ps}
-											out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+								for _, vs := range vecStages {
+									for _, ri := range wgmmaRounding(p, vs) {
+										for _, ov := range overlaps {
+											for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
+												cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
+													"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri,
+													"Overlap": ov, "PredicatedStores": ps, "VecStage": vs}
+												out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+											}
 										}
 									}
 								}
@@ -149,6 +198,19 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 	return out
 }
 
+// wgmmaRounding lists the RoundInput values worth trying: none for 2-byte
+// input (exact in TF32), only rounding for 3xtf32 (the split needs it) and
+// for register staging (it rounds at no extra pass), both otherwise.
+func wgmmaRounding(p problem.Problem, vecStage int) []int {
+	switch {
+	case halfIO(p):
+		return []int{0}
+	case p.Precision == problem.TF32x3 || vecStage == 1:
+		return []int{1}
+	}
+	return []int{1, 0}
+}
+
 func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 	s := p.Shape
 	g := wgmmaGeom(p, c)
@@ -157,6 +219,12 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 	switch {
 	case !lim.SM90a:
 		return "arch: wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
+	case halfIO(p) && c["VecStage"] == 0:
+		return fmt.Sprintf("staging: %s input is widened to FP32 while staged, which needs the producer's register staging (VecStage=1)", p.Precision)
+	case c["VecStage"] == 1 && g.Chunk == 0:
+		return fmt.Sprintf("align: an image row of %d elements allows no aligned 4-, 8- or 16-byte loads (VecStage=1)", vecRow(p))
+	case c["VecStage"] == 1 && g.RowChunks > 128*c["Producer"]:
+		return fmt.Sprintf("staging: a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c["Producer"])
 	case c["TileK"] > 256:
 		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
@@ -165,7 +233,7 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
-	case c["Producer"] == 1 && c["Stages"] > 7:
+	case c["Producer"] >= 1 && c["Stages"] > 7:
 		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
 	case c["Producer"] == 0 && c["Stages"] == 2 && c["TilesPerWarpgroup"] == 1:
 		return "stages: nothing to prefetch with one tile per warpgroup"
@@ -178,27 +246,41 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 	return ""
 }
 
+// vecRow is the elements of one image row as VecStage loads it.
+func vecRow(p problem.Problem) int {
+	if p.Layout == problem.NHWC {
+		return p.Shape.W * p.Shape.C
+	}
+	return p.Shape.W
+}
+
 // Render implements Family.
 func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "RoundInput", "Overlap", "PredicatedStores"); err != nil {
+	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "RoundInput", "Overlap", "PredicatedStores", "VecStage"); err != nil {
 		return Kernel{}, err
 	}
-	if ov, ps := cfg["Overlap"], cfg["PredicatedStores"]; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && (cfg["Producer"] != 1 || ps != 1)) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs Producer=1 and PredicatedStores=1", cfg)
+	if vs := cfg["VecStage"]; vs < 0 || vs > 1 || (vs == 1 && cfg["Producer"] == 0) || (vs == 0 && cfg["Producer"] == 2) || (vs == 1 && vecChunk(p) == 0) || (halfIO(p) && (vs != 1 || cfg["RoundInput"] != 0)) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: VecStage is 0 or 1; 1 needs a producer, 2 producers need 1, and 1 needs image rows of a multiple of 4 bytes per load; fp16 and bf16 need VecStage=1 and RoundInput=0", cfg)
+	}
+	if ov, ps := cfg["Overlap"], cfg["PredicatedStores"]; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && (cfg["Producer"] == 0 || ps != 1)) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs a producer and PredicatedStores=1", cfg)
 	}
 	if p.Precision == problem.TF32x3 && cfg["RoundInput"] != 1 {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
 	}
-	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 1 || st < 1 || wg < 1 || (pr == 1 && (st%wg != 0 || st > 7)) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0 or 1, and with a producer Stages is a multiple of Warpgroups up to 7", cfg)
+	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
 	}
 	if cfg["TileP"]%8 != 0 || cfg["TileQ"]%8 != 0 || cfg["TileK"]%8 != 0 || cfg["TileK"] > 256 || p.Shape.K%cfg["TileK"] != 0 {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: TileP and TileQ must be multiples of 8, TileK a multiple of 8 up to 256 dividing K", cfg)
 	}
 	g := wgmmaGeom(p, cfg)
+	if cfg["VecStage"] == 1 && g.RowChunks > 128*cfg["Producer"] {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: a patch row needs %d register-staging loads, more than the producers' %d threads", cfg, g.RowChunks, 128*cfg["Producer"])
+	}
 	acc := cfg["TileK"] / 2
 	regs := make([]string, acc)
 	cons := make([]string, acc)
@@ -209,8 +291,16 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	name := fmt.Sprintf("convgen_wgmma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
 	split3 := p.Precision == problem.TF32x3
 	doc := "TF32 operands, FP32 accumulation; the filter is rounded to TF32 (nearest), the input too with\n// RoundInput = 1, else the tensor cores truncate it (the error bound holds either way)"
-	if split3 {
+	ioHalf := 0
+	switch p.Precision {
+	case problem.TF32x3:
 		doc = "3xTF32: operands split into TF32 high parts and residuals,\n// three products (A_lo*B_hi, A_hi*B_lo, A_hi*B_hi) accumulated in FP32"
+	case problem.FP16:
+		ioHalf = 1
+		doc = "FP16 input, filter, bias and output; exact TF32 products, FP32 accumulation,\n// the output rounded to FP16 once"
+	case problem.BF16:
+		ioHalf = 2
+		doc = "BF16 input, filter, bias and output; exact TF32 products, FP32 accumulation,\n// the output rounded to BF16 once"
 	}
 	data := struct {
 		shapeData
@@ -218,12 +308,13 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		Name, Config, FilterLayout, PrecisionDoc                   string
 		Split3                                                     bool
 		TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
-		Producer, RoundInput, Overlap, PredicatedStores            int
+		Producer, RoundInput, Overlap, PredicatedStores, VecStage  int
+		IOHalf                                                     int
 		AccOperands, AccConstraints                                string
 		DescAOperand, DescBOperand, ScaleOperand                   int
 	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"],
-		"{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"], cfg["VecStage"],
+		ioHalf, "{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

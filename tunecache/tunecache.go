@@ -40,6 +40,14 @@ type Key struct {
 	Driver            string `json:"driver"`             // driver version, e.g. "13000"
 }
 
+// Supersedes reports whether a record with key k replaces one with key
+// old: the keys are equal but for TemplateVersion and ConvgenVersion (the
+// same problem tuned again on the same device, driver and NVRTC).
+func (k Key) Supersedes(old Key) bool {
+	old.TemplateVersion, old.ConvgenVersion = k.TemplateVersion, k.ConvgenVersion
+	return k == old
+}
+
 // Timing is one measured candidate.
 type Timing struct {
 	Family   string         `json:"family"`    // kernel family, e.g. "direct"
@@ -165,7 +173,11 @@ func (c *Cache) Records() []Record {
 }
 
 // Put stores rec in the cache file at path, replacing the record with an
-// equal Key or adding it. It is atomic and safe when several processes (or
+// equal Key or adding it. A record that rec supersedes goes too: one tuned
+// for the same problem on the same device, driver and NVRTC but with other
+// templates or another convgen version (Supersedes), which no checkout with
+// rec's templates can replay; older versions keep theirs in their own
+// history. It is atomic and safe when several processes (or
 // goroutines) write the same file: it holds an exclusive lock on the sibling
 // file path+".lock" (created if missing; left in place afterwards), re-reads
 // the cache under the lock, writes the new content to a temporary file in
@@ -187,7 +199,7 @@ func Put(path string, rec Record) error {
 	if err != nil {
 		return err
 	}
-	recs = slices.DeleteFunc(recs, func(r Record) bool { return r.Key == rec.Key })
+	recs = slices.DeleteFunc(recs, func(r Record) bool { return rec.Key.Supersedes(r.Key) })
 	recs = append(recs, rec)
 	data, err := encode(recs)
 	if err != nil {

@@ -167,6 +167,37 @@ func TestPutReplaces(t *testing.T) {
 	}
 }
 
+// TestPutSupersedes: a record tuned with other templates (or another
+// convgen) for the same problem, device, driver and NVRTC is dropped by the
+// newer one; records of another device, NVRTC or precision stay.
+func TestPutSupersedes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tune.json")
+	stale := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+	otherDevice := testRecord(shapeOf(1), "NVIDIA H100 80GB HBM3", 0.6)
+	otherNVRTC := testRecord(shapeOf(1), "NVIDIA H200", 0.55)
+	otherNVRTC.Key.NVRTCVersion = "12.4"
+	otherPrec := testRecord(shapeOf(1), "NVIDIA H200", 0.2)
+	otherPrec.Key.Precision = "tf32"
+	for _, r := range []Record{stale, otherDevice, otherNVRTC, otherPrec} {
+		mustPut(t, path, r)
+	}
+	fresh := testRecord(shapeOf(1), "NVIDIA H200", 0.3)
+	fresh.Key.TemplateVersion, fresh.Key.ConvgenVersion = "tmpl-def456", "v0.2.0"
+	mustPut(t, path, fresh)
+
+	got := map[Key]bool{}
+	for _, r := range mustLoad(t, path).Records() {
+		got[r.Key] = true
+	}
+	want := map[Key]bool{fresh.Key: true, otherDevice.Key: true, otherNVRTC.Key: true, otherPrec.Key: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("keys after the re-tune:\n got %v\nwant %v", got, want)
+	}
+	if !fresh.Key.Supersedes(stale.Key) || fresh.Key.Supersedes(otherDevice.Key) || stale.Key.Supersedes(otherPrec.Key) {
+		t.Error("Supersedes: wrong verdicts")
+	}
+}
+
 func TestDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	var recs []Record
@@ -391,8 +422,14 @@ func TestMatch(t *testing.T) {
 	otherShape := testRecord(shapeOf(2), "NVIDIA H200", 0.5)
 	otherVersion := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
 	otherVersion.Key.ConvgenVersion = "v0.2.0"
-	for _, r := range []Record{h200, otherShape, a100, h100, otherVersion} {
-		mustPut(t, path, r)
+	// Written directly: Put would let otherVersion supersede h200, and
+	// Match must still tell them apart in files that hold both.
+	data, err := encode([]Record{h200, otherShape, a100, h100, otherVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	c := mustLoad(t, path)
 

@@ -7,9 +7,9 @@
 //	shape      N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true
 //	precision  bf16: BF16 operands with FP32 accumulation, bf16 (bfloat16) data
 //	layout     nhwc: input NHWC, filter KRSC, output NPQK
-//	kernel     convgen_mmahalf_bf16_16049a91, grid 448x1x1, block 448x1x1, 122880 bytes of dynamic shared memory
+//	kernel     convgen_wgmma_bf16_446e8936, grid 131x1x1, block 768x1x1, 228480 bytes of dynamic shared memory
 //
-// Tuning: tuned on NVIDIA H200 (sm_90): mmahalf, median 0.503 ms, rel. error
+// Tuning: tuned on NVIDIA H200 (sm_90a): wgmma, median 0.203 ms, rel. error
 // 1.7e-03.
 //
 // # What it computes
@@ -63,11 +63,11 @@
 //	// ...
 //	err = stream.Synchronize() // out is ready
 //
-// Load picks the embedded sm_90 CUBIN when the current device is sm_90 and
-// otherwise has the driver compile the embedded PTX. Forward only enqueues the
-// kernel on the stream (0 is the legacy default stream): synchronize before
-// reading out. Forward may run from several goroutines at once, each with the
-// context current on its locked thread; Close must not overlap it.
+// Load needs a sm_90a device: the package embeds no PTX for other GPUs.
+// Forward only enqueues the kernel on the stream (0 is the legacy default
+// stream): synchronize before reading out. Forward may run from several
+// goroutines at once, each with the context current on its locked thread;
+// Close must not overlap it.
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
 // (relative L2 error at most 0.01 over 4096 random outputs and the corners).

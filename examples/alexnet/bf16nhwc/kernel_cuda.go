@@ -15,7 +15,7 @@ import (
 
 // cubin is the kernel compiled for TunedArch.
 //
-//go:embed kernel_sm_90.cubin
+//go:embed kernel_sm_90a.cubin
 var cubin string
 
 // ptx is the kernel as PTX, which the driver compiles for other GPUs.
@@ -41,8 +41,7 @@ type Kernel struct {
 
 // Load loads the kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first.
-// On a GPU of TunedArch it loads the embedded CUBIN, on any other it has the
-// driver compile the embedded PTX.
+// It needs a GPU of TunedArch: no PTX is embedded for other GPUs.
 func Load() (*Kernel, error) {
 	dev, err := cu.CurrentDevice()
 	if err != nil {

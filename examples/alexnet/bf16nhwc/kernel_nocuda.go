@@ -16,8 +16,7 @@ type Kernel struct{}
 
 // Load loads the kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first.
-// On a GPU of TunedArch it loads the embedded CUBIN, on any other it has the
-// driver compile the embedded PTX.
+// It needs a GPU of TunedArch: no PTX is embedded for other GPUs.
 //
 // This build lacks the cuda build tag: Load returns an error.
 func Load() (*Kernel, error) {

@@ -66,27 +66,27 @@ const (
 	// Layout is the tensor layout; the filter's is krsc.
 	Layout = "nhwc"
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
-	TunedArch = "sm_90"
+	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_mmahalf_bf16_16049a91"
+	KernelName = "convgen_wgmma_bf16_446e8936"
 )
 
 // The launch geometry Forward uses.
 const (
 	// GridX is the number of blocks along x.
-	GridX = 448
+	GridX = 131
 	// GridY is the number of blocks along y.
 	GridY = 1
 	// GridZ is the number of blocks along z.
 	GridZ = 1
 	// BlockX is the number of threads per block along x.
-	BlockX = 448
+	BlockX = 768
 	// BlockY is the number of threads per block along y.
 	BlockY = 1
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 122880
+	SharedBytes = 228480
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts

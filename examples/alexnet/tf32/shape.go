@@ -68,7 +68,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32_06f90a4f"
+	KernelName = "convgen_wgmma_tf32_87cb049c"
 )
 
 // The launch geometry Forward uses.

@@ -68,7 +68,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32x3_a0eff8da"
+	KernelName = "convgen_wgmma_tf32x3_96aac8bd"
 )
 
 // The launch geometry Forward uses.
@@ -86,7 +86,7 @@ const (
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 228480
+	SharedBytes = 191040
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
