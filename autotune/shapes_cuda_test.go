@@ -4,7 +4,9 @@ package autotune
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,9 +17,8 @@ import (
 
 // TestOddShapes tunes small shapes with odd sizes, unequal strides, dilation
 // and no bias, for every precision and layout a family serves, once per
-// serving family (pinned to up to 4 of its configurations, spread over its
-// space): every measured candidate passed the float64 checks, and each run
-// has a winner.
+// serving family (pinned to the configurations pinsCovering picks): every
+// measured candidate passed the float64 checks, and each run has a winner.
 func TestOddShapes(t *testing.T) {
 	lib, err := nvrtc.Open()
 	if err != nil {
@@ -47,21 +48,18 @@ func TestOddShapes(t *testing.T) {
 				if err != nil {
 					continue // no family serves this combination (e.g. fp32 nhwc)
 				}
-				byFamily := map[string][]string{}
+				byFamily := map[string][]kernels.Candidate{}
 				for _, c := range cands {
 					if c.Rejected == "" {
-						byFamily[c.Family] = append(byFamily[c.Family], c.ID())
+						byFamily[c.Family] = append(byFamily[c.Family], c)
 					}
 				}
-				for fam, ids := range byFamily {
-					var pins []string
-					for i := range min(4, len(ids)) {
-						pins = append(pins, ids[i*len(ids)/min(4, len(ids))])
-					}
+				for fam, kept := range byFamily {
+					pins := pinsCovering(kept)
 					t.Run(p.String()+"/"+fam, func(t *testing.T) {
 						res, err := Tune(context.Background(), lib, Options{Problem: p,
 							Worker: []string{"env", "CONVGEN_TEST_WORKER=1", exe}, Only: pins,
-							Trials: 6, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
+							Trials: 0, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
 						if err != nil {
 							t.Fatalf("tune: %v", err)
 						}
@@ -85,4 +83,37 @@ func TestOddShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pinsCovering picks the configurations of one family to measure: 4 spread
+// evenly over its kept space, then, greedily, one more for each knob value
+// not yet among them (each staging path, producer count, ... of the family
+// is run at least once), at most 12 in all.
+func pinsCovering(kept []kernels.Candidate) []string {
+	seen := map[string]bool{} // "knob=value" pairs covered
+	var pins []string
+	add := func(c kernels.Candidate) {
+		pins = append(pins, c.ID())
+		for k, v := range c.Config {
+			seen[fmt.Sprintf("%s=%d", k, v)] = true
+		}
+	}
+	for i := range min(4, len(kept)) {
+		add(kept[i*len(kept)/min(4, len(kept))])
+	}
+	for _, c := range kept {
+		if len(pins) >= 12 {
+			break
+		}
+		if slices.Contains(pins, c.ID()) {
+			continue
+		}
+		for k, v := range c.Config {
+			if !seen[fmt.Sprintf("%s=%d", k, v)] {
+				add(c)
+				break
+			}
+		}
+	}
+	return pins
 }
