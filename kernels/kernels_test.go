@@ -829,6 +829,20 @@ func TestWGMMAGate(t *testing.T) {
 			t.Errorf("%s: no wgmma candidate kept", q)
 		}
 	}
+	// Two accumulator sets (96 registers) with 768 threads (80 registers
+	// each) cannot compile: ptxas needs about 26 besides the accumulators.
+	crowded := 0
+	for _, c := range (WGMMA{}).Space(flagship(t, problem.FP16, problem.NHWC), on) {
+		if c.Config["Overlap"] == 1 && c.Config["Warpgroups"] == 4 && c.Config["Producer"] == 2 && c.Config["TileK"] == 96 {
+			crowded++
+			if !strings.HasPrefix(c.Rejected, "registers:") {
+				t.Errorf("%s: rejected %q, want a registers: reason", c.ID(), c.Rejected)
+			}
+		}
+	}
+	if crowded == 0 {
+		t.Error("no Overlap=1, Warpgroups=4, Producer=2 configuration in the space")
+	}
 	// 2-byte input needs aligned register staging: an NHWC image row of an
 	// odd number of halves leaves none, and every candidate says why.
 	oddRow := flagship(t, problem.FP16, problem.NHWC)

@@ -231,6 +231,9 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case g.Accumulators > 128:
 		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
+	case g.Accumulators+wgmmaSpareRegs > lim.RegistersPerSM/g.ThreadsPerBlock/8*8:
+		return fmt.Sprintf("registers: %d accumulators + %d per thread exceed the %d that %d threads leave each",
+			g.Accumulators, wgmmaSpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c["Producer"] >= 1 && c["Stages"] > 7:
@@ -245,6 +248,12 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 	}
 	return ""
 }
+
+// wgmmaSpareRegs is what a computing thread needs besides its accumulators
+// (descriptors, addresses, bias): ptxas refuses a wgmma m64n96k8 with 72
+// registers per thread ("insufficient registers", it asks for 74), compiles
+// it with 80.
+const wgmmaSpareRegs = 32
 
 // vecRow is the elements of one image row as VecStage loads it.
 func vecRow(p problem.Problem) int {
