@@ -208,9 +208,12 @@ def main():
       f"(measured device-to-device copy): {floor_s('fp32') * 1e3:.3f} ms (fp32), {floor_s('tf32') * 1e3:.3f} ms (tf32), "
       f"{floor_s('3xtf32') * 1e3:.3f} ms (3xtf32), {floor_s('fp16') * 1e3:.3f} ms (fp16 and bf16); "
       f"memory alone {mem_floor('fp32') * 1e3:.3f} ms with 4-byte elements, {mem_floor('fp16') * 1e3:.3f} ms with 2-byte ones.")
-    w("- of roofline = floor / convgen median.")
+    w("- of roofline = floor / convgen median. The floor is that of the mode's own arithmetic; convgen's fp16 and "
+      "bf16 kernels may compute in TF32 instead (the `wgmma` family widens the 2-byte values, exactly, to FP32 in "
+      "shared memory and multiplies them on TF32 tensor cores: the same products, half the tensor-core rate), so "
+      "their fraction is of a floor their arithmetic cannot reach; against the TF32 compute floor it is about twice as large.")
     by_bound = {}  # bound → precisions, in order of first appearance
-    for prec in ("fp32", "3xtf32", "tf32", "fp16"):
+    for prec in ("fp32", "3xtf32", "tf32", "fp16", "bf16"):
         by_bound.setdefault(ERROR_BOUNDS[prec], []).append(prec)
     bounds = ", ".join(f"{short_e(b)} for {' and '.join(ps)}" for b, ps in by_bound.items())
     w("- error = relative L2 error ‖out − ref‖ / ‖ref‖ against a float64 reference: convgen's over 4096 sampled "
