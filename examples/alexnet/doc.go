@@ -7,8 +7,8 @@
 //	tf32      TF32 tensor cores, NCHW                   package .../examples/alexnet/tf32
 //	tf32nhwc  TF32 tensor cores, NHWC (filter KRSC)     package .../examples/alexnet/tf32nhwc
 //	tf32x3    split-TF32 tensor cores (3xTF32), NCHW    package .../examples/alexnet/tf32x3
-//	fp16nhwc  FP16 tensor cores, NHWC (filter KRSC)     package .../examples/alexnet/fp16nhwc
-//	bf16nhwc  BF16 tensor cores, NHWC (filter KRSC)     package .../examples/alexnet/bf16nhwc
+//	fp16nhwc  FP16 data, NHWC (filter KRSC)             package .../examples/alexnet/fp16nhwc
+//	bf16nhwc  BF16 data, NHWC (filter KRSC)             package .../examples/alexnet/bf16nhwc
 //
 // For each variant it loads the kernel on GPU 0, runs it once on random data
 // (input uniform in [0,1), filter and bias in [-1,1), drawn as float32; for
