@@ -41,11 +41,7 @@ func fakeWorkerArgv(t *testing.T) []string {
 // worker, and the fastest correct candidate wins.
 func TestTuneRecordsFailuresAndGoesOn(t *testing.T) {
 	lib := openNVRTC(t)
-	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
+	p := smallFP32Problem(t)
 	extra := []kernels.Kernel{
 		plantedKernel("planted_crash", ""),
 		plantedKernel("planted_hang", ""),
@@ -183,11 +179,7 @@ func TestLimitsSM90a(t *testing.T) {
 // even beside a valid pin; before, such pins were dropped silently.
 func TestPinsMustNameCandidates(t *testing.T) {
 	lib := openNVRTC(t)
-	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
+	p := smallFP32Problem(t)
 	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
 	if err != nil {
 		t.Fatal(err)
@@ -217,4 +209,15 @@ func TestPinsMustNameCandidates(t *testing.T) {
 			t.Errorf("pins %v: got %v, %v; want an error saying %q", tc.pins, res, err, tc.want)
 		}
 	}
+}
+
+// smallFP32Problem is a small strict-FP32 NCHW problem whose space is quick
+// to enumerate, compile and measure.
+func smallFP32Problem(t *testing.T) problem.Problem {
+	t.Helper()
+	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
 }
