@@ -6,7 +6,8 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// Direct is the strict-FP32 direct convolution family (templates/direct.cu.tmpl).
+// Direct is the strict-FP32 direct convolution family (templates/direct.cu.tmpl),
+// for both layouts.
 //
 // Knobs:
 //   - TileP, TileQ: output rows and columns per block;
@@ -31,9 +32,6 @@ func (Direct) Serves(p problem.Problem) error {
 	}
 	if p.Precision != problem.FP32 {
 		return fmt.Errorf("direct serves only fp32, not %s", p.Precision)
-	}
-	if p.Layout != problem.NCHW {
-		return fmt.Errorf("direct serves only the nchw layout, not %s", p.Layout)
 	}
 	return nil
 }

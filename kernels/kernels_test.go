@@ -266,8 +266,7 @@ func TestEnumerateUnserved(t *testing.T) {
 		p    problem.Problem
 		want string
 	}
-	// No family serves fp32 in NHWC yet: update this case when one does.
-	tests := []tc{{"fp32 nhwc", flagship(t, problem.FP32, problem.NHWC), "nhwc"}}
+	var tests []tc
 	for _, prec := range problem.Precisions {
 		for _, layout := range problem.Layouts {
 			tests = append(tests, tc{"groups=2 " + string(prec) + " " + string(layout),
@@ -386,6 +385,12 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 		}
 		out[name] = k
 	}
+	nhwc, err := Direct{}.Render(flagship(t, problem.FP32, problem.NHWC), Config{"TileP": 4, "TileQ": 32, "TileK": 96,
+		"PixelsPerThread": 2, "ChannelsPerThread": 16, "StageC": 3, "TilesPerBlock": 1})
+	if err != nil {
+		t.Fatalf("render direct nhwc: %v", err)
+	}
+	out["direct_nhwc_p4_q32_k96_x16_sc3"] = nhwc
 	for name, c := range map[string]struct {
 		f   Family
 		p   problem.Problem
