@@ -96,11 +96,7 @@ func halfIO(p problem.Problem) bool {
 // row (one channel's in NCHW), so that aligned loads never straddle a row
 // end; 0 if there is none.
 func vecChunk(p problem.Problem) int {
-	eb := p.Precision.ElementBytes()
-	row := p.Shape.W
-	if p.Layout == problem.NHWC {
-		row *= p.Shape.C
-	}
+	eb, row := p.Precision.ElementBytes(), vecRow(p)
 	for bytes := 16; bytes >= 4; bytes /= 2 {
 		if n := bytes / eb; row%n == 0 {
 			return n
@@ -128,11 +124,7 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
 	g.Chunk = vecChunk(p)
 	if g.Chunk > 0 {
-		pix := 1
-		if p.Layout == problem.NHWC {
-			pix = s.C
-		}
-		g.RowChunks = ceilDiv(g.PatchCols*pix, g.Chunk) + 1
+		g.RowChunks = ceilDiv(g.PatchCols*vecRow(p)/s.W, g.Chunk) + 1 // a patch row's elements, aligned start
 	}
 	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
 	copies := 1 // high parts only, or also residuals (3xtf32)
