@@ -33,6 +33,10 @@ func TestOddShapes(t *testing.T) {
 		"N=2,C=3,H=60,W=64,K=32,R=7,S=7,stride=4,pad=3",
 		// stride_w 4 (wgmma), odd width, odd pad_w, K not a multiple of 16.
 		"N=3,C=2,H=45,W=51,K=24,R=5,S=6,stride=4,pad_h=2,pad_w=1,bias=false",
+		// wgmmahalf: stride_w 4 and an even pad_w; S = 7 makes one 8-tap
+		// block per filter row, so an odd count of blocks (15) ends in a
+		// half-empty k step; dilated rows, partial tiles.
+		"N=3,C=3,H=47,W=48,K=40,R=5,S=7,stride_h=3,stride_w=4,pad_h=1,pad_w=2,dilation_h=2,bias=false",
 	}
 	lim := kernels.DefaultLimits(90)
 	lim.SM90a = lib.SupportsArch("sm_90a") // the test runs on an sm_90 GPU

@@ -412,6 +412,10 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 4, "Producer": 1, "RoundInput": 1, "Overlap": 1, "PredicatedStores": 1, "VecStage": 1}},
 		"wgmma_fp16_nhwc_p8_q8_k96_wg2_prod4": {WGMMA{}, flagship(t, problem.FP16, problem.NHWC),
 			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 4, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1, "VecStage": 1}},
+		"wgmmahalf_fp16_nhwc_p8_q8_k96_wg4_prod2": {WGMMAHalf{}, flagship(t, problem.FP16, problem.NHWC),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 4, "TilesPerWarpgroup": 24, "Stages": 4, "Producer": 2, "Overlap": 0, "PredicatedStores": 0}},
+		"wgmmahalf_bf16_nchw_p16_q16_k48_wg2_prod1": {WGMMAHalf{}, flagship(t, problem.BF16, problem.NCHW),
+			Config{"TileP": 16, "TileQ": 16, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 16, "Stages": 2, "Producer": 1, "Overlap": 1, "PredicatedStores": 1}},
 	} {
 		k, err := c.f.Render(c.p, c.cfg)
 		if err != nil {
@@ -754,8 +758,8 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 	if strings.HasPrefix(k.Family, "mma") && !strings.Contains(res.PTX, "mma.sync") {
 		problems = append(problems, "tensor-core family but the PTX has no mma.sync")
 	}
-	if k.Family == "wgmma" && !strings.Contains(res.PTX, "wgmma.mma_async") {
-		problems = append(problems, "wgmma family but the PTX has no wgmma.mma_async")
+	if strings.HasPrefix(k.Family, "wgmma") && !strings.Contains(res.PTX, "wgmma.mma_async") {
+		problems = append(problems, k.Family+" family but the PTX has no wgmma.mma_async")
 	}
 	return strings.Join(problems, "; ")
 }
@@ -879,10 +883,10 @@ func TestWGMMAGate(t *testing.T) {
 }
 
 // TestCompileWGMMAFrontEnd checks, where NVRTC cannot target sm_90a (CI's
-// 11.8), that an evenly spaced sample of the wgmma space passes NVRTC's C++
-// front end for compute_90 and emits wgmma into its PTX; ptxas (which would
-// check the inline PTX) needs NVRTC 12+, where TestCompile compiles the
-// whole space instead.
+// 11.8), that an evenly spaced sample of the wgmma and wgmmahalf spaces
+// passes NVRTC's C++ front end for compute_90 and emits the family's wgmma
+// into its PTX; ptxas (which would check the inline PTX) needs NVRTC 12+,
+// where TestCompile compiles the whole spaces instead.
 func TestCompileWGMMAFrontEnd(t *testing.T) {
 	lib := openNVRTC(t)
 	if lib.SupportsArch("sm_90a") {
@@ -890,40 +894,52 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 	}
 	lim := DefaultLimits(90)
 	lim.SM90a = true
-	const perGroup = 4 // per precision, layout and staging path
+	const perGroup = 4 // per family, precision, layout and staging path
 	n := 0
-	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
-		for _, layout := range problem.Layouts {
-			p := flagship(t, prec, layout)
-			var groups [2][]Candidate
-			for _, c := range kept((WGMMA{}).Space(p, lim)) {
-				groups[c.Config["VecStage"]] = append(groups[c.Config["VecStage"]], c)
-			}
-			for _, k := range groups {
-				for i := range min(perGroup, len(k)) {
-					c := k[i*len(k)/min(perGroup, len(k))]
-					kern, err := RenderCandidate(p, c)
-					if err != nil {
-						t.Fatalf("%s: %v", c.ID(), err)
+	for _, fam := range []Family{WGMMA{}, WGMMAHalf{}} {
+		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
+			for _, layout := range problem.Layouts {
+				p := flagship(t, prec, layout)
+				if fam.Serves(p) != nil {
+					continue
+				}
+				var groups [2][]Candidate
+				for _, c := range kept(fam.Space(p, lim)) {
+					groups[c.Config["VecStage"]] = append(groups[c.Config["VecStage"]], c)
+				}
+				if len(groups[0])+len(groups[1]) == 0 {
+					t.Errorf("%s %s %s: no candidate kept", fam.Name(), prec, layout)
+				}
+				for _, k := range groups {
+					for i := range min(perGroup, len(k)) {
+						c := k[i*len(k)/min(perGroup, len(k))]
+						kern, err := RenderCandidate(p, c)
+						if err != nil {
+							t.Fatalf("%s: %v", c.ID(), err)
+						}
+						res, err := lib.CompilePTX(kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
+						if err != nil {
+							t.Errorf("%s %s %s: %v", prec, layout, c.ID(), err)
+							continue
+						}
+						want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
+						if fam.Name() == "wgmmahalf" {
+							typ := map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[prec]
+							want = fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", c.Config["TileK"], typ, typ)
+						}
+						if !strings.Contains(res.PTX, want) || !strings.Contains(res.PTX, ".entry "+kern.Name) {
+							t.Errorf("%s %s %s: PTX lacks %q or the entry %s", prec, layout, c.ID(), want, kern.Name)
+						}
+						// Register staging loads whole 16-byte chunks (the flagship's
+						// rows allow them in both layouts and element sizes).
+						if (c.Config["VecStage"] == 1 || fam.Name() == "wgmmahalf") && !strings.Contains(res.PTX, "ld.global.nc.v4.u32") {
+							t.Errorf("%s %s %s: register staging without 16-byte loads in the PTX", prec, layout, c.ID())
+						}
+						n++
 					}
-					res, err := lib.CompilePTX(kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
-					if err != nil {
-						t.Errorf("%s %s %s: %v", prec, layout, c.ID(), err)
-						continue
-					}
-					want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
-					if !strings.Contains(res.PTX, want) || !strings.Contains(res.PTX, ".entry "+kern.Name) {
-						t.Errorf("%s %s %s: PTX lacks %q or the entry %s", prec, layout, c.ID(), want, kern.Name)
-					}
-					// Register staging loads whole 16-byte chunks (the flagship's
-					// rows allow them in both layouts and element sizes).
-					if c.Config["VecStage"] == 1 && !strings.Contains(res.PTX, "ld.global.nc.v4.u32") {
-						t.Errorf("%s %s %s: register staging without 16-byte loads in the PTX", prec, layout, c.ID())
-					}
-					n++
 				}
 			}
 		}
 	}
-	t.Logf("%d wgmma configurations through NVRTC %s's front end", n, lib.VersionString())
+	t.Logf("%d wgmma and wgmmahalf configurations through NVRTC %s's front end", n, lib.VersionString())
 }

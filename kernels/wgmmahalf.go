@@ -1,0 +1,240 @@
+package kernels
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// WGMMAHalf is the Hopper FP16/BF16 implicit-GEMM family
+// (templates/wgmmahalf.cu.tmpl): wgmma.mma_async m64nNk16 with FP16 or BF16
+// operands and FP32 accumulators, both operands read from shared memory
+// through matrix descriptors. The A operand is staged as "windows": for
+// every (channel, patch row), window e holds the 8 patch columns
+// stride_w*e .. +7, so that 8 neighbouring output pixels' 8 taps are 8
+// consecutive 16-byte windows (a core matrix), which the plain patch of
+// 2-byte pixels is not. Producer warpgroups build the windows from aligned
+// 16-byte loads of the image rows (NHWC de-interleaved in registers) while
+// the computing warpgroups run the wgmmas. It compiles for sm_90a only:
+// offered on sm_90 devices with NVRTC 12 or newer (Limits.SM90a).
+//
+// Knobs:
+//   - TileP, TileQ: output rows and columns per warpgroup tile (multiples
+//     of 8: one m64 sub-tile is 8 x 8 pixels);
+//   - TileK: output channels per block, the wgmma's N;
+//   - Warpgroups: computing warpgroups per block, sharing the filter slice;
+//   - TilesPerWarpgroup: tiles each warpgroup walks (8, 16, or as many as
+//     make one block per SM);
+//   - Producer: 1 or 2 producer warpgroups building the windows;
+//   - Stages: window buffers in the ring (Warpgroups or twice that);
+//   - Overlap: 1, two accumulator sets per thread, a tile's outputs stored
+//     while the next tile's wgmmas run;
+//   - PredicatedStores: 1, the epilogue's stores are predicated instead of
+//     branched around (always so with Overlap).
+type WGMMAHalf struct{}
+
+// Name implements Family.
+func (WGMMAHalf) Name() string { return "wgmmahalf" }
+
+// Template implements Family.
+func (WGMMAHalf) Template() string { return "wgmmahalf.cu.tmpl" }
+
+// Serves implements Family.
+func (WGMMAHalf) Serves(p problem.Problem) error {
+	s := p.Shape
+	if err := s.Supported(); err != nil {
+		return err
+	}
+	pix := pixElems(p)
+	switch {
+	case !halfIO(p):
+		return fmt.Errorf("wgmmahalf serves fp16 and bf16, not %s", p.Precision)
+	case (s.StrideW != 2 && s.StrideW != 4 && s.StrideW != 8) || s.DilationW != 1:
+		return fmt.Errorf("wgmmahalf needs stride_w 2, 4 or 8 and dilation_w 1 (windows of 8 taps), not %d and %d", s.StrideW, s.DilationW)
+	case s.PadW%2 != 0:
+		return fmt.Errorf("wgmmahalf needs an even pad_w (windows of whole 4-byte words), not %d", s.PadW)
+	case s.StrideW*pix%4 != 0:
+		return fmt.Errorf("wgmmahalf needs stride_w × elements per pixel divisible by 4 (every window pair at the same offset within 16 bytes), not %d × %d", s.StrideW, pix)
+	case s.W*pix%8 != 0:
+		return fmt.Errorf("wgmmahalf needs image rows of a multiple of 16 bytes, not %d elements", s.W*pix)
+	case p.Layout == problem.NHWC && s.C > 4:
+		return fmt.Errorf("wgmmahalf serves NHWC with at most 4 channels (a producer thread holds every channel of its pixels), not %d", s.C)
+	case s.K%8 != 0:
+		return fmt.Errorf("wgmmahalf needs K divisible by 8, not %d", s.K)
+	}
+	return nil
+}
+
+// pixElems is the elements of one pixel in an image row: C in NHWC, 1 in NCHW.
+func pixElems(p problem.Problem) int {
+	if p.Layout == problem.NHWC {
+		return p.Shape.C
+	}
+	return 1
+}
+
+// wgmmaHalfKnobs are the values the search space takes.
+var wgmmaHalfKnobs = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Producer []int }{
+	TileP: []int{8, 16}, TileQ: []int{8, 16}, TileK: []int{48, 96, 128},
+	Warpgroups: []int{1, 2, 3, 4}, TilesPerWarpgroup: []int{8, 16}, Producer: []int{1, 2},
+}
+
+type wgmmaHalfGeometry struct {
+	ThreadsPerBlock, S8, TapBlocks, KSteps, TilesP, TilesQ int
+	PatchRows, Windows, Head                               int
+	GridTiles, SharedBytes, Accumulators                   int
+	// StagedWords is the 4-byte registers a producer thread holds for the
+	// tiles it has loading (its jobs' image segments).
+	StagedWords int
+}
+
+func wgmmaHalfGeom(p problem.Problem, c Config) wgmmaHalfGeometry {
+	s := p.Shape
+	var g wgmmaHalfGeometry
+	pix := pixElems(p)
+	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + c["Producer"])
+	g.S8 = roundUp(s.S, 8)
+	g.TapBlocks = s.C * s.R * g.S8 / 8
+	g.KSteps = ceilDiv(g.TapBlocks, 2)
+	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
+	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.Windows = roundUp(c["TileQ"]+(g.S8/8-1)*8/max(s.StrideW, 1), 2)
+	g.Head = ((-s.PadW*pix/2)%4 + 4) % 4
+	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
+	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
+	rows := g.PatchRows
+	if p.Layout == problem.NCHW {
+		rows *= s.C
+	}
+	producers := 128 * max(c["Producer"], 1)
+	passes := ceilDiv(rows*g.Windows/2, producers)
+	prefetch := 1 + c["Producer"]
+	if passes > 1 {
+		prefetch = 2
+	}
+	g.StagedWords = passes * prefetch * (s.StrideW + 8) * pix / 2
+	g.SharedBytes = 2*c["TileK"]*g.KSteps*16 + c["Stages"]*16*s.C*g.PatchRows*g.Windows
+	return g
+}
+
+// Space implements Family. Without Limits.SM90a every configuration is
+// listed as rejected.
+func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
+	var out []Candidate
+	k := wgmmaHalfKnobs
+	for _, tp := range k.TileP {
+		for _, tq := range k.TileQ {
+			for _, tk := range channelTiles(p.Shape.K, k.TileK, 8) {
+				for _, wg := range k.Warpgroups {
+					// Fixed tile counts, and one wave: a block per SM.
+					tiles := p.Shape.N * ceilDiv(p.Shape.P(), tp) * ceilDiv(p.Shape.Q(), tq)
+					tpws := append([]int(nil), k.TilesPerWarpgroup...)
+					if one := ceilDiv(tiles*(p.Shape.K/tk), wg*max(lim.SMs, 1)); !slices.Contains(tpws, one) {
+						tpws = append(tpws, one)
+					}
+					for _, tpw := range tpws {
+						for _, pr := range k.Producer {
+							for _, st := range []int{wg, 2 * wg} {
+								for ov := 0; ov <= 1; ov++ {
+									for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
+										cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
+											"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr,
+											"Overlap": ov, "PredicatedStores": ps}
+										out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (WGMMAHalf) reject(p problem.Problem, c Config, lim Limits) string {
+	s := p.Shape
+	g := wgmmaHalfGeom(p, c)
+	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
+	waste := 1 - float64(s.P()*s.Q())/computed
+	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
+	switch {
+	case !lim.SM90a:
+		return "arch: wgmmahalf needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
+	case c["TileK"] > 256:
+		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
+	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+	case g.Accumulators > 128:
+		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
+	case g.Accumulators+wgmmaSpareRegs > share:
+		return fmt.Sprintf("registers: %d accumulators + %d per thread exceed the %d that %d threads leave each",
+			g.Accumulators, wgmmaSpareRegs, share, g.ThreadsPerBlock)
+	case g.StagedWords+16 > share:
+		return fmt.Sprintf("registers: a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
+			g.StagedWords, share, g.ThreadsPerBlock)
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case c["Stages"] > 7:
+		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
+	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	case waste > 0.20:
+		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
+	case g.GridTiles*(s.K/c["TileK"])*20 < 19*lim.SMs:
+		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", g.GridTiles*(s.K/c["TileK"]), lim.SMs)
+	}
+	return ""
+}
+
+// Render implements Family.
+func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "Overlap", "PredicatedStores"); err != nil {
+		return Kernel{}, err
+	}
+	if ov, ps := cfg["Overlap"], cfg["PredicatedStores"]; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && ps != 1) {
+		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs PredicatedStores=1", cfg)
+	}
+	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 1 || pr > 2 || wg < 1 || st < wg || st%wg != 0 || st > 7 {
+		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Producer is 1 or 2, and Stages a multiple of Warpgroups up to 7", cfg)
+	}
+	if cfg["TileP"] < 8 || cfg["TileQ"] < 8 || cfg["TileP"]%8 != 0 || cfg["TileQ"]%8 != 0 || cfg["TileK"] < 8 || cfg["TileK"]%8 != 0 || cfg["TileK"] > 256 || p.Shape.K%cfg["TileK"] != 0 {
+		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: TileP and TileQ must be multiples of 8, TileK a multiple of 8 up to 256 dividing K", cfg)
+	}
+	g := wgmmaHalfGeom(p, cfg)
+	acc := cfg["TileK"] / 2
+	regs := make([]string, acc)
+	cons := make([]string, acc)
+	for i := range acc {
+		regs[i] = fmt.Sprintf("%%%d", i)
+		cons[i] = fmt.Sprintf(`"+f"(d[%d])`, i)
+	}
+	name := fmt.Sprintf("convgen_wgmmahalf_%s_%s", p.Precision, kernelSuffix(cfg))
+	typeName, doc := "f16", "FP16 operands and output, FP32 accumulation"
+	if p.Precision == problem.BF16 {
+		typeName, doc = "bf16", "BF16 operands and output, FP32 accumulation"
+	}
+	data := struct {
+		shapeData
+		wgmmaHalfGeometry
+		Name, Config, FilterLayout, PrecisionDoc, TypeName         string
+		TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
+		Producer, Overlap, PredicatedStores                        int
+		AccOperands, AccConstraints                                string
+		DescAOperand, DescBOperand, ScaleOperand                   int
+	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
+		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"],
+		cfg["Producer"], cfg["Overlap"], cfg["PredicatedStores"],
+		"{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
+	src, err := render(f.Template(), data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
+		Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}
