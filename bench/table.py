@@ -208,10 +208,10 @@ def main():
       f"(measured device-to-device copy): {floor_s('fp32') * 1e3:.3f} ms (fp32), {floor_s('tf32') * 1e3:.3f} ms (tf32), "
       f"{floor_s('3xtf32') * 1e3:.3f} ms (3xtf32), {floor_s('fp16') * 1e3:.3f} ms (fp16 and bf16); "
       f"memory alone {mem_floor('fp32') * 1e3:.3f} ms with 4-byte elements, {mem_floor('fp16') * 1e3:.3f} ms with 2-byte ones.")
-    w("- of roofline = floor / convgen median. The floor is that of the mode's own arithmetic; convgen's fp16 and "
-      "bf16 kernels may compute in TF32 instead (the `wgmma` family widens the 2-byte values, exactly, to FP32 in "
-      "shared memory and multiplies them on TF32 tensor cores: the same products, half the tensor-core rate), so "
-      "their fraction is of a floor their arithmetic cannot reach; against the TF32 compute floor it is about twice as large.")
+    w("- of roofline = floor / convgen median. The floor is that of the mode's own arithmetic. For fp16 and bf16 "
+      "the `wgmmahalf` family runs FP16/BF16 tensor cores (m64nNk16); the `wgmma` family, which may also win for "
+      "them, widens the 2-byte values exactly to FP32 and multiplies them on TF32 tensor cores (the same products, "
+      "half the tensor-core rate), so with a `wgmma` winner the fraction is of a floor its arithmetic cannot reach.")
     by_bound = {}  # bound → precisions, in order of first appearance
     for prec in ("fp32", "3xtf32", "tf32", "fp16", "bf16"):
         by_bound.setdefault(ERROR_BOUNDS[prec], []).append(prec)
