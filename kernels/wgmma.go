@@ -2,8 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/convgen/convgen/problem"
 )
@@ -148,13 +146,7 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 		for _, tq := range wgmmaKnobs.TileQ {
 			for _, tk := range channelTiles(p.Shape.K, wgmmaKnobs.TileK, 8) {
 				for _, wg := range wgmmaKnobs.Warpgroups {
-					// Fixed tile counts, and one wave: a block per SM.
-					tiles := p.Shape.N * ceilDiv(p.Shape.P(), tp) * ceilDiv(p.Shape.Q(), tq)
-					tpws := append([]int(nil), wgmmaKnobs.TilesPerWarpgroup...)
-					if one := ceilDiv(tiles*(p.Shape.K/tk), wg*max(lim.SMs, 1)); !slices.Contains(tpws, one) {
-						tpws = append(tpws, one)
-					}
-					for _, tpw := range tpws {
+					for _, tpw := range wgmmaTilesPerWarpgroup(p, lim, wgmmaKnobs.TilesPerWarpgroup, tp, tq, tk, wg) {
 						for _, pr := range []int{0, 1, 2} {
 							stages := wgmmaKnobs.Stages
 							if pr > 0 {
@@ -206,8 +198,7 @@ func wgmmaRounding(p problem.Problem, vecStage int) []int {
 func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 	s := p.Shape
 	g := wgmmaGeom(p, c)
-	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
-	waste := 1 - float64(s.P()*s.Q())/computed
+	res := wgmmaResourceReject(c["TileK"], g.ThreadsPerBlock, g.Accumulators, lim)
 	switch {
 	case !lim.SM90a:
 		return "arch: wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
@@ -217,28 +208,17 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 		return fmt.Sprintf("align: an image row of %d elements allows no aligned 4-, 8- or 16-byte loads (VecStage=1)", vecRow(p))
 	case c["VecStage"] == 1 && g.RowChunks > 128*c["Producer"]:
 		return fmt.Sprintf("staging: a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c["Producer"])
-	case c["TileK"] > 256:
-		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
-	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
-	case g.Accumulators > 128:
-		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
-	case g.Accumulators+wgmmaSpareRegs > lim.RegistersPerSM/g.ThreadsPerBlock/8*8:
-		return fmt.Sprintf("registers: %d accumulators + %d per thread exceed the %d that %d threads leave each",
-			g.Accumulators, wgmmaSpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
+	case res != "":
+		return res
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c["Producer"] >= 1 && c["Stages"] > 7:
 		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
 	case c["Producer"] == 0 && c["Stages"] == 2 && c["TilesPerWarpgroup"] == 1:
 		return "stages: nothing to prefetch with one tile per warpgroup"
-	// Soft rules last: admitSoft may lift them, so a hard reason must win.
-	case waste > 0.20:
-		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
-	case g.GridTiles*(s.K/c["TileK"])*20 < 19*lim.SMs:
-		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", g.GridTiles*(s.K/c["TileK"]), lim.SMs)
 	}
-	return ""
+	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	return wgmmaSoftReject(s, c, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 
 // wgmmaSpareRegs is what a computing thread needs besides its accumulators
@@ -283,12 +263,7 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: a patch row needs %d register-staging loads, more than the producers' %d threads", cfg, g.RowChunks, 128*cfg["Producer"])
 	}
 	acc := cfg["TileK"] / 2
-	regs := make([]string, acc)
-	cons := make([]string, acc)
-	for i := range acc {
-		regs[i] = fmt.Sprintf("%%%d", i)
-		cons[i] = fmt.Sprintf(`"+f"(d[%d])`, i)
-	}
+	accOps, accCons := wgmmaAccOperands(acc)
 	name := fmt.Sprintf("convgen_wgmma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
 	split3 := p.Precision == problem.TF32x3
 	doc := "TF32 operands, FP32 accumulation; the filter is rounded to TF32 (nearest), the input too with\n// RoundInput = 1, else the tensor cores truncate it (the error bound holds either way)"
@@ -315,7 +290,7 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		DescAOperand, DescBOperand, ScaleOperand                   int
 	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
 		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"], cfg["VecStage"],
-		ioHalf, "{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
+		ioHalf, accOps, accCons, acc, acc + 1, acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

@@ -2,8 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/convgen/convgen/problem"
 )
@@ -128,13 +126,7 @@ func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
 		for _, tq := range k.TileQ {
 			for _, tk := range channelTiles(p.Shape.K, k.TileK, 8) {
 				for _, wg := range k.Warpgroups {
-					// Fixed tile counts, and one wave: a block per SM.
-					tiles := p.Shape.N * ceilDiv(p.Shape.P(), tp) * ceilDiv(p.Shape.Q(), tq)
-					tpws := append([]int(nil), k.TilesPerWarpgroup...)
-					if one := ceilDiv(tiles*(p.Shape.K/tk), wg*max(lim.SMs, 1)); !slices.Contains(tpws, one) {
-						tpws = append(tpws, one)
-					}
-					for _, tpw := range tpws {
+					for _, tpw := range wgmmaTilesPerWarpgroup(p, lim, k.TilesPerWarpgroup, tp, tq, tk, wg) {
 						for _, pr := range k.Producer {
 							for _, st := range []int{wg, 2 * wg} {
 								for ov := 0; ov <= 1; ov++ {
@@ -156,23 +148,15 @@ func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
 }
 
 func (WGMMAHalf) reject(p problem.Problem, c Config, lim Limits) string {
-	s := p.Shape
 	g := wgmmaHalfGeom(p, c)
-	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
-	waste := 1 - float64(s.P()*s.Q())/computed
 	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
-	switch {
-	case !lim.SM90a:
+	if !lim.SM90a {
 		return "arch: wgmmahalf needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
-	case c["TileK"] > 256:
-		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
-	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
-	case g.Accumulators > 128:
-		return fmt.Sprintf("registers: %d accumulators per thread > 128", g.Accumulators)
-	case g.Accumulators+wgmmaSpareRegs > share:
-		return fmt.Sprintf("registers: %d accumulators + %d per thread exceed the %d that %d threads leave each",
-			g.Accumulators, wgmmaSpareRegs, share, g.ThreadsPerBlock)
+	}
+	if res := wgmmaResourceReject(c["TileK"], g.ThreadsPerBlock, g.Accumulators, lim); res != "" {
+		return res
+	}
+	switch {
 	case g.StagedWords+16 > share:
 		return fmt.Sprintf("registers: a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
 			g.StagedWords, share, g.ThreadsPerBlock)
@@ -180,13 +164,9 @@ func (WGMMAHalf) reject(p problem.Problem, c Config, lim Limits) string {
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c["Stages"] > 7:
 		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
-	// Soft rules last: admitSoft may lift them, so a hard reason must win.
-	case waste > 0.20:
-		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
-	case g.GridTiles*(s.K/c["TileK"])*20 < 19*lim.SMs:
-		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", g.GridTiles*(s.K/c["TileK"]), lim.SMs)
 	}
-	return ""
+	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	return wgmmaSoftReject(p.Shape, c, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 
 // Render implements Family.
@@ -208,12 +188,7 @@ func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	}
 	g := wgmmaHalfGeom(p, cfg)
 	acc := cfg["TileK"] / 2
-	regs := make([]string, acc)
-	cons := make([]string, acc)
-	for i := range acc {
-		regs[i] = fmt.Sprintf("%%%d", i)
-		cons[i] = fmt.Sprintf(`"+f"(d[%d])`, i)
-	}
+	accOps, accCons := wgmmaAccOperands(acc)
 	name := fmt.Sprintf("convgen_wgmmahalf_%s_%s", p.Precision, kernelSuffix(cfg))
 	typeName, doc := "f16", "FP16 operands and output, FP32 accumulation"
 	if p.Precision == problem.BF16 {
@@ -230,7 +205,7 @@ func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
 		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"],
 		cfg["Producer"], cfg["Overlap"], cfg["PredicatedStores"],
-		"{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", "), acc, acc + 1, acc + 2}
+		accOps, accCons, acc, acc + 1, acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err
