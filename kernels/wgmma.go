@@ -125,6 +125,9 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 		g.RowChunks = ceilDiv(g.PatchCols*vecRow(p)/s.W, g.Chunk) + 1 // a patch row's elements, aligned start
 	}
 	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
+	if p.Precision == problem.TF32x3 {
+		g.Accumulators *= 3 // A_hi*B_hi, A_hi*B_lo and A_lo*B_hi apart
+	}
 	copies := 1 // high parts only, or also residuals (3xtf32)
 	if p.Precision == problem.TF32x3 {
 		copies = 2
@@ -264,6 +267,7 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	}
 	acc := cfg["TileK"] / 2
 	accOps, accCons := wgmmaAccOperands(acc)
+	wideOps, wideCons := wgmmaAccOperands(2 * acc)
 	name := fmt.Sprintf("convgen_wgmma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
 	split3 := p.Precision == problem.TF32x3
 	doc := "TF32 operands, FP32 accumulation; the filter is rounded to TF32 (nearest), the input too with\n// RoundInput = 1, else the tensor cores truncate it (the error bound holds either way)"
@@ -288,9 +292,13 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		IOHalf                                                     int
 		AccOperands, AccConstraints                                string
 		DescAOperand, DescBOperand, ScaleOperand                   int
+		WideN                                                      int
+		WideAccOperands, WideAccConstraints                        string
+		WideDescAOperand, WideDescBOperand, WideScaleOperand       int
 	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
 		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"], cfg["VecStage"],
-		ioHalf, accOps, accCons, acc, acc + 1, acc + 2}
+		ioHalf, accOps, accCons, acc, acc + 1, acc + 2,
+		2 * cfg["TileK"], wideOps, wideCons, 2 * acc, 2*acc + 1, 2*acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

@@ -68,7 +68,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32x3_96aac8bd"
+	KernelName = "convgen_wgmma_tf32x3_4906519e"
 )
 
 // The launch geometry Forward uses.
@@ -86,7 +86,7 @@ const (
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 191040
+	SharedBytes = 228480
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
