@@ -8,8 +8,10 @@ import (
 
 // WGMMA is the Hopper implicit-GEMM family (templates/wgmma.cu.tmpl):
 // wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, in one
-// pass (tf32) or three (3xtf32: operands split into TF32 high parts and
-// residuals, kept side by side in shared memory), both operands read from
+// pass (tf32) or three products (3xtf32: operands split into TF32 high parts
+// and residuals, kept side by side in shared memory, so that A_hi*B_hi and
+// A_hi*B_lo are one wgmma of N = 2*TileK, then A_lo*B_hi, each product in
+// its own accumulators, summed in the epilogue), both operands read from
 // shared memory through matrix descriptors. It also serves fp16 and bf16:
 // 2-byte tensors in memory, widened to FP32 in shared memory, where every
 // FP16 and BF16 value is exactly a TF32 value (so the products are exact and
