@@ -148,17 +148,37 @@ func (c *Cache) Lookup(k Key) (Record, bool) {
 func (c *Cache) Match(q Query) []Record {
 	var out []Record
 	for _, r := range c.records {
-		k := r.Key
-		if k.Shape != q.Shape || k.Precision != q.Precision || k.Layout != q.Layout ||
-			k.TemplateVersion != q.TemplateVersion || k.ConvgenVersion != q.ConvgenVersion {
-			continue
+		if len(q.Mismatches(r)) == 0 {
+			out = append(out, cloneRecord(r))
 		}
-		// A device arch (sm_90) also matches a record built for its
-		// architecture-specific variant (sm_90a), which runs on it.
-		if (q.Arch != "" && r.Arch != q.Arch && r.Arch != q.Arch+"a") || (q.Device != "" && k.Device != q.Device) {
-			continue
+	}
+	return out
+}
+
+// Mismatches says which of q's fields r fails, one phrase each in the
+// order of Query's fields ("template version 1a2b3c4d5e6f", "arch sm_80",
+// ...: r's values); none when q selects r.
+func (q Query) Mismatches(r Record) []string {
+	k := r.Key
+	var out []string
+	for _, f := range []struct{ name, got, want string }{
+		{"shape", k.Shape, q.Shape},
+		{"precision", k.Precision, q.Precision},
+		{"layout", k.Layout, q.Layout},
+		{"template version", k.TemplateVersion, q.TemplateVersion},
+		{"convgen version", k.ConvgenVersion, q.ConvgenVersion},
+	} {
+		if f.got != f.want {
+			out = append(out, fmt.Sprintf("%s %s", f.name, f.got))
 		}
-		out = append(out, cloneRecord(r))
+	}
+	// A device arch (sm_90) also matches a record built for its
+	// architecture-specific variant (sm_90a), which runs on it.
+	if q.Arch != "" && r.Arch != q.Arch && r.Arch != q.Arch+"a" {
+		out = append(out, "arch "+r.Arch)
+	}
+	if q.Device != "" && k.Device != q.Device {
+		out = append(out, fmt.Sprintf("device %q", k.Device))
 	}
 	return out
 }

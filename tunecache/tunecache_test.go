@@ -457,6 +457,26 @@ func TestMatch(t *testing.T) {
 		}
 	}
 
+	// Mismatches names what a record fails, with the record's values.
+	for _, tc := range []struct {
+		r    Record
+		want []string
+	}{
+		{h200, nil},
+		{a100, []string{"arch sm_80"}},
+		{otherVersion, []string{"convgen version v0.2.0"}},
+		{otherShape, []string{"shape " + otherShape.Key.Shape}},
+	} {
+		if got := q.Mismatches(tc.r); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Mismatches(%s on %s) = %q, want %q", tc.r.Key.Shape, tc.r.Key.Device, got, tc.want)
+		}
+	}
+	qd0 := q
+	qd0.Device = "NVIDIA H200"
+	if got, want := qd0.Mismatches(h100), []string{`device "NVIDIA H100 80GB HBM3"`}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Mismatches(H100) with Device H200 = %q, want %q", got, want)
+	}
+
 	// Empty Device: both sm_90 devices, sorted by key (H100 before H200).
 	check(q, h100, h200)
 	qd := q

@@ -132,8 +132,8 @@ func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecach
 	recs := cache.Match(q)
 	switch len(recs) {
 	case 0:
-		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s (templates %s, convgen %s)",
-			gpu.ErrNoCUDA, c.cache, c.problem, k.TemplateVersion, k.ConvgenVersion)
+		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s (templates %s, convgen %s)%s",
+			gpu.ErrNoCUDA, c.cache, c.problem, k.TemplateVersion, k.ConvgenVersion, nearMisses(cache, q))
 	case 1:
 		fmt.Fprintf(stdout, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.cache)
 		return recs[0], nil
@@ -144,6 +144,32 @@ func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecach
 	}
 	return tunecache.Record{}, usageError{fmt.Errorf("%d records in %s match %s: pick one with -device and -arch: %s",
 		len(recs), c.cache, c.problem, strings.Join(devs, ", "))}
+}
+
+// nearMisses explains, for the error of a failed offline replay, why the
+// cache's records of the same problem (shape, precision, layout) were not
+// used: "" when there are none.
+func nearMisses(cache *tunecache.Cache, q tunecache.Query) string {
+	var misses []string
+	stale := false
+	for _, r := range cache.Records() {
+		if r.Key.Shape != q.Shape || r.Key.Precision != q.Precision || r.Key.Layout != q.Layout {
+			continue
+		}
+		why := q.Mismatches(r)
+		for _, w := range why {
+			stale = stale || strings.HasPrefix(w, "template version") || strings.HasPrefix(w, "convgen version")
+		}
+		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) has %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
+	}
+	if len(misses) == 0 {
+		return ""
+	}
+	hint := "drop or change -arch and -device to use it"
+	if stale {
+		hint = "records of other template or convgen versions cannot be replayed (the kernels they name have changed): re-tune on a GPU with a cuda build (-retune) and commit the cache"
+	}
+	return fmt.Sprintf("; the cache's records of this problem do not apply: %s; %s", strings.Join(misses, "; "), hint)
 }
 
 // writePackage renders the binding and the report and writes them at once.

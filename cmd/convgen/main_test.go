@@ -417,19 +417,21 @@ func TestNoRecordOffline(t *testing.T) {
 	stale.Key.TemplateVersion = "000000000000"
 	otherShape := fixture(t, h200, 132)
 	otherShape.Key.Shape = strings.Replace(otherShape.Key.Shape, "N=256", "N=128", 1)
+	const notApply = "records of this problem do not apply"
 	tests := []struct {
 		name  string
 		recs  []tunecache.Record
 		write bool // create the cache file (empty when recs is nil)
 		args  []string
+		why   []string // what the error must also say: why the problem's records were not used
 	}{
-		{"missing cache file", nil, false, nil},
-		{"empty cache", nil, true, nil},
-		{"stale template version", []tunecache.Record{stale}, true, nil},
-		{"other shape", []tunecache.Record{otherShape}, true, nil},
-		{"other precision", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-precision", "tf32"}},
-		{"other arch", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-arch", "sm_80"}},
-		{"other device", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-device", "NVIDIA A100"}},
+		{"missing cache file", nil, false, nil, nil},
+		{"empty cache", nil, true, nil, nil},
+		{"stale template version", []tunecache.Record{stale}, true, nil, []string{notApply, "template version 000000000000", "-retune"}},
+		{"other shape", []tunecache.Record{otherShape}, true, nil, nil},
+		{"other precision", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-precision", "tf32"}, nil},
+		{"other arch", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-arch", "sm_80"}, []string{notApply, "arch sm_90", "-arch"}},
+		{"other device", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-device", "NVIDIA A100"}, []string{notApply, `device "` + h200 + `"`, "-device"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -453,7 +455,10 @@ func TestNoRecordOffline(t *testing.T) {
 			if r.code != 1 {
 				t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
 			}
-			oneErrorLine(t, r, cache, "cuda", "no record")
+			oneErrorLine(t, r, append([]string{cache, "cuda", "no record"}, tt.why...)...)
+			if tt.why == nil && strings.Contains(r.stderr, notApply) {
+				t.Errorf("stderr %q explains records that are not of this problem", r.stderr)
+			}
 			if after := listDir(t, dir); !slices.Equal(after, before) {
 				t.Errorf("directory changed from %v to %v", before, after)
 			}
