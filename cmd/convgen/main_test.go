@@ -415,6 +415,8 @@ func TestCorruptCache(t *testing.T) {
 func TestNoRecordOffline(t *testing.T) {
 	stale := fixture(t, h200, 132)
 	stale.Key.TemplateVersion = "000000000000"
+	oldConvgen := fixture(t, h200, 132)
+	oldConvgen.Key.ConvgenVersion = "0.0.1"
 	otherShape := fixture(t, h200, 132)
 	otherShape.Key.Shape = strings.Replace(otherShape.Key.Shape, "N=256", "N=128", 1)
 	const notApply = "records of this problem do not apply"
@@ -428,6 +430,7 @@ func TestNoRecordOffline(t *testing.T) {
 		{"missing cache file", nil, false, nil, nil},
 		{"empty cache", nil, true, nil, nil},
 		{"stale template version", []tunecache.Record{stale}, true, nil, []string{notApply, "template version 000000000000", "-retune"}},
+		{"stale convgen version", []tunecache.Record{oldConvgen}, true, nil, []string{notApply, "convgen version 0.0.1", "-retune"}},
 		{"other shape", []tunecache.Record{otherShape}, true, nil, nil},
 		{"other precision", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-precision", "tf32"}, nil},
 		{"other arch", []tunecache.Record{fixture(t, h200, 132)}, true, []string{"-arch", "sm_80"}, []string{notApply, "arch sm_90", "-arch"}},
