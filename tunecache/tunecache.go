@@ -155,30 +155,61 @@ func (c *Cache) Match(q Query) []Record {
 	return out
 }
 
-// Mismatches says which of q's fields r fails, one phrase each in the
-// order of Query's fields ("template version 1a2b3c4d5e6f", "arch sm_80",
-// ...: r's values); none when q selects r.
-func (q Query) Mismatches(r Record) []string {
+// Field names a field of a Query.
+type Field string
+
+// The fields of a Query, as Mismatch names them.
+const (
+	FieldShape           Field = "shape"
+	FieldPrecision       Field = "precision"
+	FieldLayout          Field = "layout"
+	FieldTemplateVersion Field = "template version"
+	FieldConvgenVersion  Field = "convgen version"
+	FieldArch            Field = "arch"
+	FieldDevice          Field = "device"
+)
+
+// Mismatch is a field of a Query that a record fails, with the record's
+// value of it.
+type Mismatch struct {
+	Field Field
+	Value string
+}
+
+// String reads like "template version 1a2b3c4d5e6f" or `device "NVIDIA H100"`.
+func (m Mismatch) String() string {
+	if m.Field == FieldDevice {
+		return fmt.Sprintf("%s %q", m.Field, m.Value)
+	}
+	return fmt.Sprintf("%s %s", m.Field, m.Value)
+}
+
+// Mismatches lists the fields of q that r fails, in the order of Query's
+// fields; none when q selects r.
+func (q Query) Mismatches(r Record) []Mismatch {
 	k := r.Key
-	var out []string
-	for _, f := range []struct{ name, got, want string }{
-		{"shape", k.Shape, q.Shape},
-		{"precision", k.Precision, q.Precision},
-		{"layout", k.Layout, q.Layout},
-		{"template version", k.TemplateVersion, q.TemplateVersion},
-		{"convgen version", k.ConvgenVersion, q.ConvgenVersion},
+	var out []Mismatch
+	for _, f := range []struct {
+		field     Field
+		got, want string
+	}{
+		{FieldShape, k.Shape, q.Shape},
+		{FieldPrecision, k.Precision, q.Precision},
+		{FieldLayout, k.Layout, q.Layout},
+		{FieldTemplateVersion, k.TemplateVersion, q.TemplateVersion},
+		{FieldConvgenVersion, k.ConvgenVersion, q.ConvgenVersion},
 	} {
 		if f.got != f.want {
-			out = append(out, fmt.Sprintf("%s %s", f.name, f.got))
+			out = append(out, Mismatch{f.field, f.got})
 		}
 	}
 	// A device arch (sm_90) also matches a record built for its
 	// architecture-specific variant (sm_90a), which runs on it.
 	if q.Arch != "" && r.Arch != q.Arch && r.Arch != q.Arch+"a" {
-		out = append(out, "arch "+r.Arch)
+		out = append(out, Mismatch{FieldArch, r.Arch})
 	}
 	if q.Device != "" && k.Device != q.Device {
-		out = append(out, fmt.Sprintf("device %q", k.Device))
+		out = append(out, Mismatch{FieldDevice, k.Device})
 	}
 	return out
 }

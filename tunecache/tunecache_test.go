@@ -460,21 +460,28 @@ func TestMatch(t *testing.T) {
 	// Mismatches names what a record fails, with the record's values.
 	for _, tc := range []struct {
 		r    Record
-		want []string
+		want []Mismatch
 	}{
 		{h200, nil},
-		{a100, []string{"arch sm_80"}},
-		{otherVersion, []string{"convgen version v0.2.0"}},
-		{otherShape, []string{"shape " + otherShape.Key.Shape}},
+		{a100, []Mismatch{{FieldArch, "sm_80"}}},
+		{otherVersion, []Mismatch{{FieldConvgenVersion, "v0.2.0"}}},
+		{otherShape, []Mismatch{{FieldShape, otherShape.Key.Shape}}},
 	} {
 		if got := q.Mismatches(tc.r); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Mismatches(%s on %s) = %q, want %q", tc.r.Key.Shape, tc.r.Key.Device, got, tc.want)
+			t.Errorf("Mismatches(%s on %s) = %v, want %v", tc.r.Key.Shape, tc.r.Key.Device, got, tc.want)
 		}
 	}
 	qd0 := q
 	qd0.Device = "NVIDIA H200"
-	if got, want := qd0.Mismatches(h100), []string{`device "NVIDIA H100 80GB HBM3"`}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Mismatches(H100) with Device H200 = %q, want %q", got, want)
+	got := qd0.Mismatches(h100)
+	if want := []Mismatch{{FieldDevice, "NVIDIA H100 80GB HBM3"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Mismatches(H100) with Device H200 = %v, want %v", got, want)
+	}
+	if s, want := fmt.Sprint(got), `[device "NVIDIA H100 80GB HBM3"]`; s != want {
+		t.Errorf("Mismatch.String() = %s, want %s", s, want)
+	}
+	if s, want := (Mismatch{FieldTemplateVersion, "1a2b3c4d5e6f"}).String(), "template version 1a2b3c4d5e6f"; s != want {
+		t.Errorf("Mismatch.String() = %s, want %s", s, want)
 	}
 
 	// Empty Device: both sm_90 devices, sorted by key (H100 before H200).

@@ -156,9 +156,10 @@ func nearMisses(cache *tunecache.Cache, q tunecache.Query) string {
 		if r.Key.Shape != q.Shape || r.Key.Precision != q.Precision || r.Key.Layout != q.Layout {
 			continue
 		}
-		why := q.Mismatches(r)
-		for _, w := range why {
-			stale = stale || strings.HasPrefix(w, "template version") || strings.HasPrefix(w, "convgen version")
+		var why []string
+		for _, m := range q.Mismatches(r) {
+			stale = stale || m.Field == tunecache.FieldTemplateVersion || m.Field == tunecache.FieldConvgenVersion
+			why = append(why, m.String())
 		}
 		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) has %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
 	}
