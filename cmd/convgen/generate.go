@@ -152,21 +152,26 @@ func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecach
 func nearMisses(cache *tunecache.Cache, q tunecache.Query) string {
 	var misses []string
 	stale := false
+records:
 	for _, r := range cache.Records() {
-		if r.Key.Shape != q.Shape || r.Key.Precision != q.Precision || r.Key.Layout != q.Layout {
-			continue
-		}
 		var why []string
+		recordStale := false
 		for _, m := range q.Mismatches(r) {
-			stale = stale || m.Field == tunecache.FieldTemplateVersion || m.Field == tunecache.FieldConvgenVersion
+			switch m.Field {
+			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout:
+				continue records // another problem
+			case tunecache.FieldTemplateVersion, tunecache.FieldConvgenVersion:
+				recordStale = true
+			}
 			why = append(why, m.String())
 		}
+		stale = stale || recordStale
 		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) has %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
 	}
 	if len(misses) == 0 {
 		return ""
 	}
-	hint := "drop or change -arch and -device to use it"
+	hint := "drop or change -arch and -device to use one"
 	if stale {
 		hint = "records of other template or convgen versions cannot be replayed (the kernels they name have changed): re-tune on a GPU with a cuda build (-retune) and commit the cache"
 	}
