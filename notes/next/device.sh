@@ -4,7 +4,11 @@
 # back in two files (the device tool returns at most 8): $OUT/next.md (the
 # reports, each under a heading) and $OUT/next.log (convgen's output).
 # Needs .dev/convgen-{probe,bankpad,producerregs} from notes/next/build.sh.
+# Arguments pick experiments (probe, bankpad, producerregs; default all):
+# a candidate that hangs costs the worker's 60 s timeout, so if setmaxnreg
+# deadlocks, producerregs alone may take several minutes.
 set -uo pipefail
+want=" ${*:-probe bankpad producerregs} "
 cd "$(dirname "$0")/../.."
 ids() { # ids PREFIX-KNOBS... : candidate IDs with their knobs sorted by name, as the reports print them
   for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done
@@ -14,6 +18,7 @@ NCHW='Overlap=0,PredicatedStores=0,Producer=1,RoundInput=0,Stages=2,TileK=96,Til
 X3='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=96,VecStage=1,Warpgroups=2'
 run() { # run NAME VARIANT PINS...
   local name=$1 variant=$2; shift 2
+  case $want in *" $name "*) ;; *) return ;; esac
   echo "== $name $variant" | tee -a "$OUT/next.log"
   CONVGEN=.dev/convgen-$name FLAGSHIP_VARIANTS=$variant scripts/flagship -retune "$@" >> "$OUT/next.log" 2>&1
   echo "$name $variant: rc $?"
