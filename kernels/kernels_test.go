@@ -331,6 +331,34 @@ func TestRenderErrors(t *testing.T) {
 	}
 }
 
+// TestHopperTileChecks checks that both Hopper families refuse tile knobs
+// that are not whole m64 sub-tiles and wgmma N values (zero included, which
+// would otherwise divide by zero in the geometry) with an error.
+func TestHopperTileChecks(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	for _, f := range []Family{WGMMA{}, WGMMAHalf{}} {
+		p := flagship(t, problem.FP16, problem.NHWC)
+		cands := kept(f.Space(p, lim))
+		if len(cands) == 0 {
+			t.Fatalf("%s: no kept candidate for %s", f.Name(), p)
+		}
+		for _, bad := range []struct {
+			knob string
+			v    int
+		}{{"TileP", 0}, {"TileQ", 0}, {"TileK", 0}, {"TileP", 12}, {"TileK", 36}, {"TileK", 264}} {
+			cfg := Config{}
+			for k, v := range cands[0].Config {
+				cfg[k] = v
+			}
+			cfg[bad.knob] = bad.v
+			if _, err := f.Render(p, cfg); err == nil || !strings.Contains(err.Error(), "multiple of 8") {
+				t.Errorf("%s with %s=%d: err = %v, want the tile check's", f.Name(), bad.knob, bad.v, err)
+			}
+		}
+	}
+}
+
 func TestReferenceKernel(t *testing.T) {
 	for _, prec := range problem.Precisions {
 		for _, layout := range problem.Layouts {

@@ -260,8 +260,8 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
 	}
-	if cfg["TileP"]%8 != 0 || cfg["TileQ"]%8 != 0 || cfg["TileK"]%8 != 0 || cfg["TileK"] > 256 || p.Shape.K%cfg["TileK"] != 0 {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: TileP and TileQ must be multiples of 8, TileK a multiple of 8 up to 256 dividing K", cfg)
+	if err := wgmmaTileCheck(f.Name(), cfg, p.Shape.K); err != nil {
+		return Kernel{}, err
 	}
 	g := wgmmaGeom(p, cfg)
 	if cfg["VecStage"] == 1 && g.RowChunks > 128*cfg["Producer"] {

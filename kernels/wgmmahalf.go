@@ -183,8 +183,8 @@ func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 1 || pr > 2 || wg < 1 || st < wg || st%wg != 0 || st > 7 {
 		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Producer is 1 or 2, and Stages a multiple of Warpgroups up to 7", cfg)
 	}
-	if cfg["TileP"] < 8 || cfg["TileQ"] < 8 || cfg["TileP"]%8 != 0 || cfg["TileQ"]%8 != 0 || cfg["TileK"] < 8 || cfg["TileK"]%8 != 0 || cfg["TileK"] > 256 || p.Shape.K%cfg["TileK"] != 0 {
-		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: TileP and TileQ must be multiples of 8, TileK a multiple of 8 up to 256 dividing K", cfg)
+	if err := wgmmaTileCheck(f.Name(), cfg, p.Shape.K); err != nil {
+		return Kernel{}, err
 	}
 	g := wgmmaHalfGeom(p, cfg)
 	acc := cfg["TileK"] / 2

@@ -68,3 +68,14 @@ func wgmmaAccOperands(acc int) (operands, constraints string) {
 	}
 	return "{" + strings.Join(regs, ", ") + "}", strings.Join(cons, ", ")
 }
+
+// wgmmaTileCheck checks a Hopper configuration's tile knobs before any
+// geometry is derived from them: TileP and TileQ whole m64 sub-tiles (8 x 8
+// pixels), TileK a wgmma N (a multiple of 8 up to 256) that divides K.
+func wgmmaTileCheck(family string, cfg Config, k int) error {
+	tp, tq, tk := cfg["TileP"], cfg["TileQ"], cfg["TileK"]
+	if tp < 8 || tq < 8 || tp%8 != 0 || tq%8 != 0 || tk < 8 || tk%8 != 0 || tk > 256 || k%tk != 0 {
+		return fmt.Errorf("%s: config %s: TileP and TileQ must be multiples of 8, TileK a multiple of 8 up to 256 dividing K", family, cfg)
+	}
+	return nil
+}
