@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run 51: run 44's probes with a pass the compiler cannot drop (Probe 1: a
+# second wgmma pass over a zero B block, accumulated), and SASS counts.
+set -u
+cd "$(dirname "$0")/.."
+CUOBJ=/usr/local/cuda/bin/cuobjdump
+ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
+NHWC='Overlap=0,PredicatedStores=1,Producer=2,RoundInput=1,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=1,Warpgroups=2'
+NHWC3='Overlap=0,PredicatedStores=1,Producer=2,RoundInput=1,Stages=3,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=32,VecStage=1,Warpgroups=3'
+NCHW='Overlap=0,PredicatedStores=0,Producer=1,RoundInput=0,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=0,Warpgroups=2'
+X3='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=96,VecStage=1,Warpgroups=2'
+run() { local v=$1; shift
+  CONVGEN=.dev/convgen-probe2 FLAGSHIP_VARIANTS=$v scripts/flagship -retune "$@" >> $OUT/run51.log 2>&1
+  grep '^| `wgmma' examples/alexnet/$v/REPORT.md | cut -d'|' -f2-4,8-10 | sed "s/^/$v /" | tee -a $OUT/run51.txt
+}
+for rep in 1 2; do
+run tf32nhwc $(ids "Probe=0,$NHWC" "Probe=1,$NHWC" "Probe=3,$NHWC" "Probe=0,$NHWC3" "Probe=1,$NHWC3")
+run tf32 $(ids "Probe=0,$NCHW" "Probe=1,$NCHW")
+run tf32x3 $(ids "Probe=0,$X3" "Probe=1,$X3" "Probe=3,$X3")
+done
+for pr in 0 1 3; do
+  CONVGEN=.dev/convgen-probe2 FLAGSHIP_VARIANTS=tf32nhwc scripts/flagship -retune $(ids "Probe=$pr,$NHWC") >> $OUT/run51.log 2>&1
+  s=$($CUOBJ -sass examples/alexnet/tf32nhwc/kernel_sm_90a.cubin)
+  echo "tf32nhwc Probe=$pr SASS: HGMMA $(grep -c HGMMA <<<"$s") STS $(grep -c ' STS' <<<"$s") STG $(grep -c ' STG' <<<"$s")" | tee -a $OUT/run51.txt
+done
