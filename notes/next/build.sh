@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds, on the CPU machine, one cuda-tagged convgen per prepared experiment
+# Builds, on the CPU machine, one cuda-tagged convgen per experiment
 # (runs 43-46 in notes/perf.md): .dev/convgen-<name>, each from HEAD with
 # notes/<run>/<name>.patch applied in a scratch worktree. Carry .dev/convgen-*
 # and notes/next/device.sh to the GPU machine (about 40 MB with the tree).
