@@ -13,7 +13,8 @@ __device__ __forceinline__ void wgmma(float (&d)[48], unsigned long long a, unsi
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) : "l"(a), "l"(b), "r"(scale));
 }
 __device__ volatile int g_stop_dummy;
-extern "C" __global__ void bench(float* out, int tiles, int areuse, int cwgs, int sts_stride, long long* cyc) {
+extern "C" __global__ void bench(float* out, int tiles, int areuse, int cwgs, int sts_stride, long long* cyc,
+                                 float* gbuf, int mode) {
     extern __shared__ __align__(128) float smem[];
     float* sb = smem;                       // B: KSTEPS k-steps x 12 channel groups x 2 blocks x 32 floats
     float* sa = smem + KSTEPS * 96 * 8;     // A: 8 tiles' worth, 2 KB each... (16 KB)
@@ -30,6 +31,32 @@ extern "C" __global__ void bench(float* out, int tiles, int areuse, int cwgs, in
         volatile float* dst = smem + KSTEPS * 96 * 8 + 8 * 512;  // the scratch region
         const int lane = threadIdx.x % 32, w = threadIdx.x / 32 % 4;
         float v = 1.f;
+        if (mode == 1) {
+            // Global stores as the epilogue issues them: lane (g, t) writes 8 bytes at pixel g
+            // (384 bytes apart), channels 8nb + 2t; a block-private 16 MB window, walked.
+            float* base = gbuf + (size_t)blockIdx.x * (4 << 20);
+            const int g = lane / 4, t = lane % 4;
+            long long it = 0;
+            while (!done) {
+                float* px = base + ((it * 4 + w) % 5000) * 8 * 96 + g * 96 + 2 * t;
+#pragma unroll
+                for (int nb = 0; nb < 12; ++nb) *reinterpret_cast<float2*>(px + nb * 8) = make_float2(v, v);
+                ++it; v += 1.f;
+            }
+            return;
+        }
+        if (mode == 2) {
+            // Global loads: 16 bytes per lane, coalesced, a block-private window, walked.
+            const float4* base = reinterpret_cast<const float4*>(gbuf + (size_t)blockIdx.x * (4 << 20));
+            float4 acc = make_float4(0, 0, 0, 0);
+            long long it = 0;
+            while (!done) {
+                const float4 x = __ldg(base + ((it * 128 + threadIdx.x % 128) % (1 << 20)));
+                acc.x += x.x; ++it;
+            }
+            out[blockIdx.x * blockDim.x + threadIdx.x] = acc.x;
+            return;
+        }
         while (!done) {
 #pragma unroll 16
             for (int i = 0; i < 64; ++i) { dst[(w * 32 + lane * sts_stride + i) % 2048] = v; v += 1.f; }
@@ -65,16 +92,20 @@ int main() {
     const int smemb = (KSTEPS * 96 * 8 + 8 * 512 + 2048) * 4;
     cudaFuncSetAttribute(bench, cudaFuncAttributeMaxDynamicSharedMemorySize, smemb);
     const int tiles = 400;
-    const int cfg[][3] = {{1,0,1},{2,0,1},{3,0,1},{2,1,1},{2,2,1},{2,1,4},{2,2,4},{2,2,8},{3,1,1},{3,1,4}};
+    float* gbuf; cudaMalloc(&gbuf, (size_t)sms * (4 << 20) * 4);
+    cudaMemset(gbuf, 0, (size_t)sms * (4 << 20) * 4);
+    // {computing warpgroups, other warpgroups, lane stride, mode: 0 shared stores, 1 global stores, 2 global loads}
+    const int cfg[][4] = {{2,0,1,0},{2,1,1,0},{2,2,4,0},{2,1,1,1},{2,2,1,1},{1,1,1,1},{3,1,1,1},{2,1,1,2},{2,2,1,2}};
     for (auto& c : cfg) {
-        const int cw = c[0], pw = c[1], st = c[2];
-        bench<<<sms, 128 * (cw + pw), smemb>>>(out, 10, 1, cw, st, cyc);
-        bench<<<sms, 128 * (cw + pw), smemb>>>(out, tiles, 1, cw, st, cyc);
+        const int cw = c[0], pw = c[1], st = c[2], mode = c[3];
+        bench<<<sms, 128 * (cw + pw), smemb>>>(out, 10, 1, cw, st, cyc, gbuf, mode);
+        bench<<<sms, 128 * (cw + pw), smemb>>>(out, tiles, 1, cw, st, cyc, gbuf, mode);
         cudaDeviceSynchronize();
         cudaMemcpy(hc, cyc, sms * 8, cudaMemcpyDeviceToHost);
         double avg = 0; for (int i = 0; i < sms; ++i) avg += hc[i]; avg /= sms;
         const double macs = (double)cw * tiles * KSTEPS * 64.0 * 96 * 8;
-        printf("computing warpgroups %d, store warpgroups %d (lane stride %d words): %.0f cycles, %.1f%% of 1024 MAC/cycle (%s)\n",
-               cw, pw, st, avg, 100 * macs / avg / 1024, cudaGetErrorString(cudaGetLastError()));
+        const char* what[] = {"4-byte shared stores", "8-byte global stores (epilogue pattern)", "16-byte global loads"};
+        printf("computing warpgroups %d, other warpgroups %d doing %s (stride %d): %.0f cycles, %.1f%% of 1024 MAC/cycle (%s)\n",
+               cw, pw, what[mode], st, avg, 100 * macs / avg / 1024, cudaGetErrorString(cudaGetLastError()));
     }
 }
