@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +22,10 @@ const StatusCompiled Status = "compiled"
 // static checks for arch (e.g. "sm_90"), on the CPU, jobs at a time: no GPU
 // is needed. Each kept candidate comes back as StatusCompiled with its
 // resources, or StatusCompile with NVRTC's message; rejected ones keep
-// their reason.
-func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arch string, jobs int, progress io.Writer) ([]Trial, error) {
+// their reason. With pins (candidate IDs), only those are compiled, the
+// others come back as StatusSkipped ("not pinned"), and a pin that names no
+// candidate of p, or a rejected one, is an error, as in Tune.
+func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arch string, jobs int, pins []string, progress io.Writer) ([]Trial, error) {
 	if !lib.SupportsArch(arch) {
 		return nil, fmt.Errorf("NVRTC %s cannot target %s", lib.VersionString(), arch)
 	}
@@ -39,12 +42,19 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPins(pins, cands, p); err != nil {
+		return nil, err
+	}
 	s := &search{opt: withDefaults(Options{Problem: p, Jobs: jobs}), lib: lib, arch: arch}
 	s.trials = make([]Trial, len(cands))
 	var kept []int
 	for i, c := range cands {
 		s.trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusRejected, Reason: c.Rejected}
-		if c.Rejected == "" {
+		switch {
+		case c.Rejected != "":
+		case len(pins) > 0 && !slices.Contains(pins, c.ID()):
+			s.trials[i].Status, s.trials[i].Reason = StatusSkipped, "not pinned"
+		default:
 			kept = append(kept, i)
 		}
 	}

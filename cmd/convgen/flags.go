@@ -59,9 +59,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the candidate sampling and of the check inputs")
 	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
-	fs.StringArrayVar(&c.pin, "pin", nil, "measure only this candidate ID (family/knobs, as in the report); repeat for several")
+	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
-	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate for -arch (default sm_90) on the CPU, print their resources, write nothing (no GPU needed; -o not required)")
+	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing (no GPU needed; -o not required)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two):\n%s", fs.FlagUsages())

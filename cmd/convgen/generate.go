@@ -228,11 +228,11 @@ func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error 
 	if c.quiet {
 		progress = nil
 	}
-	trials, err := autotune.CompileOnly(ctx, lib, c.problem, arch, c.jobs, progress)
+	trials, err := autotune.CompileOnly(ctx, lib, c.problem, arch, c.jobs, c.pin, progress)
 	if err != nil {
 		return err
 	}
-	compiled, failed, rejected := 0, 0, 0
+	compiled, failed, rejected, unpinned := 0, 0, 0, 0
 	for _, t := range trials {
 		switch t.Status {
 		case autotune.StatusCompiled:
@@ -240,11 +240,17 @@ func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error 
 		case autotune.StatusCompile:
 			failed++
 			fmt.Fprintf(stdout, "failed %s: %s\n", t.ID, oneLine(t.Reason))
+		case autotune.StatusSkipped:
+			unpinned++
 		default:
 			rejected++
 		}
 	}
-	fmt.Fprintf(stdout, "%s for %s: %d compiled, %d failed, %d rejected statically\n", c.problem, arch, compiled, failed, rejected)
+	pinned := ""
+	if len(c.pin) > 0 {
+		pinned = fmt.Sprintf(", %d not pinned", unpinned)
+	}
+	fmt.Fprintf(stdout, "%s for %s: %d compiled, %d failed, %d rejected statically%s\n", c.problem, arch, compiled, failed, rejected, pinned)
 	if failed > 0 {
 		return fmt.Errorf("%d candidates failed to compile", failed)
 	}

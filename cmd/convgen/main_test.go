@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -543,6 +544,55 @@ func TestRefusesUserDirectory(t *testing.T) {
 	}
 	if after := listDir(t, dir); !slices.Equal(after, before) {
 		t.Errorf("directory changed from %v to %v", before, after)
+	}
+}
+
+// TestCompileOnlyPinned: with -pin, -compile-only compiles just the pinned
+// candidates and counts the others as not pinned; a pin that is no
+// candidate is an error before anything is compiled.
+func TestCompileOnlyPinned(t *testing.T) {
+	if os.Getenv("CONVGEN_REQUIRE_NVRTC") != "1" {
+		if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2"); err != nil {
+			t.Skip("no NVRTC here (CI sets CONVGEN_REQUIRE_NVRTC=1)")
+		}
+	}
+	const shapeText = "N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1"
+	shape, err := problem.ParseShape(shapeText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands, err := kernels.Enumerate(problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}, kernels.DefaultLimits(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, c := range cands {
+		if c.Rejected == "" {
+			kept = append(kept, c.ID())
+		}
+	}
+	if len(kept) < 3 {
+		t.Fatalf("%d kept candidates, want at least 3", len(kept))
+	}
+	args := []string{"-compile-only", "-q", "-shape", shapeText, "-precision", "tf32", "-arch", "sm_80", "-jobs", "2"}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append(args, "--pin", kept[0], "--pin", kept[len(kept)-1]), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	want := fmt.Sprintf(": 2 compiled, 0 failed, %d rejected statically, %d not pinned", len(cands)-len(kept), len(kept)-2)
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q: want %q", stdout.String(), want)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	code = run(context.Background(), append(args, "--pin", "mma/NoSuchKnob=1"), &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), `"mma/NoSuchKnob=1" is no candidate`) {
+		t.Errorf("bad pin: exit %d, stderr %q: want an error naming the pin", code, stderr.String())
+	}
+	if strings.Contains(stdout.String(), "compiled") {
+		t.Errorf("bad pin: stdout %q: nothing should be compiled", stdout.String())
 	}
 }
 
