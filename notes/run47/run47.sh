@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # Run 47: does Probe=1 really double the wgmmas (SASS HGMMA count)? ncu L1 breakdown of the current winners.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu)
 CUOBJ=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump)
 $NCU --query-metrics --chip gh100 2>/dev/null | grep -i -E "gmma|tensor_op" | head -20 > $OUT/metrics.txt
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
-NHWC='Overlap=0,PredicatedStores=1,Producer=2,RoundInput=1,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=1,Warpgroups=2'
-X3='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=96,VecStage=1,Warpgroups=2'
+. notes/next/pins.sh
 M=sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,smsp__inst_executed_op_global_st.sum,smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op_shared_st.sum,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_write.sum,dram__bytes_read.sum,gpu__time_duration.sum,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,l1tex__lsu_writeback_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum
 for v in tf32nhwc tf32 tf32x3; do
   (cd examples/alexnet/$v && timeout 150 $NCU -k regex:convgen --launch-count 1 --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --metrics $M ../../../.dev/example-$v.test -test.run TestForward > $OUT/ncu_$v.txt 2>&1; echo "rc $?" >> $OUT/ncu_$v.txt)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run 48: NCHW producer stores rotated per lane group (rot = lane/8), A/B against HEAD, pinned.
 set -u
-cd "$(dirname "$0")/.."
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
+cd "$(dirname "$0")/../.."  # the repository root
+. notes/next/pins.sh
 X3A='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=96,VecStage=1,Warpgroups=2'
 X3B='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=191,VecStage=1,Warpgroups=1'
 T1='Overlap=0,PredicatedStores=0,Producer=1,RoundInput=0,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=0,Warpgroups=2'

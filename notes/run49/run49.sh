@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run 49: NHWC epilogue through shared memory and bulk copies (BulkStores), pinned, tf32 NHWC.
 set -u
-cd "$(dirname "$0")/.."
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
+cd "$(dirname "$0")/../.."  # the repository root
+. notes/next/pins.sh
 B='Overlap=0,RoundInput=1,TileK=96,TileP=8,TileQ=8'
 pins=$(ids "PredicatedStores=1,Producer=2,Stages=3,TilesPerWarpgroup=32,VecStage=1,Warpgroups=3,$B" \
  "PredicatedStores=1,Producer=2,Stages=2,TilesPerWarpgroup=48,VecStage=1,Warpgroups=2,$B" \

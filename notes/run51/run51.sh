@@ -2,13 +2,8 @@
 # Run 51: run 44's probes with a pass the compiler cannot drop (Probe 1: a
 # second wgmma pass over a zero B block, accumulated), and SASS counts.
 set -u
-cd "$(dirname "$0")/.."
-CUOBJ=/usr/local/cuda/bin/cuobjdump
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
-NHWC='Overlap=0,PredicatedStores=1,Producer=2,RoundInput=1,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=1,Warpgroups=2'
-NHWC3='Overlap=0,PredicatedStores=1,Producer=2,RoundInput=1,Stages=3,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=32,VecStage=1,Warpgroups=3'
-NCHW='Overlap=0,PredicatedStores=0,Producer=1,RoundInput=0,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=0,Warpgroups=2'
-X3='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=96,VecStage=1,Warpgroups=2'
+cd "$(dirname "$0")/../.."  # the repository root
+. notes/next/pins.sh
 run() { local v=$1; shift
   CONVGEN=.dev/convgen-probe2 FLAGSHIP_VARIANTS=$v scripts/flagship -retune "$@" >> $OUT/run51.log 2>&1
   grep '^| `wgmma' examples/alexnet/$v/REPORT.md | cut -d'|' -f2-4,8-10 | sed "s/^/$v /" | tee -a $OUT/run51.txt

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # Run 53: is run 51's Probe 1 serialised by ptxas (advice, WARPGROUP.DEPBAR between HGMMAs)?
 set -u
-cd "$(dirname "$0")/.."
-CUOBJ=/usr/local/cuda/bin/cuobjdump
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
-NHWC='Overlap=0,PredicatedStores=1,Producer=2,RoundInput=1,Stages=2,TileK=96,TileP=8,TileQ=8,TilesPerWarpgroup=48,VecStage=1,Warpgroups=2'
-X3='Overlap=0,PredicatedStores=0,Producer=2,RoundInput=1,Stages=2,TileK=48,TileP=8,TileQ=8,TilesPerWarpgroup=96,VecStage=1,Warpgroups=2'
+cd "$(dirname "$0")/../.."  # the repository root
+. notes/next/pins.sh
 S='N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2'
 for pr in 0 1; do
   CONVGEN=.dev/convgen-probe2 FLAGSHIP_VARIANTS=tf32nhwc scripts/flagship -retune $(ids "Probe=$pr,$NHWC") >> $OUT/run53.log 2>&1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run 54: run 49's BulkStores with the bulk copies predicated instead of branched around.
 set -u
-cd "$(dirname "$0")/.."
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
+cd "$(dirname "$0")/../.."  # the repository root
+. notes/next/pins.sh
 B='Overlap=0,RoundInput=1,TileK=96,TileP=8,TileQ=8,VecStage=1'
 pins=$(ids "PredicatedStores=1,Producer=2,Stages=2,TilesPerWarpgroup=48,Warpgroups=2,$B" \
  "BulkStores=1,PredicatedStores=0,Producer=2,Stages=2,TilesPerWarpgroup=48,Warpgroups=2,$B" \

@@ -2,9 +2,8 @@
 # Run 56: BulkStores with the bias read from L1 in the epilogue (no bias registers) and the
 # consumer tile loop kept rolled; SASS check of HGMMA count and spills.
 set -u
-cd "$(dirname "$0")/.."
-CUOBJ=/usr/local/cuda/bin/cuobjdump
-ids() { for k in "$@"; do printf -- '--pin wgmma/%s ' "$(tr ',' '\n' <<<"$k" | LC_ALL=C sort | paste -sd,)"; done; }
+cd "$(dirname "$0")/../.."  # the repository root
+. notes/next/pins.sh
 B='Overlap=0,RoundInput=1,TileK=96,TileP=8,TileQ=8,VecStage=1'
 BULK22="BulkStores=1,PredicatedStores=0,Producer=2,Stages=2,TilesPerWarpgroup=48,Warpgroups=2,$B"
 pins=$(ids "PredicatedStores=1,Producer=2,Stages=2,TilesPerWarpgroup=48,Warpgroups=2,$B" "$BULK22" \
