@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,8 +51,8 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 		s.trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusRejected, Reason: c.Rejected}
 		switch {
 		case c.Rejected != "":
-		case len(pins) > 0 && !slices.Contains(pins, c.ID()):
-			s.trials[i].Status, s.trials[i].Reason = StatusSkipped, "not pinned"
+		case !pinned(pins, c.ID()):
+			s.trials[i].Status, s.trials[i].Reason = StatusSkipped, notPinned
 		default:
 			kept = append(kept, i)
 		}

@@ -143,8 +143,8 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 			trials[i].Status, trials[i].Reason = StatusRejected, c.Rejected
 			continue
 		}
-		if len(opt.Only) > 0 && !slices.Contains(opt.Only, c.ID()) {
-			trials[i].Reason = "not pinned"
+		if !pinned(opt.Only, c.ID()) {
+			trials[i].Reason = notPinned
 			continue
 		}
 		kept = append(kept, i)
@@ -170,6 +170,15 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	}
 	res.Trials = trials
 	return res, nil
+}
+
+// notPinned is the reason a kept candidate left out by pins carries.
+const notPinned = "not pinned"
+
+// pinned reports whether candidate id is to be tried under pins: every
+// candidate when there are none.
+func pinned(pins []string, id string) bool {
+	return len(pins) == 0 || slices.Contains(pins, id)
 }
 
 // checkPins returns an error naming every pinned ID that is not a candidate
