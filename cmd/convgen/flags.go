@@ -34,7 +34,8 @@ type config struct {
 	runs      int
 	pin       []string
 	quiet     bool
-	compile   bool // compile the search space for -arch and stop
+	compile   bool   // compile the search space for -arch and stop
+	sourceDir string // with compile: where to write each compiled candidate's CUDA source
 	shapeText string
 }
 
@@ -61,7 +62,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
 	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
-	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing (no GPU needed; -o not required)")
+	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing but -source-dir (no GPU needed; -o not required)")
+	fs.StringVar(&c.sourceDir, "source-dir", "", "with -compile-only: also write each compiled candidate's CUDA source to this directory as KERNEL.cu")
 	help := fs.BoolP("help", "h", false, "show this help")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two):\n%s", fs.FlagUsages())
@@ -95,6 +97,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := kernels.Serves(c.problem); err != nil {
 		return c, usageError{err}
+	}
+	if c.sourceDir != "" && !c.compile {
+		return c, usageError{errors.New("-source-dir needs -compile-only (the sources of the compiled candidates)")}
 	}
 	if c.out == "" && !c.compile {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}

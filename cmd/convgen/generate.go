@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/convgen/convgen/internal/version"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/report"
 	"github.com/convgen/convgen/tunecache"
 )
@@ -214,6 +216,30 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 	return nil
 }
 
+// writeSources writes the CUDA source of every compiled candidate among
+// trials to dir as KERNEL.cu (the kernel's name), creating dir; it returns
+// how many it wrote.
+func writeSources(dir string, p problem.Problem, trials []autotune.Trial) (int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("-source-dir: %w", err)
+	}
+	n := 0
+	for _, t := range trials {
+		if t.Status != autotune.StatusCompiled {
+			continue
+		}
+		k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: t.Family, Config: t.Config})
+		if err != nil {
+			return n, fmt.Errorf("render %s: %w", t.ID, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, k.Name+".cu"), []byte(k.Source), 0o644); err != nil {
+			return n, fmt.Errorf("-source-dir: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // compileOnly compiles the whole search space for -arch without a GPU.
 func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	lib, err := nvrtc.Open()
@@ -251,6 +277,13 @@ func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error 
 		pinned = fmt.Sprintf(", %d not pinned", unpinned)
 	}
 	fmt.Fprintf(stdout, "%s for %s: %d compiled, %d failed, %d rejected statically%s\n", c.problem, arch, compiled, failed, rejected, pinned)
+	if c.sourceDir != "" {
+		n, err := writeSources(c.sourceDir, c.problem, trials)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %d CUDA sources to %s\n", n, c.sourceDir)
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d candidates failed to compile", failed)
 	}

@@ -132,6 +132,7 @@ func TestUsageErrors(t *testing.T) {
 		{"positional argument", []string{"-shape", bad, "extra"}, []string{`unexpected argument "extra"`}, false},
 		{"unknown flag", []string{"-shape", bad, "--bogus"}, []string{"bogus"}, false},
 		{"unknown flag, one dash", []string{"-shape", bad, "-bogus"}, []string{"bogus"}, false},
+		{"-source-dir without -compile-only", []string{"-shape", bad, "-source-dir", "src"}, []string{"-source-dir needs -compile-only"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -576,13 +577,34 @@ func TestCompileOnlyPinned(t *testing.T) {
 	}
 	args := []string{"-compile-only", "-q", "-shape", shapeText, "-precision", "tf32", "-arch", "sm_80", "-jobs", "2"}
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), append(args, "--pin", kept[0], "--pin", kept[len(kept)-1]), &stdout, &stderr)
+	src := filepath.Join(t.TempDir(), "src")
+	code := run(context.Background(), append(args, "--pin", kept[0], "--pin", kept[len(kept)-1], "-source-dir", src), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	want := fmt.Sprintf(": 2 compiled, 0 failed, %d rejected statically, %d not pinned", len(cands)-len(kept), len(kept)-2)
-	if !strings.Contains(stdout.String(), want) {
-		t.Errorf("stdout %q: want %q", stdout.String(), want)
+	if !strings.Contains(stdout.String(), want) || !strings.Contains(stdout.String(), "wrote 2 CUDA sources to "+src) {
+		t.Errorf("stdout %q: want %q and the two sources written", stdout.String(), want)
+	}
+	// -source-dir: one file per compiled candidate, its config in the header.
+	files, _ := filepath.Glob(filepath.Join(src, "*.cu"))
+	if len(files) != 2 {
+		t.Fatalf("-source-dir holds %d .cu files, want 2", len(files))
+	}
+	var configs []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{kept[0], kept[len(kept)-1]} {
+			if strings.Contains(string(b), "// Config: "+id[strings.Index(id, "/")+1:]+"\n") {
+				configs = append(configs, id)
+			}
+		}
+	}
+	if len(configs) != 2 || configs[0] == configs[1] {
+		t.Errorf("sources carry the configs %q, want one file each for %q and %q", configs, kept[0], kept[len(kept)-1])
 	}
 
 	stdout.Reset()
