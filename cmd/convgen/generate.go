@@ -216,19 +216,24 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 	return nil
 }
 
-// writeSources writes the CUDA source of every compiled candidate among
-// trials to dir as KERNEL.cu (the kernel's name), creating dir; it returns
-// how many it wrote.
+// writeSources writes the CUDA source of every candidate among trials that
+// NVRTC compiled or failed to compile (the failures are the sources most
+// worth reading) to dir as KERNEL.cu (the kernel's name), creating dir; it
+// returns how many it wrote. A failure that was already a rendering error
+// has no source and is skipped.
 func writeSources(dir string, p problem.Problem, trials []autotune.Trial) (int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("-source-dir: %w", err)
 	}
 	n := 0
 	for _, t := range trials {
-		if t.Status != autotune.StatusCompiled {
+		if t.Status != autotune.StatusCompiled && t.Status != autotune.StatusCompile {
 			continue
 		}
 		k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: t.Family, Config: t.Config})
+		if err != nil && t.Status == autotune.StatusCompile {
+			continue
+		}
 		if err != nil {
 			return n, fmt.Errorf("render %s: %w", t.ID, err)
 		}
