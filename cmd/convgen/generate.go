@@ -157,17 +157,15 @@ func nearMisses(cache *tunecache.Cache, q tunecache.Query) string {
 records:
 	for _, r := range cache.Records() {
 		var why []string
-		recordStale := false
-		for _, m := range q.Mismatches(r) {
+		for _, m := range q.Mismatches(r) { // the problem's fields come first
 			switch m.Field {
 			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout:
 				continue records // another problem
 			case tunecache.FieldTemplateVersion, tunecache.FieldConvgenVersion:
-				recordStale = true
+				stale = true
 			}
 			why = append(why, m.String())
 		}
-		stale = stale || recordStale
 		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) has %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
 	}
 	if len(misses) == 0 {
