@@ -87,3 +87,12 @@ type Family interface {
 	// Render produces the kernel for one configuration.
 	Render(p problem.Problem, cfg Config) (Kernel, error)
 }
+
+// ExecutedFLOPs is implemented by families whose kernels do a different
+// amount of arithmetic than the direct convolution (Shape.FLOPs), such as
+// Winograd's fewer multiplies.
+type ExecutedFLOPs interface {
+	// ExecutedFLOPs is the arithmetic of the kernel's main loop for p,
+	// 2 FLOP per multiply-add.
+	ExecutedFLOPs(p problem.Problem, cfg Config) float64
+}

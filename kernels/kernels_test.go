@@ -442,6 +442,11 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 4, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1, "VecStage": 1}},
 		"wgmmahalf_fp16_nhwc_p8_q8_k96_wg4_prod2": {WGMMAHalf{}, flagship(t, problem.FP16, problem.NHWC),
 			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 4, "TilesPerWarpgroup": 24, "Stages": 4, "Producer": 2, "Overlap": 0, "PredicatedStores": 0}},
+		// The flagship's fp32 winner at the time the family landed.
+		"winograd_fp32_nchw_t32_k48_x8x8_c12": {Winograd{}, flagship(t, problem.FP32, problem.NCHW),
+			Config{"TileT": 32, "TileK": 48, "ThreadT": 8, "ThreadK": 8, "Chunk": 12, "StepsPerBlock": 96}},
+		"winograd_fp32_nhwc_t64_k32_x4x8_c8": {Winograd{}, flagship(t, problem.FP32, problem.NHWC),
+			Config{"TileT": 64, "TileK": 32, "ThreadT": 8, "ThreadK": 4, "Chunk": 8, "StepsPerBlock": 72}},
 		"wgmmahalf_bf16_nchw_p16_q16_k48_wg2_prod1": {WGMMAHalf{}, flagship(t, problem.BF16, problem.NCHW),
 			Config{"TileP": 16, "TileQ": 16, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 16, "Stages": 2, "Producer": 1, "Overlap": 1, "PredicatedStores": 1}},
 	} {

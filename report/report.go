@@ -173,6 +173,9 @@ func (d Data) Markdown() []byte {
 			w.ID, w.MedianMS, w.P10MS, w.P90MS, w.Runs, w.GFLOPS, 100*w.Roofline, w.RelError,
 			mustPrecision(d.Precision).ErrorBound(), w.Registers, w.SpillStores, w.SharedBytes)
 	}
+	if note := d.executedNote(); note != "" {
+		fmt.Fprintf(&b, "%s\n\n", note)
+	}
 	if d.TieNote != "" {
 		fmt.Fprintf(&b, "%s\n\n", d.TieNote)
 	}
@@ -224,6 +227,36 @@ func (d Data) sortedMeasured() []Candidate {
 	}
 	slices.SortStableFunc(ok, func(a, b Candidate) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 	return append(ok, failed...)
+}
+
+// executedNote says, when the winner's family does different arithmetic
+// than the direct convolution (Winograd), how much it does and at what rate:
+// the report's GFLOP/s and roofline fractions count the direct
+// convolution's FLOPs, so for such a kernel they are effective rates.
+func (d Data) executedNote() string {
+	w, ok := d.WinnerRow()
+	if !ok {
+		return ""
+	}
+	f, err := kernels.FamilyByName(w.Family)
+	if err != nil {
+		return ""
+	}
+	ex, ok := f.(kernels.ExecutedFLOPs)
+	if !ok {
+		return ""
+	}
+	s, err := problem.ParseShape(d.Shape)
+	if err != nil || w.MedianMS <= 0 {
+		return ""
+	}
+	p := problem.Problem{Shape: s, Precision: mustPrecision(d.Precision), Layout: problem.Layout(d.Layout)}
+	flops := ex.ExecutedFLOPs(p, w.Config)
+	rate := flops / (w.MedianMS * 1e-3) / 1e12
+	return fmt.Sprintf("The winner's %s algorithm does %.2f GFLOP of multiply-adds where the direct convolution does %.2f "+
+		"(%.2f× fewer): %.1f TFLOP/s of its own arithmetic, %.0f%% of the %.1f TFLOP/s peak. GFLOP/s and \"of roofline\" "+
+		"in this report count the direct convolution's FLOPs, so for it they are effective rates, not what the units do.",
+		w.Family, flops/1e9, d.GFLOP, d.GFLOP*1e9/flops, rate, 100*rate/d.PeakTFLOPS, d.PeakTFLOPS)
 }
 
 func mustPrecision(s string) problem.Precision {

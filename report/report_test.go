@@ -100,3 +100,26 @@ func TestMarkdownAndJSON(t *testing.T) {
 		t.Error("a report decoded from report.json renders differently (cache replays would not be byte-identical)")
 	}
 }
+
+// TestExecutedNote checks the note on a Winograd winner: its own arithmetic
+// (16 points × 48 phase channels per 2×2 tile and channel on the flagship:
+// 29.60 GFLOP, 1.82× fewer than 53.97) and its rate; no note for a direct
+// winner.
+func TestExecutedNote(t *testing.T) {
+	res := flagshipResult(t)
+	if note := New(res, "convgen", "0.1.0").executedNote(); note != "" {
+		t.Errorf("direct winner: note %q, want none", note)
+	}
+	win := autotune.Trial{ID: "winograd/a", Family: "winograd", Status: autotune.StatusOK, MedianMS: 1, Runs: 60,
+		Config: kernels.Config{"TileT": 32, "TileK": 48, "ThreadT": 8, "ThreadK": 8, "Chunk": 12, "StepsPerBlock": 96}}
+	res.Trials = append(res.Trials, win)
+	res.Winner = &win
+	d := New(res, "convgen", "0.1.0")
+	md := string(d.Markdown())
+	for _, want := range []string{"does 29.60 GFLOP of multiply-adds where the direct convolution does 53.97 (1.82× fewer)",
+		"29.6 TFLOP/s of its own arithmetic, 44% of the 66.9 TFLOP/s peak"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
+		}
+	}
+}

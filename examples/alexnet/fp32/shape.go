@@ -68,13 +68,13 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_direct_f8d9757e"
+	KernelName = "convgen_winograd_4f300814"
 )
 
 // The launch geometry Forward uses.
 const (
 	// GridX is the number of blocks along x.
-	GridX = 7168
+	GridX = 132
 	// GridY is the number of blocks along y.
 	GridY = 1
 	// GridZ is the number of blocks along z.
@@ -86,7 +86,7 @@ const (
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 61840
+	SharedBytes = 208896
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
