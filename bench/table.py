@@ -212,6 +212,19 @@ def main():
       "the `wgmmahalf` family runs FP16/BF16 tensor cores (m64nNk16); the `wgmma` family, which may also win for "
       "them, widens the 2-byte values exactly to FP32 and multiplies them on TF32 tensor cores (the same products, "
       "half the tensor-core rate), so with a `wgmma` winner the fraction is of a floor its arithmetic cannot reach.")
+    # Winograd kernels do fewer multiplies than the direct convolution the
+    # FLOPs above count: say how many, and their own rate.
+    wino_flops = 2 * 16 * s["c"] * s["sh"] * s["sw"] * s["n"] * -(-s["p"] // 2) * -(-s["q"] // 2) * s["k"]
+    for variant in dict.fromkeys(v for _, v, _, _, _ in PAIRS):
+        c = cg.get(variant)
+        if c and "winograd" in c.get("kernel", "") and c.get("ok", True) and c.get("median_ms"):
+            own = wino_flops / (c["median_ms"] * 1e-3)
+            w(f"- `{variant}` runs the `winograd` family ({c['kernel']}): the stride split into {s['sh']}×{s['sw']} phases, "
+              f"each a 3×3 convolution done with Winograd F(2×2, 3×3), all in FP32 (FFMA/FADD). It does "
+              f"2·16·C·{s['sh']}·{s['sw']}·N·⌈P/2⌉·⌈Q/2⌉·K = {wino_flops / 1e9:.2f} GFLOP of multiply-adds, "
+              f"{flops / wino_flops:.2f}× fewer than the FLOPs above, so its TFLOP/s and of roofline are effective "
+              f"rates (they can pass what the FFMA units do): on its own arithmetic it runs at {own / 1e12:.1f} TFLOP/s, "
+              f"{own / peak32:.0%} of peak FP32.")
     by_bound = {}  # bound → precisions, in order of first appearance
     for prec in ("fp32", "3xtf32", "tf32", "fp16", "bf16"):
         by_bound.setdefault(ERROR_BOUNDS[prec], []).append(prec)
