@@ -172,7 +172,10 @@ func winogradChunks(ch, strideW int) []int {
 func (Winograd) reject(s problem.Shape, c Config, lim Limits, perSM int) string {
 	g := winogradGeom(s, c)
 	regCap := min(lim.MaxRegsPerThread, lim.RegistersPerSM/max(g.ThreadsPerBlock*perSM, 1)/8*8)
+	wino, direct := 16*s.C*s.StrideH*s.StrideW, 4*s.C*s.R*s.S
 	switch {
+	case wino >= direct:
+		return fmt.Sprintf("arithmetic: %d multiplies per 2x2 tile and channel, the direct convolution's %d or fewer", wino, direct)
 	case c["TileT"]%c["ThreadT"] != 0 || c["TileK"]%c["ThreadK"] != 0 || c["ThreadT"]%4 != 0 || c["ThreadK"]%4 != 0:
 		return fmt.Sprintf("divisibility: register tile %dx%d does not split the %dx%d block tile in float4 groups",
 			c["ThreadT"], c["ThreadK"], c["TileT"], c["TileK"])
