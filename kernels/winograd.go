@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/convgen/convgen/problem"
 )
@@ -138,10 +139,8 @@ func (f Winograd) Space(p problem.Problem, lim Limits) []Candidate {
 							if perSM == 2 && one < 2 {
 								break // a step per block already: no smaller grid
 							}
-							c := Config{"StepsPerBlock": ceilDiv(one, perSM)}
-							for k, v := range cfg {
-								c[k] = v
-							}
+							c := maps.Clone(cfg)
+							c["StepsPerBlock"] = ceilDiv(one, perSM)
 							out = append(out, Candidate{Family: f.Name(), Config: c, Rejected: f.reject(s, c, lim, perSM)})
 						}
 					}
