@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
@@ -24,7 +25,10 @@ const StatusCompiled Status = "compiled"
 // their reason. With pins (candidate IDs), only those are compiled, the
 // others come back as StatusSkipped ("not pinned"), and a pin that names no
 // candidate of p, or a rejected one, is an error, as in Tune.
-func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arch string, jobs int, pins []string, progress io.Writer) ([]Trial, error) {
+//
+// A compile still running after compileTimeout (0: DefaultCompileTimeout)
+// comes back as StatusCompile, saying so.
+func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arch string, jobs int, pins []string, compileTimeout time.Duration, progress io.Writer) ([]Trial, error) {
 	if !lib.SupportsArch(arch) {
 		return nil, fmt.Errorf("NVRTC %s cannot target %s", lib.VersionString(), arch)
 	}
@@ -44,7 +48,7 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 	if err := checkPins(pins, cands, p); err != nil {
 		return nil, err
 	}
-	s := &search{opt: withDefaults(Options{Problem: p, Jobs: jobs}), lib: lib, arch: arch}
+	s := &search{opt: withDefaults(Options{Problem: p, Jobs: jobs, CompileTimeout: compileTimeout}), lib: lib, arch: arch}
 	s.trials = make([]Trial, len(cands))
 	var kept []int
 	for i, c := range cands {
@@ -70,9 +74,10 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 			defer wg.Done()
 			for i := range next {
 				t := &s.trials[i]
-				if err := s.compile(i); err != nil {
+				if out, err := s.compile(i); err != nil {
 					t.Status, t.Reason = StatusCompile, err.Error()
 				} else {
+					out.apply(t)
 					t.Status = StatusCompiled
 				}
 				mu.Lock()

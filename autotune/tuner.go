@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/convgen/convgen/gpu"
@@ -41,12 +40,20 @@ type Options struct {
 	Retime  int // how many of the best are timed again before choosing
 	// Timeout bounds one candidate's check and timing in the worker.
 	Timeout time.Duration
+	// CompileTimeout bounds one candidate's NVRTC compile (0: 3 minutes).
+	// NVRTC cannot be interrupted: a compile still running then is
+	// recorded as a compile failure and left to finish in the background.
+	CompileTimeout time.Duration
 	// Only, when set, restricts the search to these candidate IDs (pinning).
 	Only []string
 	// Extra candidates, rendered by the caller, measured in addition (tests
 	// plant faulty kernels this way).
 	Extra    []kernels.Kernel
 	Progress io.Writer // progress lines; nil for none
+
+	// compiler replaces the NVRTC library's Compile (tests stand in slow
+	// or stuck compiles with it).
+	compiler func(src string, o nvrtc.Options) (*nvrtc.Result, error)
 }
 
 // Trial is what happened to one candidate.
@@ -242,8 +249,16 @@ func withDefaults(o Options) Options {
 	if o.Seed == 0 {
 		o.Seed = uint64(time.Now().UnixNano())
 	}
+	if o.CompileTimeout <= 0 {
+		o.CompileTimeout = DefaultCompileTimeout
+	}
 	return o
 }
+
+// DefaultCompileTimeout is Options.CompileTimeout's default: the flagship's
+// slowest candidates compile in about 10 s; some configurations send ptxas
+// into minutes.
+const DefaultCompileTimeout = 3 * time.Minute
 
 func deadline(d time.Duration) time.Time {
 	if d <= 0 {
@@ -336,55 +351,73 @@ func (s *search) bestIndex() int {
 }
 
 // batch compiles the given candidates concurrently and measures each as soon
-// as it is compiled, in order, until the budget runs out.
+// as it is compiled, in order, until the budget runs out; the budget also
+// bounds the wait for compiles.
 func (s *search) batch(ctx context.Context, idx []int) {
 	type compiled struct {
-		i   int
+		out compileOutput
 		err error
 	}
+	// Each compile reports on its own buffered channel, so that compiles
+	// outliving the batch (when the budget runs out) block nothing.
 	results := make([]chan compiled, len(idx))
 	sem := make(chan struct{}, s.opt.Jobs)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
 	for n, i := range idx {
 		results[n] = make(chan compiled, 1)
-		wg.Add(1)
 		go func(n, i int) {
-			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
 			case <-cctx.Done():
-				results[n] <- compiled{i, cctx.Err()}
+				results[n] <- compiled{err: cctx.Err()}
 				return
 			}
 			defer func() { <-sem }()
 			if cctx.Err() != nil {
-				results[n] <- compiled{i, cctx.Err()}
+				results[n] <- compiled{err: cctx.Err()}
 				return
 			}
-			results[n] <- compiled{i, s.compile(i)}
+			out, err := s.compile(i)
+			results[n] <- compiled{out, err}
 		}(n, i)
 	}
-	for n := range idx {
-		r := <-results[n]
-		if s.outOfBudget() || ctx.Err() != nil {
+	var budget <-chan time.Time
+	if !s.deadline.IsZero() {
+		timer := time.NewTimer(time.Until(s.deadline))
+		defer timer.Stop()
+		budget = timer.C
+	}
+	stopped := false
+	for n, i := range idx {
+		var r compiled
+		if !stopped {
+			select {
+			case r = <-results[n]:
+			case <-budget:
+				stopped = true
+			case <-ctx.Done():
+				stopped = true
+			}
+		}
+		if stopped || s.outOfBudget() || ctx.Err() != nil {
+			stopped = true // the rest stay unmeasured
 			cancel()
 			continue
 		}
-		t := &s.trials[r.i]
+		t := &s.trials[i]
 		if r.err != nil {
 			if errors.Is(r.err, context.Canceled) {
 				continue
 			}
 			t.Status, t.Reason = StatusCompile, r.err.Error()
 		} else {
+			r.out.apply(t)
 			s.measure(t)
 		}
 		s.measured++
 		s.prog.trial(t, s.bestTrial())
 	}
-	wg.Wait()
 }
 
 func (s *search) bestTrial() *Trial {
@@ -394,20 +427,15 @@ func (s *search) bestTrial() *Trial {
 	return nil
 }
 
-// compile renders and compiles trial i, filling in its resources.
-func (s *search) compile(i int) error {
-	t := &s.trials[i]
-	k := t.kernel
-	if k.Source == "" {
-		var err error
-		if k, err = kernels.RenderCandidate(s.opt.Problem, kernels.Candidate{Family: t.Family, Config: t.Config}); err != nil {
-			return fmt.Errorf("render: %w", err)
-		}
-	}
-	out, err := s.lib.Compile(k.Source, nvrtc.Options{Name: k.Family + ".cu", Arch: s.arch + k.ArchSuffix})
-	if err != nil {
-		return err
-	}
+// compileOutput is what compiling one candidate gives.
+type compileOutput struct {
+	kernel kernels.Kernel
+	res    *nvrtc.Result
+}
+
+// apply records a compiled kernel and its resources in its trial.
+func (c compileOutput) apply(t *Trial) {
+	k, out := c.kernel, c.res
 	t.kernel, t.cubin, t.ptx = k, out.CUBIN, out.PTX
 	t.Threads = k.Block[0] * k.Block[1] * k.Block[2]
 	t.Warnings = strings.TrimSpace(out.Log)
@@ -415,7 +443,44 @@ func (s *search) compile(i int) error {
 		t.Registers, t.SpillStores, t.SpillLoads, t.StackBytes = r.Registers, r.SpillStores, r.SpillLoads, r.StackBytes
 		t.SharedBytes = k.SharedBytes + r.SharedBytes
 	}
-	return nil
+}
+
+// compile renders and compiles trial i (touching no trial: the caller
+// applies the output). It gives up after Options.CompileTimeout, leaving
+// NVRTC to finish in the background.
+func (s *search) compile(i int) (compileOutput, error) {
+	t := &s.trials[i]
+	k := t.kernel
+	if k.Source == "" {
+		var err error
+		if k, err = kernels.RenderCandidate(s.opt.Problem, kernels.Candidate{Family: t.Family, Config: t.Config}); err != nil {
+			return compileOutput{}, fmt.Errorf("render: %w", err)
+		}
+	}
+	compiler := s.opt.compiler
+	if compiler == nil {
+		compiler = s.lib.Compile
+	}
+	type result struct {
+		res *nvrtc.Result
+		err error
+	}
+	done := make(chan result, 1) // buffered: a compile given up on still finishes
+	go func() {
+		res, err := compiler(k.Source, nvrtc.Options{Name: k.Family + ".cu", Arch: s.arch + k.ArchSuffix})
+		done <- result{res, err}
+	}()
+	timer := time.NewTimer(s.opt.CompileTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return compileOutput{}, r.err
+		}
+		return compileOutput{k, r.res}, nil
+	case <-timer.C:
+		return compileOutput{}, fmt.Errorf("NVRTC had not finished after %s (-compile-timeout); left to finish in the background", s.opt.CompileTimeout)
+	}
 }
 
 // measure checks and times one compiled trial in the worker.

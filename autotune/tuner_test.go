@@ -144,6 +144,103 @@ func TestTuneBudget(t *testing.T) {
 	}
 }
 
+// stuckCompiler wraps NVRTC so that sources naming planted_stuck never
+// finish compiling (until the test ends).
+func stuckCompiler(t *testing.T, lib *nvrtc.Library) func(string, nvrtc.Options) (*nvrtc.Result, error) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
+		if strings.Contains(src, "planted_stuck") {
+			<-release
+		}
+		return lib.Compile(src, o)
+	}
+}
+
+// firstKept is the ID of the first candidate of p that passes the static checks.
+func firstKept(t *testing.T, p problem.Problem) string {
+	t.Helper()
+	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cands {
+		if c.Rejected == "" {
+			return c.ID()
+		}
+	}
+	t.Fatalf("no candidate of %s passes the static checks", p)
+	return ""
+}
+
+// TestTuneCompileTimeout: a candidate whose compile does not finish is
+// recorded as a compile failure after CompileTimeout, and the others are
+// still measured.
+func TestTuneCompileTimeout(t *testing.T) {
+	lib := openNVRTC(t)
+	p := smallFP32Problem(t)
+	pin := firstKept(t, p)
+	extra := []kernels.Kernel{plantedKernel("planted_stuck", "out[0] = 1.0f;"), plantedKernel("planted_good", "out[0] = 2.0f;")}
+	start := time.Now()
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Only: []string{pin}, Extra: extra,
+		Timeout: 10 * time.Second, CompileTimeout: 2 * time.Second, Runs: 20, Seed: 3, compiler: stuckCompiler(t, lib)})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("tuning took %s with a 2 s compile timeout", d)
+	}
+	want := map[string]Status{"planted/planted_stuck": StatusCompile, "planted/planted_good": StatusOK, pin: StatusOK}
+	for _, tr := range res.Trials {
+		st, ok := want[tr.ID]
+		if !ok {
+			continue
+		}
+		delete(want, tr.ID)
+		if tr.Status != st {
+			t.Errorf("%s: status %s (%s), want %s", tr.ID, tr.Status, tr.Reason, st)
+		}
+		if tr.ID == "planted/planted_stuck" && !strings.Contains(tr.Reason, "had not finished after 2s") {
+			t.Errorf("stuck compile's reason %q does not say it timed out", tr.Reason)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("trials missing from the result: %v", want)
+	}
+}
+
+// TestTuneBudgetBoundsCompiles: the time budget also bounds the wait for
+// compiles: a stuck compile (with no compile timeout to speak of) ends the
+// run at the budget, leaving it and what follows unmeasured.
+func TestTuneBudgetBoundsCompiles(t *testing.T) {
+	lib := openNVRTC(t)
+	p := smallFP32Problem(t)
+	pin := firstKept(t, p)
+	extra := []kernels.Kernel{plantedKernel("planted_stuck", "out[0] = 1.0f;"), plantedKernel("planted_good", "out[0] = 2.0f;")}
+	const budget = 8 * time.Second
+	start := time.Now()
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Only: []string{pin}, Extra: extra,
+		Time: budget, Timeout: 10 * time.Second, CompileTimeout: time.Hour, Runs: 20, Seed: 3, compiler: stuckCompiler(t, lib)})
+	if d := time.Since(start); d > budget+15*time.Second {
+		t.Fatalf("tuning took %s with a %s budget", d, budget)
+	}
+	if res == nil {
+		t.Fatalf("tune: no result (%v)", err)
+	}
+	for _, tr := range res.Trials {
+		switch tr.ID {
+		case "planted/planted_stuck", "planted/planted_good":
+			if tr.Status != StatusSkipped {
+				t.Errorf("%s: status %s (%s), want %s: the budget ran out waiting for the stuck compile", tr.ID, tr.Status, tr.Reason, StatusSkipped)
+			}
+		case pin:
+			if tr.Status != StatusOK || res.Winner == nil || res.Winner.ID != pin {
+				t.Errorf("%s: status %s (%s), winner %v; want it measured and the winner", tr.ID, tr.Status, tr.Reason, res.Winner)
+			}
+		}
+	}
+}
+
 // TestLimitsSM90a: the sm_90a families are offered only on an sm_90 device
 // with NVRTC 12 or newer; the device's shared-memory limit and SM count
 // replace the defaults.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/convgen/convgen/autotune"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
@@ -29,6 +30,7 @@ type config struct {
 	retune    bool
 	trials    int
 	budget    time.Duration
+	compileTO time.Duration // gives up on one candidate's NVRTC compile after this
 	seed      uint64
 	jobs      int
 	runs      int
@@ -59,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.budget, "time", 15*time.Minute, "tuning time budget (0: none)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the candidate sampling and of the check inputs")
 	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
+	fs.DurationVar(&c.compileTO, "compile-timeout", autotune.DefaultCompileTimeout, "give up on a candidate whose NVRTC compile takes longer (recorded as a compile failure)")
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
 	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
@@ -118,6 +121,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.budget < 0 {
 		return c, usageError{fmt.Errorf("-time %s: must not be negative", c.budget)}
+	}
+	if c.compileTO <= 0 {
+		return c, usageError{fmt.Errorf("-compile-timeout %s: must be positive", c.compileTO)}
 	}
 	if c.runs < 20 {
 		return c, usageError{fmt.Errorf("-runs %d: at least 20 timed runs are needed for a median", c.runs)}

@@ -87,7 +87,7 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 		progress = nil
 	}
 	res, err := autotune.Tune(ctx, lib, autotune.Options{Problem: c.problem, Worker: argv, Trials: c.trials,
-		Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, Only: c.pin, Progress: progress})
+		Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, Only: c.pin, CompileTimeout: c.compileTO, Progress: progress})
 	if err != nil {
 		return tunecache.Record{}, fmt.Errorf("tune: %w", err)
 	}
@@ -257,7 +257,7 @@ func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error 
 	if c.quiet {
 		progress = nil
 	}
-	trials, err := autotune.CompileOnly(ctx, lib, c.problem, arch, c.jobs, c.pin, progress)
+	trials, err := autotune.CompileOnly(ctx, lib, c.problem, arch, c.jobs, c.pin, c.compileTO, progress)
 	if err != nil {
 		return err
 	}

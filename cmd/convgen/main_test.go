@@ -128,6 +128,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-trials -1", []string{"-shape", bad, "-trials", "-1"}, []string{"-trials -1"}, false},
 		{"-jobs -1", []string{"-shape", bad, "-jobs", "-1"}, []string{"-jobs -1"}, false},
 		{"-time -1s", []string{"-shape", bad, "-time", "-1s"}, []string{"-time -1s"}, false},
+		{"-compile-timeout 0s", []string{"-shape", bad, "-compile-timeout", "0s"}, []string{"-compile-timeout 0s", "positive"}, false},
 		{"empty -cache", []string{"-shape", bad, "-cache="}, []string{"-cache"}, false},
 		{"positional argument", []string{"-shape", bad, "extra"}, []string{`unexpected argument "extra"`}, false},
 		{"unknown flag", []string{"-shape", bad, "--bogus"}, []string{"bogus"}, false},
