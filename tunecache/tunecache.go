@@ -262,6 +262,22 @@ func Put(path string, rec Record) error {
 	return nil
 }
 
+// CheckWritable says whether Put could write a cache at path: its
+// directory can be made and a file created in it (the lock file Put takes).
+// Callers check it before tuning, so that a bad path is refused before the
+// work rather than after.
+func CheckWritable(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return fmt.Errorf("tuning cache %s: create directory: %w", path, err)
+	}
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("tuning cache %s: lock: %w", path, err)
+	}
+	unlock()
+	return nil
+}
+
 // readRecords reads and checks the file at path; a missing file has no
 // records.
 func readRecords(path string) ([]Record, error) {

@@ -515,3 +515,19 @@ func TestMatch(t *testing.T) {
 	q.Arch = "sm_80"
 	check(q, a100)
 }
+
+// TestCheckWritable: a cache path whose directory cannot be made is refused
+// (before tuning); a fresh path in a new directory is fine.
+func TestCheckWritable(t *testing.T) {
+	dir := t.TempDir()
+	if err := CheckWritable(filepath.Join(dir, "new", "cache.json")); err != nil {
+		t.Errorf("fresh path: %v", err)
+	}
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckWritable(filepath.Join(file, "cache.json")); err == nil || !strings.Contains(err.Error(), "create directory") {
+		t.Errorf("cache under a regular file: %v, want a create-directory error", err)
+	}
+}

@@ -39,7 +39,13 @@ type config struct {
 	compile   bool   // compile the search space for -arch and stop
 	sourceDir string // with compile: where to write each compiled candidate's CUDA source
 	shapeText string
+	// tuningSet names the tuning flags given on the command line (they
+	// have no effect when the package is replayed from the cache).
+	tuningSet []string
 }
+
+// tuningFlags only matter when convgen tunes.
+var tuningFlags = []string{"trials", "time", "seed", "jobs", "runs", "compile-timeout"}
 
 var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
 
@@ -56,14 +62,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.cache, "cache", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
 	fs.StringVar(&c.arch, "arch", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
 	fs.StringVar(&c.device, "device", "", "device name to pick among cache records when replaying without a GPU")
-	fs.BoolVar(&c.retune, "retune", false, "tune even when the cache has a matching record")
+	fs.BoolVar(&c.retune, "retune", false, "tune even when the cache has a matching record (needs a GPU)")
 	fs.IntVar(&c.trials, "trials", 64, "candidates to measure at most (0: every candidate)")
 	fs.DurationVar(&c.budget, "time", 15*time.Minute, "tuning time budget (0: none)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the candidate sampling and of the check inputs")
 	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
 	fs.DurationVar(&c.compileTO, "compile-timeout", autotune.DefaultCompileTimeout, "give up on a candidate whose NVRTC compile takes longer (recorded as a compile failure)")
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
-	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several")
+	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several; a pinned run always tunes and is not saved to the cache")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
 	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing but -source-dir (no GPU needed; -o not required)")
 	fs.StringVar(&c.sourceDir, "source-dir", "", "with -compile-only: also write the CUDA source of each candidate compiled (or failing to) to this directory as KERNEL.cu")
@@ -108,7 +114,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
 	}
 	if c.pkg == "" && c.out != "" {
-		c.pkg = packageName(filepath.Base(filepath.Clean(c.out)))
+		if c.pkg = packageName(filepath.Base(filepath.Clean(c.out))); c.pkg == "" && !c.compile {
+			return c, usageError{fmt.Errorf("-o %s: no package name can be derived from the directory's name; give one with -pkg", c.out)}
+		}
+	}
+	for _, f := range tuningFlags {
+		if fs.Changed(f) {
+			c.tuningSet = append(c.tuningSet, "-"+f)
+		}
 	}
 	if !c.compile && (!token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) || c.pkg == "main" || c.pkg == "_" || c.pkg == "C") {
 		return c, usageError{fmt.Errorf("-pkg %q is not a valid Go package name", c.pkg)}
@@ -178,6 +191,12 @@ func (c config) command() string {
 	}
 	if c.device != "" {
 		parts = append(parts, "-device", c.device)
+	}
+	if len(c.pin) > 0 { // a pinned run: it tunes, and its record is not cached
+		parts = append(parts, "-retune")
+	}
+	for _, pin := range c.pin {
+		parts = append(parts, "-pin", pin)
 	}
 	for i, p := range parts {
 		if strings.ContainsAny(p, " \t'\"$`\\") {

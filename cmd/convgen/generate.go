@@ -28,13 +28,28 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.compile {
 		return compileOnly(ctx, c, stdout, stderr)
 	}
+	onGPU := gpu.Available()
+	if !onGPU {
+		switch {
+		case len(c.pin) > 0:
+			return usageError{fmt.Errorf("-pin measures the pinned candidates on a GPU, and %v (-compile-only compiles them on the CPU)", gpu.ErrNoCUDA)}
+		case c.retune:
+			return usageError{fmt.Errorf("-retune tunes on a GPU, and %v", gpu.ErrNoCUDA)}
+		case len(c.tuningSet) > 0:
+			fmt.Fprintf(stderr, "convgen: %s: no effect without a GPU, where the package is replayed from the cache\n", strings.Join(c.tuningSet, ", "))
+		}
+	}
+	// Refuse a bad output directory before tuning, not after.
+	if err := gen.CheckTarget(c.out); err != nil {
+		return err
+	}
 	cache, err := tunecache.Load(c.cache)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "convgen %s: %s\n", version.Convgen, c.problem)
 	var rec tunecache.Record
-	if gpu.Available() {
+	if onGPU {
 		rec, err = recordOnGPU(ctx, c, cache, stdout, stderr)
 	} else {
 		rec, err = recordOffline(c, cache, stdout)
@@ -77,9 +92,15 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	key := baseKey(c)
 	key.NVRTCVersion, key.Device, key.ComputeCapability, key.SMCount, key.Driver =
 		lib.VersionString(), info.Name, info.ComputeCapability, info.SMs, info.Driver
-	if rec, ok := cache.Lookup(key); ok && !c.retune {
+	pinned := len(c.pin) > 0 // measures only the pins: always tunes, never cached
+	if rec, ok := cache.Lookup(key); ok && !c.retune && !pinned {
 		fmt.Fprintf(stdout, "using the cache's record for %s (%s): %s, %.3f ms\n", info.Name, c.cache, rec.Winner.Family, rec.Winner.MedianMS)
 		return rec, nil
+	}
+	if !pinned {
+		if err := tunecache.CheckWritable(c.cache); err != nil { // before tuning, not after
+			return tunecache.Record{}, err
+		}
 	}
 	fmt.Fprintf(stdout, "tuning on %s (%s, %d SMs), NVRTC %s from %s\n", info.Name, info.Arch, info.SMs, lib.VersionString(), lib.Path())
 	var progress io.Writer = stderr
@@ -106,6 +127,11 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 		PTX: res.PTX, Command: c.command(), Report: raw}
 	for _, t := range bestOthers(res, 5) {
 		rec.RunnersUp = append(rec.RunnersUp, timing(t))
+	}
+	if pinned {
+		fmt.Fprintf(stdout, "winner of the %d pinned candidates %s: %.3f ms median, rel. error %.2e; not saved to %s (a pinned run is no full search)\n",
+			len(c.pin), w.ID, w.MedianMS, w.RelError, c.cache)
+		return rec, nil
 	}
 	if err := tunecache.Put(c.cache, rec); err != nil {
 		return tunecache.Record{}, fmt.Errorf("save tuning record: %w", err)
@@ -134,8 +160,12 @@ func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecach
 	recs := cache.Match(q)
 	switch len(recs) {
 	case 0:
+		where := c.cache
+		if _, err := os.Stat(c.cache); errors.Is(err, os.ErrNotExist) {
+			where += " (no such file)"
+		}
 		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s (templates %s, convgen %s)%s",
-			gpu.ErrNoCUDA, c.cache, c.problem, k.TemplateVersion, k.ConvgenVersion, nearMisses(cache, q))
+			gpu.ErrNoCUDA, where, c.problem, k.TemplateVersion, k.ConvgenVersion, nearMisses(cache, q))
 	case 1:
 		fmt.Fprintf(stdout, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.cache)
 		return recs[0], nil
@@ -288,6 +318,9 @@ func compileOnly(ctx context.Context, c config, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "wrote %d CUDA sources to %s\n", n, c.sourceDir)
 	}
 	if failed > 0 {
+		if failed == 1 {
+			return errors.New("1 candidate failed to compile")
+		}
 		return fmt.Errorf("%d candidates failed to compile", failed)
 	}
 	return nil

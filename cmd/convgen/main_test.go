@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -129,6 +130,9 @@ func TestUsageErrors(t *testing.T) {
 		{"-jobs -1", []string{"-shape", bad, "-jobs", "-1"}, []string{"-jobs -1"}, false},
 		{"-time -1s", []string{"-shape", bad, "-time", "-1s"}, []string{"-time -1s"}, false},
 		{"-compile-timeout 0s", []string{"-shape", bad, "-compile-timeout", "0s"}, []string{"-compile-timeout 0s", "positive"}, false},
+		{"-pin without a GPU", []string{"-shape", bad, "-pin", "direct/TileK=8"}, []string{"-pin", "cuda", "-compile-only"}, false},
+		{"-retune without a GPU", []string{"-shape", bad, "-retune"}, []string{"-retune", "cuda"}, false},
+		{"-o . without -pkg", []string{"-shape", bad, "-o", "."}, []string{"-o .", "-pkg"}, false},
 		{"empty -cache", []string{"-shape", bad, "-cache="}, []string{"-cache"}, false},
 		{"positional argument", []string{"-shape", bad, "extra"}, []string{`unexpected argument "extra"`}, false},
 		{"unknown flag", []string{"-shape", bad, "--bogus"}, []string{"bogus"}, false},
@@ -549,6 +553,54 @@ func TestRefusesUserDirectory(t *testing.T) {
 	}
 }
 
+// TestReplayTuningFlags: tuning flags given to a build that replays are
+// named on stderr as having no effect, and the package is still written.
+func TestReplayTuningFlags(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache.json")
+	putRecords(t, cache, fixture(t, h200, 132))
+	r := runConvgen(t, "-shape", flagship, "-o", filepath.Join(dir, "alexnet"), "-cache", cache, "-trials", "5", "-time", "1m")
+	if r.code != 0 {
+		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
+	}
+	if want := "convgen: -trials, -time: no effect without a GPU"; !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("stderr = %q, want it to start with %q", r.stderr, want)
+	}
+	if !strings.Contains(r.stdout, "wrote package alexnet") {
+		t.Errorf("stdout lacks the written package:\n%s", r.stdout)
+	}
+}
+
+// TestOutputCheckedFirst: a bad -o is refused before the cache is read (on
+// a GPU: before tuning), here with no cache file at all.
+func TestOutputCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "afile")
+	if err := os.WriteFile(out, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", filepath.Join(dir, "none.json"))
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+	}
+	oneErrorLine(t, r, out, "not a directory")
+	if strings.Contains(r.stderr, "no record") {
+		t.Errorf("stderr %q: the cache was consulted before -o was checked", r.stderr)
+	}
+}
+
+// TestMissingCacheFile: replaying from a cache file that does not exist
+// says so.
+func TestMissingCacheFile(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "typo.json")
+	r := runConvgen(t, "-shape", flagship, "-o", filepath.Join(dir, "alexnet"), "-cache", cache)
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+	}
+	oneErrorLine(t, r, cache+" (no such file)")
+}
+
 // TestCompileOnlyPinned: with -pin, -compile-only compiles just the pinned
 // candidates and counts the others as not pinned; a pin that is no
 // candidate is an error before anything is compiled.
@@ -692,5 +744,22 @@ func TestWriteSources(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 2 {
 		t.Errorf("%d files in the source directory, want 2", len(files))
+	}
+}
+
+// TestCommandPinned: the command recorded for a pinned run (whose record is
+// not cached) repeats its pins and -retune, so that its report says how it
+// was made.
+func TestCommandPinned(t *testing.T) {
+	c, err := parseFlags([]string{"-shape", flagship, "-o", "x", "-pin", "direct/A=1", "-pin", "direct/A=2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.command(), "-retune -pin direct/A=1 -pin direct/A=2"; !strings.HasSuffix(got, want) {
+		t.Errorf("command() = %q, want it to end with %q", got, want)
+	}
+	c.pin = nil
+	if got := c.command(); strings.Contains(got, "-pin") || strings.Contains(got, "-retune") {
+		t.Errorf("command() without pins = %q, want neither -pin nor -retune", got)
 	}
 }
