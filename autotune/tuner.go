@@ -217,6 +217,9 @@ func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) erro
 // an sm_90 device with NVRTC 12 or newer.
 func Limits(info gpu.Info, nvrtc string) kernels.Limits {
 	lim := kernels.DefaultLimits(90)
+	if n, err := strconv.Atoi(strings.TrimPrefix(info.Arch, "sm_")); err == nil {
+		lim.Arch = n
+	}
 	if info.SharedOptin > 0 {
 		lim.MaxSharedPerBlock = info.SharedOptin
 	}

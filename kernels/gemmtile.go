@@ -59,6 +59,8 @@ func gemmReject(s problem.Shape, c Config, t gemmTile, sharedBytes int, lim Limi
 	waste := 1 - float64(s.P()*s.Q())/computed
 	maxThreads := min(512, lim.MaxThreadsPerBlock)
 	switch {
+	case lim.Arch > 0 && lim.Arch < 80:
+		return fmt.Sprintf("arch: mma.sync with TF32, BF16 or m16n8k16 FP16 operands and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
 	case t.Threads > maxThreads:
 		return fmt.Sprintf("threads: %d per block > %d", t.Threads, maxThreads)
 	case t.Accumulators > maxAcc:

@@ -34,6 +34,9 @@ type Limits struct {
 	RegistersPerSM     int // 65536
 	MaxRegsPerThread   int // 255
 	SMs                int // multiprocessors, for grids of one block per SM (132 on H100/H200 SXM)
+	// Arch is the target's compute capability times ten (80, 90); 0 when
+	// unknown. The mma.sync families need 80 or more.
+	Arch int
 	// SM90a says that sm_90a code (wgmma) can be compiled and run: the
 	// device is sm_90 and NVRTC is 12 or newer. Off in DefaultLimits.
 	SM90a bool
@@ -41,7 +44,7 @@ type Limits struct {
 
 // DefaultLimits are sm_80/sm_90 limits, used when no GPU is attached.
 func DefaultLimits(arch int) Limits {
-	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 132}
+	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 132, Arch: arch}
 	if arch == 80 {
 		l.MaxSharedPerBlock = 166912
 	}

@@ -256,6 +256,39 @@ func TestEnumerateLimits(t *testing.T) {
 	}
 }
 
+// TestEnumerateOldArch: below sm_80 the mma.sync families keep no
+// candidate and say why ("arch:"); the FFMA families are unaffected.
+func TestEnumerateOldArch(t *testing.T) {
+	for _, prec := range []problem.Precision{problem.TF32, problem.FP16} {
+		p := flagship(t, prec, problem.NHWC)
+		cands, err := Enumerate(p, DefaultLimits(70))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mma := 0
+		for _, c := range cands {
+			if !strings.HasPrefix(c.Family, "mma") {
+				continue
+			}
+			mma++
+			if !strings.HasPrefix(c.Rejected, "arch: ") || !strings.Contains(c.Rejected, "sm_70") {
+				t.Errorf("%s on sm_70: verdict %q, want an arch: rejection", c.ID(), c.Rejected)
+			}
+		}
+		if mma == 0 {
+			t.Errorf("%s: no mma.sync candidates enumerated", prec)
+		}
+	}
+	p := flagship(t, problem.FP32, problem.NCHW)
+	old, err := Enumerate(p, DefaultLimits(70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept(old)) == 0 {
+		t.Errorf("fp32 on sm_70: no candidate kept; the FFMA families need no sm_80 feature")
+	}
+}
+
 func TestEnumerateUnserved(t *testing.T) {
 	g2, err := problem.ParseShape("N=2,C=4,H=16,W=16,K=96,R=3,S=3,groups=2")
 	if err != nil {
