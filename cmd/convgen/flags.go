@@ -49,19 +49,46 @@ var tuningFlags = []string{"trials", "time", "seed", "jobs", "runs", "compile-ti
 
 var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+// onceString is a string flag that may be given once: a second value is a
+// usage error instead of silently replacing the first.
+type onceString struct {
+	value *string
+	set   bool
+}
+
+func (o *onceString) String() string { return *o.value }
+func (o *onceString) Type() string   { return "string" }
+
+func (o *onceString) Set(s string) error {
+	if o.set {
+		return fmt.Errorf("given twice (first %q)", *o.value)
+	}
+	*o.value, o.set = s, true
+	return nil
+}
+
+// once registers a string flag with its default that may be given once.
+func once(fs *pflag.FlagSet, p *string, name, short, def, usage string) {
+	*p = def
+	fs.VarP(&onceString{value: p}, name, short, usage)
+}
+
+// parseFlags parses the command line; help goes to stdout (errHelp), and
+// nothing is printed on an error (the caller prints it).
+func parseFlags(args []string, stdout io.Writer) (config, error) {
 	var c config
+	var precision, layout string
 	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	fs.StringVar(&c.shapeText, "shape", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
-	precision := fs.String("precision", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
-	layout := fs.String("layout", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
-	fs.StringVarP(&c.out, "out", "o", "", "directory of the generated package (written atomically)")
-	fs.StringVar(&c.pkg, "pkg", "", "package name (default: the output directory's name)")
-	fs.StringVar(&c.cache, "cache", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
-	fs.StringVar(&c.arch, "arch", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
-	fs.StringVar(&c.device, "device", "", "device name to pick among cache records when replaying without a GPU")
+	once(fs, &c.shapeText, "shape", "", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
+	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
+	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
+	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
+	once(fs, &c.pkg, "pkg", "", "", "package name (default: the output directory's name)")
+	once(fs, &c.cache, "cache", "", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
+	once(fs, &c.arch, "arch", "", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
+	once(fs, &c.device, "device", "", "", "device name to pick among cache records when replaying without a GPU")
 	fs.BoolVar(&c.retune, "retune", false, "tune even when the cache has a matching record (needs a GPU)")
 	fs.IntVar(&c.trials, "trials", 64, "candidates to measure at most (0: every candidate)")
 	fs.DurationVar(&c.budget, "time", 15*time.Minute, "tuning time budget (0: none)")
@@ -70,12 +97,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.compileTO, "compile-timeout", autotune.DefaultCompileTimeout, "give up on a candidate whose NVRTC compile takes longer (recorded as a compile failure)")
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
 	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several; a pinned run always tunes and is not saved to the cache")
-	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress output on stderr (the result lines on stdout stay)")
 	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing but -source-dir (no GPU needed; -o not required)")
-	fs.StringVar(&c.sourceDir, "source-dir", "", "with -compile-only: also write the CUDA source of each candidate compiled (or failing to) to this directory as KERNEL.cu")
-	help := fs.BoolP("help", "h", false, "show this help")
+	once(fs, &c.sourceDir, "source-dir", "", "", "with -compile-only: also write the CUDA source of each candidate compiled (or failing to) to this directory as KERNEL.cu")
+	help := fs.BoolP("help", "h", false, "show this help (on stdout)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two):\n%s", fs.FlagUsages())
+		fmt.Fprintf(stdout, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two; string flags given once, -pin repeatable):\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(longDashes(args, fs)); err != nil {
 		return c, usageError{err}
@@ -98,10 +125,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, usageError{err}
 	}
 	c.problem.Shape = shape
-	if c.problem.Precision, err = problem.ParsePrecision(*precision); err != nil {
+	if c.problem.Precision, err = problem.ParsePrecision(precision); err != nil {
 		return c, usageError{fmt.Errorf("-precision: %w", err)}
 	}
-	if c.problem.Layout, err = problem.ParseLayout(*layout); err != nil {
+	if c.problem.Layout, err = problem.ParseLayout(layout); err != nil {
 		return c, usageError{fmt.Errorf("-layout: %w", err)}
 	}
 	if err := kernels.Serves(c.problem); err != nil {

@@ -45,7 +45,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 // run is the whole command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
 	}

@@ -132,7 +132,10 @@ func TestUsageErrors(t *testing.T) {
 		{"-compile-timeout 0s", []string{"-shape", bad, "-compile-timeout", "0s"}, []string{"-compile-timeout 0s", "positive"}, false},
 		{"-pin without a GPU", []string{"-shape", bad, "-pin", "direct/TileK=8"}, []string{"-pin", "cuda", "-compile-only"}, false},
 		{"-retune without a GPU", []string{"-shape", bad, "-retune"}, []string{"-retune", "cuda"}, false},
-		{"-o . without -pkg", []string{"-shape", bad, "-o", "."}, []string{"-o .", "-pkg"}, false},
+		{"-o . without -pkg", []string{"-shape", bad, "-o", "."}, []string{"-o .", "-pkg"}, true},
+		{"-shape twice", []string{"-shape", bad, "-shape", flagship}, []string{"--shape", "given twice", bad}, false},
+		{"-o twice", []string{"-shape", bad, "-o", "other"}, []string{"--out", "given twice"}, false},
+		{"-precision twice", []string{"-shape", bad, "-precision", "tf32", "--precision=fp16"}, []string{"--precision", "given twice", `"tf32"`}, false},
 		{"empty -cache", []string{"-shape", bad, "-cache="}, []string{"-cache"}, false},
 		{"positional argument", []string{"-shape", bad, "extra"}, []string{`unexpected argument "extra"`}, false},
 		{"unknown flag", []string{"-shape", bad, "--bogus"}, []string{"bogus"}, false},
@@ -175,10 +178,13 @@ func TestHelp(t *testing.T) {
 			if r.code != 0 {
 				t.Errorf("exit code %d, want 0", r.code)
 			}
-			for _, w := range []string{"usage: convgen", "--shape", "--precision", "--device"} {
-				if !strings.Contains(r.stderr, w) {
-					t.Errorf("help output lacks %q:\n%s", w, r.stderr)
+			for _, w := range []string{"usage: convgen", "--shape", "--precision", "--device", "given once"} {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("help output (stdout) lacks %q:\n%s", w, r.stdout)
 				}
+			}
+			if r.stderr != "" {
+				t.Errorf("stderr = %q, want nothing: help goes to stdout", r.stderr)
 			}
 			if got := listDir(t, dir); len(got) != 0 {
 				t.Errorf("-help left %v in the directory", got)
