@@ -45,6 +45,7 @@ const (
 	funcAttrFile   = "funcattr_cuda.go"
 	kernelStubFile = "kernel_nocuda.go"
 	kernelTestFile = "kernel_cuda_test.go"
+	shapeTestFile  = "shape_test.go"
 	ptxFile        = "kernel.ptx"
 )
 
@@ -62,6 +63,7 @@ const (
 	mathPath    = "math"
 	randPath    = "math/rand/v2"
 	runtimePath = "runtime"
+	stringsPath = "strings"
 	testPath    = "testing"
 	timePath    = "time"
 	unsafePath  = "unsafe"
@@ -94,6 +96,7 @@ func Files(b Binding) (map[string][]byte, error) {
 		{kernelCUDAFile, genKernelCUDA},
 		{kernelStubFile, genKernelStub},
 		{kernelTestFile, genKernelTest},
+		{shapeTestFile, genShapeTest},
 	}
 	if s.optIn {
 		gens = append(gens, fileGen{funcAttrFile, genFuncAttr})
@@ -216,6 +219,7 @@ func (s *spec) newFile(buildTag string) *jen.File {
 		cuPath:      "cu",
 		errorsPath:  "errors",
 		fmtPath:     "fmt",
+		stringsPath: "strings",
 		mathPath:    "math",
 		randPath:    "rand",
 		runtimePath: "runtime",

@@ -124,8 +124,8 @@ func TestGolden(t *testing.T) {
 		b    Binding
 		want []string
 	}{
-		{alexNet(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go"}},
-		{fp16NHWC(t), []string{"doc.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go"}},
+		{alexNet(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
+		{fp16NHWC(t), []string{"doc.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
 	} {
 		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
 	}
@@ -200,6 +200,7 @@ func TestHeader(t *testing.T) {
 		"funcattr_cuda.go":    "//go:build cuda",
 		"kernel_cuda_test.go": "//go:build cuda",
 		"kernel_nocuda.go":    "//go:build !cuda",
+		"shape_test.go":       "",
 	}
 	for _, b := range allBindings(t) {
 		for name, src := range files(t, b) {

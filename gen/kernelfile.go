@@ -46,11 +46,13 @@ func loadDoc(s *spec) string {
 func forwardDoc(s *spec) string {
 	d := "Forward enqueues the convolution on stream (0: the legacy default stream) and\n" +
 		"returns without waiting: out = conv(in, filter) + bias, all device addresses\n" +
-		"of dense arrays in the layout's order (see the package documentation).\n"
+		"of dense arrays in the layout's order (see the package documentation),\n" +
+		"each Alignment-aligned (else an error, before anything is launched).\n"
 	if !s.shape.Bias {
 		d = "Forward enqueues the convolution on stream (0: the legacy default stream) and\n" +
 			"returns without waiting: out = conv(in, filter), all device addresses of\n" +
-			"dense arrays in the layout's order (see the package documentation). The\n" +
+			"dense arrays in the layout's order (see the package documentation), each\n" +
+			"Alignment-aligned (else an error, before anything is launched). The\n" +
 			"problem has no bias: bias is ignored (pass 0).\n"
 	}
 	return d + "The context that was current at Load must be current on the calling\n" +
@@ -139,6 +141,9 @@ func genKernelCUDA(s *spec) *jen.File {
 	decl(f, forwardDoc(s), jen.Func().Params(jen.Id("k").Op("*").Id("Kernel")).Id("Forward").Add(forwardParams()).Error().Block(
 		jen.If(jen.Id("k").Op("==").Nil().Op("||").Id("k").Dot("fn").Op("==").Parens(cu("Function").Values())).Block(
 			jen.Return(s.errorf("forward: the kernel is not loaded (call Load) or was closed")),
+		),
+		jen.If(jen.Err().Op(":=").Id("checkPtrs").Call(jen.Id("out"), jen.Id("in"), jen.Id("filter"), jen.Id("bias")), jen.Err().Op("!=").Nil()).Block(
+			jen.Return(jen.Err()),
 		),
 		doc(argsDoc),
 		jen.Id("args").Op(":=").Index(jen.Lit(4)).Uint64().ValuesFunc(func(g *jen.Group) {

@@ -85,7 +85,80 @@ func genShape(s *spec) *jen.File {
 	})
 	decl(f, "DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts\nwith DevicePtr(p), or PtrOf(p) in cuda builds.",
 		jen.Type().Id("DevicePtr").Uintptr())
+	decl(f, "Alignment is the byte alignment Forward requires of every device address\n(the kernels load and store up to 16 bytes at a time; cuMemAlloc returns\n256-byte aligned memory).",
+		jen.Const().Id("Alignment").Op("=").Lit(16))
+	ptrs := []string{"out", "in", "filter"}
+	checkDoc := "checkPtrs returns an error naming the first of out, in, filter and bias\nthat is 0 or not Alignment-aligned, or nil."
+	if s.shape.Bias {
+		ptrs = append(ptrs, "bias")
+	} else {
+		checkDoc = "checkPtrs returns an error naming the first of out, in and filter that is\n0 or not Alignment-aligned, or nil (the problem has no bias: bias is not\nused)."
+	}
+	decl(f, checkDoc, jen.Func().Id("checkPtrs").Params(
+		jen.List(jen.Id("out"), jen.Id("in"), jen.Id("filter"), jen.Id("bias")).Id("DevicePtr")).Error().Block(
+		jen.For(jen.List(jen.Id("_"), jen.Id("a")).Op(":=").Range().Index(jen.Op("...")).Struct(
+			jen.Id("name").String(), jen.Id("p").Id("DevicePtr"),
+		).ValuesFunc(func(g *jen.Group) {
+			for _, n := range ptrs {
+				g.Values(jen.Lit(n), jen.Id(n))
+			}
+		})).Block(
+			jen.If(jen.Id("a").Dot("p").Op("==").Lit(0)).Block(
+				jen.Return(s.errorf("forward: %s is a null device address", jen.Id("a").Dot("name"))),
+			),
+			jen.If(jen.Id("a").Dot("p").Op("%").Id("Alignment").Op("!=").Lit(0)).Block(
+				jen.Return(s.errorf("forward: %s (%#x) is not %d-byte aligned", jen.Id("a").Dot("name"), jen.Uintptr().Call(jen.Id("a").Dot("p")), jen.Id("Alignment"))),
+			),
+		),
+		jen.Return(jen.Nil()),
+	))
 	decl(f, "Stream is a raw CUstream handle; 0 is the legacy default stream. In cuda\nbuilds StreamOf converts a gorgonia.org/cu Stream.",
 		jen.Type().Id("Stream").Uintptr())
+	return f
+}
+
+// genShapeTest renders shape_test.go: checkPtrs (no GPU needed) accepts
+// aligned addresses and names the one that is 0 or misaligned.
+func genShapeTest(s *spec) *jen.File {
+	f := s.newFile("")
+	names := []jen.Code{jen.Lit("out"), jen.Lit("in"), jen.Lit("filter")}
+	if s.shape.Bias {
+		names = append(names, jen.Lit("bias"))
+	}
+	call := func(p jen.Code) *jen.Statement {
+		return id("checkPtrs").Call(jen.Add(p).Index(jen.Lit(0)), jen.Add(p).Index(jen.Lit(1)), jen.Add(p).Index(jen.Lit(2)), jen.Add(p).Index(jen.Lit(3)))
+	}
+	wants := func(word string) *jen.Statement {
+		return jen.Id("err").Op("==").Nil().Op("||").
+			Op("!").Qual(stringsPath, "Contains").Call(jen.Id("err").Dot("Error").Call(), jen.Id("name")).Op("||").
+			Op("!").Qual(stringsPath, "Contains").Call(jen.Id("err").Dot("Error").Call(), jen.Lit(word))
+	}
+	decl(f, "TestCheckPtrs checks what Forward refuses before launching: a null or\nmisaligned device address.",
+		jen.Func().Id("TestCheckPtrs").Params(tT()).Block(
+			jen.Const().Id("base").Id("DevicePtr").Op("=").Lit(1<<20),
+			jen.Id("ok").Op(":=").Index(jen.Lit(4)).Id("DevicePtr").Values(id("base"), id("base").Op("+").Id("Alignment"), id("base").Op("+").Lit(2).Op("*").Id("Alignment"), id("base").Op("+").Lit(3).Op("*").Id("Alignment")),
+			jen.If(jen.Err().Op(":=").Add(call(id("ok"))), jen.Err().Op("!=").Nil()).Block(
+				errorfT("aligned addresses refused: %v", jen.Err()),
+			),
+			jen.For(jen.List(jen.Id("i"), jen.Id("name")).Op(":=").Range().Index().String().Values(names...)).Block(
+				jen.Id("p").Op(":=").Id("ok"),
+				jen.Id("p").Index(jen.Id("i")).Op("+=").Id("Alignment").Op("/").Lit(2),
+				jen.If(jen.Err().Op(":=").Add(call(id("p"))), wants("aligned")).Block(
+					errorfT("%s misaligned: got %v, want an error naming it", jen.Id("name"), jen.Err()),
+				),
+				jen.Id("p").Index(jen.Id("i")).Op("=").Lit(0),
+				jen.If(jen.Err().Op(":=").Add(call(id("p"))), wants("null")).Block(
+					errorfT("%s null: got %v, want an error naming it", jen.Id("name"), jen.Err()),
+				),
+			),
+		))
+	if !s.shape.Bias {
+		decl(f, "TestCheckPtrsNoBias checks that bias, unused by a problem without one, may be 0.",
+			jen.Func().Id("TestCheckPtrsNoBias").Params(tT()).Block(
+				jen.If(jen.Err().Op(":=").Id("checkPtrs").Call(jen.Lit(1<<20), jen.Lit(1<<20), jen.Lit(1<<20), jen.Lit(0)), jen.Err().Op("!=").Nil()).Block(
+					errorfT("bias 0 refused without a bias: %v", jen.Err()),
+				),
+			))
+	}
 	return f
 }

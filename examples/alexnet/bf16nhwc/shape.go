@@ -3,6 +3,8 @@
 
 package bf16nhwc
 
+import "fmt"
+
 // The convolution's sizes.
 const (
 	// N is the batch size.
@@ -92,6 +94,28 @@ const (
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
 // with DevicePtr(p), or PtrOf(p) in cuda builds.
 type DevicePtr uintptr
+
+// Alignment is the byte alignment Forward requires of every device address
+// (the kernels load and store up to 16 bytes at a time; cuMemAlloc returns
+// 256-byte aligned memory).
+const Alignment = 16
+
+// checkPtrs returns an error naming the first of out, in, filter and bias
+// that is 0 or not Alignment-aligned, or nil.
+func checkPtrs(out, in, filter, bias DevicePtr) error {
+	for _, a := range [...]struct {
+		name string
+		p    DevicePtr
+	}{{"out", out}, {"in", in}, {"filter", filter}, {"bias", bias}} {
+		if a.p == 0 {
+			return fmt.Errorf("bf16nhwc: forward: %s is a null device address", a.name)
+		}
+		if a.p%Alignment != 0 {
+			return fmt.Errorf("bf16nhwc: forward: %s (%#x) is not %d-byte aligned", a.name, uintptr(a.p), Alignment)
+		}
+	}
+	return nil
+}
 
 // Stream is a raw CUstream handle; 0 is the legacy default stream. In cuda
 // builds StreamOf converts a gorgonia.org/cu Stream.

@@ -91,12 +91,16 @@ func unload(mod cu.Module, err error) error {
 
 // Forward enqueues the convolution on stream (0: the legacy default stream) and
 // returns without waiting: out = conv(in, filter) + bias, all device addresses
-// of dense arrays in the layout's order (see the package documentation).
+// of dense arrays in the layout's order (see the package documentation),
+// each Alignment-aligned (else an error, before anything is launched).
 // The context that was current at Load must be current on the calling
 // thread. Concurrent calls are safe: each keeps its kernel arguments to itself.
 func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
 	if k == nil || k.fn == (cu.Function{}) {
 		return fmt.Errorf("fp32: forward: the kernel is not loaded (call Load) or was closed")
+	}
+	if err := checkPtrs(out, in, filter, bias); err != nil {
+		return err
 	}
 	// One 8-byte slot per kernel parameter (out, in, filter, bias), local to
 	// this call: cu copies 8 bytes from each pointer, and concurrent calls

@@ -26,7 +26,8 @@ func Load() (*Kernel, error) {
 
 // Forward enqueues the convolution on stream (0: the legacy default stream) and
 // returns without waiting: out = conv(in, filter) + bias, all device addresses
-// of dense arrays in the layout's order (see the package documentation).
+// of dense arrays in the layout's order (see the package documentation),
+// each Alignment-aligned (else an error, before anything is launched).
 // The context that was current at Load must be current on the calling
 // thread. Concurrent calls are safe: each keeps its kernel arguments to itself.
 //
