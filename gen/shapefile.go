@@ -87,11 +87,8 @@ func genShape(s *spec) *jen.File {
 		jen.Type().Id("DevicePtr").Uintptr())
 	decl(f, "Alignment is the byte alignment Forward requires of every device address\n(the kernels load and store up to 16 bytes at a time; cuMemAlloc returns\n256-byte aligned memory).",
 		jen.Const().Id("Alignment").Op("=").Lit(16))
-	ptrs := []string{"out", "in", "filter"}
 	checkDoc := "checkPtrs returns an error naming the first of out, in, filter and bias\nthat is 0 or not Alignment-aligned, or nil."
-	if s.shape.Bias {
-		ptrs = append(ptrs, "bias")
-	} else {
+	if !s.shape.Bias {
 		checkDoc = "checkPtrs returns an error naming the first of out, in and filter that is\n0 or not Alignment-aligned, or nil (the problem has no bias: bias is not\nused)."
 	}
 	decl(f, checkDoc, jen.Func().Id("checkPtrs").Params(
@@ -99,7 +96,7 @@ func genShape(s *spec) *jen.File {
 		jen.For(jen.List(jen.Id("_"), jen.Id("a")).Op(":=").Range().Index(jen.Op("...")).Struct(
 			jen.Id("name").String(), jen.Id("p").Id("DevicePtr"),
 		).ValuesFunc(func(g *jen.Group) {
-			for _, n := range ptrs {
+			for _, n := range s.checkedPtrs() {
 				g.Values(jen.Lit(n), jen.Id(n))
 			}
 		})).Block(
@@ -117,13 +114,22 @@ func genShape(s *spec) *jen.File {
 	return f
 }
 
+// checkedPtrs names the Forward parameters checkPtrs checks: bias only when
+// the problem has one.
+func (s *spec) checkedPtrs() []string {
+	if s.shape.Bias {
+		return []string{"out", "in", "filter", "bias"}
+	}
+	return []string{"out", "in", "filter"}
+}
+
 // genShapeTest renders shape_test.go: checkPtrs (no GPU needed) accepts
 // aligned addresses and names the one that is 0 or misaligned.
 func genShapeTest(s *spec) *jen.File {
 	f := s.newFile("")
-	names := []jen.Code{jen.Lit("out"), jen.Lit("in"), jen.Lit("filter")}
-	if s.shape.Bias {
-		names = append(names, jen.Lit("bias"))
+	var names []jen.Code
+	for _, n := range s.checkedPtrs() {
+		names = append(names, jen.Lit(n))
 	}
 	call := func(p jen.Code) *jen.Statement {
 		return id("checkPtrs").Call(jen.Add(p).Index(jen.Lit(0)), jen.Add(p).Index(jen.Lit(1)), jen.Add(p).Index(jen.Lit(2)), jen.Add(p).Index(jen.Lit(3)))
