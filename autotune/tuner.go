@@ -97,7 +97,30 @@ type Result struct {
 	CUBIN           []byte
 	PTX             string
 	TieNote         string // how a near-tie was broken, if there was one
+	// Fallback is the kernel for GPUs other than Arch's, nil when none
+	// qualified; FallbackNote then says why.
+	Fallback     *Fallback
+	FallbackNote string
 }
+
+// Fallback is a portable kernel: a verified candidate that is specific to
+// no architecture, as PTX for FallbackArch.
+type Fallback struct {
+	Trial  *Trial         // its measurement on the tuning device (through its CUBIN)
+	Kernel kernels.Kernel // its name and launch geometry
+	Arch   string         // FallbackArch
+	PTX    string
+}
+
+// FallbackArch is the virtual architecture of a fallback's PTX: compute_80
+// code runs on every GPU from Ampere (sm_80) on, and the tensor-core
+// families need sm_80 anyway.
+const FallbackArch = "compute_80"
+
+// FallbackSharedLimit is the most shared memory per block (dynamic and
+// static) a fallback may use: the opt-in maximum of sm_86, sm_89 and
+// sm_120 (99 KiB), the smallest among the GPUs compute_80 PTX runs on.
+const FallbackSharedLimit = 99 * 1024
 
 // Tune runs the search. It fails only when nothing could be measured at all
 // (no worker, no GPU); individual candidates' failures are recorded.
@@ -550,7 +573,34 @@ func (s *search) pick(res *Result) error {
 	res.Winner = win
 	res.Kernel, res.CUBIN, res.PTX = win.kernel, win.cubin, win.ptx
 	res.Arch = s.arch + win.kernel.ArchSuffix
+	res.Fallback, res.FallbackNote = s.fallback()
 	return nil
+}
+
+// fallback picks the fastest verified candidate that is specific to no
+// architecture and fits FallbackSharedLimit (equal medians broken by the
+// smaller ID) and compiles it to PTX for FallbackArch; without one it says
+// why.
+func (s *search) fallback() (*Fallback, string) {
+	var best *Trial
+	for i := range s.trials {
+		t := &s.trials[i]
+		if t.Status != StatusOK || t.kernel.ArchSuffix != "" || t.SharedBytes > FallbackSharedLimit {
+			continue
+		}
+		if best == nil || t.MedianMS < best.MedianMS || (t.MedianMS == best.MedianMS && t.ID < best.ID) {
+			best = t
+		}
+	}
+	if best == nil {
+		return nil, fmt.Sprintf("no verified candidate is specific to no architecture and fits %d B of shared memory", FallbackSharedLimit)
+	}
+	sm := strings.Replace(FallbackArch, "compute_", "sm_", 1)
+	out, err := s.lib.CompilePTX(best.kernel.Source, nvrtc.Options{Name: best.kernel.Family + ".cu", Arch: sm})
+	if err != nil {
+		return nil, fmt.Sprintf("%s does not compile for %s: %v", best.ID, FallbackArch, err)
+	}
+	return &Fallback{Trial: best, Kernel: best.kernel, Arch: FallbackArch, PTX: out.PTX}, ""
 }
 
 // measure2 times a finalist again with more runs and fresh inputs.

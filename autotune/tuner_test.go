@@ -309,3 +309,43 @@ func smallFP32Problem(t *testing.T) problem.Problem {
 	}
 	return problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
 }
+
+// TestTuneFallback: the fallback is the fastest verified candidate that fits
+// FallbackSharedLimit, even when a faster one that does not fit wins, and
+// it comes as PTX for FallbackArch.
+func TestTuneFallback(t *testing.T) {
+	lib := openNVRTC(t)
+	p := smallFP32Problem(t)
+	big := plantedKernel("planted_big_58", "out[0] = 1.0f;") // the fake worker times it fastest
+	big.SharedBytes = FallbackSharedLimit + 1024
+	extra := []kernels.Kernel{big, plantedKernel("planted_small_a", "out[0] = 2.0f;"), plantedKernel("planted_small_b", "out[0] = 3.0f;")}
+	pin := firstKept(t, p)
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
+		Only: []string{pin}, Extra: extra, Timeout: 2 * time.Second, Runs: 20, Seed: 5})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if res.Winner == nil || res.Winner.ID != "planted/planted_big_58" {
+		t.Fatalf("winner %v, want planted/planted_big_58", res.Winner)
+	}
+	var want *Trial
+	for i := range res.Trials {
+		tr := &res.Trials[i]
+		if tr.Status == StatusOK && tr.SharedBytes <= FallbackSharedLimit && (want == nil || tr.MedianMS < want.MedianMS) {
+			want = tr
+		}
+	}
+	if want == nil {
+		t.Fatal("no candidate fits the fallback's shared memory")
+	}
+	fb := res.Fallback
+	if fb == nil {
+		t.Fatalf("no fallback: %s", res.FallbackNote)
+	}
+	if fb.Trial.ID != want.ID || fb.Arch != FallbackArch {
+		t.Errorf("fallback %s for %s, want %s for %s", fb.Trial.ID, fb.Arch, want.ID, FallbackArch)
+	}
+	if !strings.Contains(fb.PTX, ".target sm_80") || !strings.Contains(fb.PTX, ".entry "+fb.Trial.kernel.Name) {
+		t.Errorf("fallback PTX lacks .target sm_80 or the entry %s:\n%.300s", fb.Trial.kernel.Name, fb.PTX)
+	}
+}

@@ -129,12 +129,21 @@ func genDoc(s *spec) *jen.File {
 		"// ...",
 		"err = stream.Synchronize() // out is ready",
 	)
-	load := fmt.Sprintf("Load picks the embedded %s CUBIN when the current device is %s and otherwise has the driver compile the embedded PTX.", s.Arch, s.Arch)
-	if s.PTX == "" {
+	load := fmt.Sprintf("Load picks the embedded %s CUBIN when the current device is %s and otherwise has the driver compile the embedded PTX (for compute capability %d.%d or more).", s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10)
+	switch fb := s.Fallback; {
+	case s.ptx == "":
 		load = fmt.Sprintf("Load needs a %s device: the package embeds no PTX for other GPUs.", s.Arch)
+	case fb != nil:
+		load = fmt.Sprintf("Load picks the embedded %s CUBIN when the current device is %s. On any other GPU of compute capability %d.%d or more it runs a fallback instead, a portable kernel embedded as PTX for %s that the driver compiles for the device: %s (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory). LoadPTX loads the fallback on any GPU.",
+			s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10, fb.Arch, strings.TrimSuffix(fb.Summary, "."), fb.Kernel,
+			fb.Grid[0], fb.Grid[1], fb.Grid[2], fb.Block[0], fb.Block[1], fb.Block[2], fb.SharedBytes)
 	}
 	para("%s Forward only enqueues the kernel on the stream (0 is the legacy default stream): synchronize before reading out. Forward may run from several goroutines at once, each with the context current on its locked thread; Close must not overlap it.", load)
-	para("go test -tags cuda checks the kernel on GPU 0 against a float64 reference (relative L2 error at most %g over %d random outputs and the corners).", s.Problem.Precision.ErrorBound(), testSamples)
+	check := "go test -tags cuda checks the kernel on GPU 0 against a float64 reference (relative L2 error at most %g over %d random outputs and the corners)"
+	if s.ptx != "" {
+		check += ", the PTX's kernel too"
+	}
+	para(check+".", s.Problem.Precision.ErrorBound(), testSamples)
 	f.PackageComment(docText(b.String()))
 	return f
 }

@@ -9,6 +9,7 @@ package gen
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/token"
 	"strconv"
@@ -35,6 +36,20 @@ type Binding struct {
 	PTX         string          // PTX for other archs
 	Command     string          // exact command that regenerates the package
 	Summary     string          // one line about the tuning, e.g. "tuned on NVIDIA H200 (sm_90): median 1.620 ms, rel. error 2.1e-07"
+	// Fallback, when set, is the kernel the package runs on GPUs other than
+	// Arch's: its PTX is embedded instead of PTX.
+	Fallback *Fallback
+}
+
+// Fallback is a portable kernel, as PTX that the driver compiles for the
+// GPU at hand.
+type Fallback struct {
+	Kernel      string // __global__ function name (extern "C")
+	Grid, Block [3]int // launch geometry
+	SharedBytes int    // dynamic shared memory per block
+	Arch        string // the PTX's virtual architecture, e.g. "compute_80"
+	PTX         string
+	Summary     string // one line, e.g. "mma/TileK=32,...: median 0.610 ms, rel. error 3.1e-04 on the tuning GPU"
 }
 
 // Names of the generated files that do not depend on the Binding.
@@ -77,7 +92,12 @@ type spec struct {
 	elem      element
 	cubinName string // file name of the embedded CUBIN
 	cubinCC   int    // compute capability of the CUBIN as major*10+minor, e.g. 90
-	optIn     bool   // SharedBytes needs the opt-in attribute
+	optIn     bool   // a kernel's shared memory needs the opt-in attribute
+	// ptx is the embedded PTX: the fallback's, else the winner's (none for
+	// an architecture-specific winner); ptxCC the least compute capability
+	// it runs on.
+	ptx   string
+	ptxCC int
 }
 
 // Files renders every file of the package: name → content.
@@ -110,7 +130,7 @@ func Files(b Binding) (map[string][]byte, error) {
 		files[g.name] = src
 	}
 	files[s.cubinName] = bytes.Clone(b.CUBIN)
-	files[ptxFile] = []byte(s.PTX)
+	files[ptxFile] = []byte(s.ptx)
 	return files, nil
 }
 
@@ -142,6 +162,38 @@ func parseArch(arch string) (int, bool) {
 	return cc, err == nil
 }
 
+// checkLaunch checks a kernel's name and launch geometry.
+func checkLaunch(kernel string, grid, block [3]int, shared int) error {
+	if !isCIdent(kernel) {
+		return fmt.Errorf("kernel name %q: must be a C identifier", kernel)
+	}
+	threads := 1
+	for i := range 3 {
+		if grid[i] < 1 || block[i] < 1 {
+			return fmt.Errorf("launch geometry grid %v, block %v: every dimension must be positive", grid, block)
+		}
+		threads *= block[i]
+	}
+	if threads > 1024 {
+		return fmt.Errorf("block %v has %d threads: at most 1024", block, threads)
+	}
+	if shared < 0 {
+		return fmt.Errorf("shared memory %d bytes: must not be negative", shared)
+	}
+	return nil
+}
+
+// checkLine checks that a string meant for one comment line is one.
+func checkLine(name, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("%s is empty", name)
+	}
+	if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("%s %q: must be one line without control characters", name, v)
+	}
+	return nil
+}
+
 // newSpec checks b and derives what the file generators share.
 func newSpec(b Binding) (*spec, error) {
 	if !token.IsIdentifier(b.Package) || b.Package == "_" || b.Package == "main" || b.Package == "C" {
@@ -158,21 +210,8 @@ func newSpec(b Binding) (*spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isCIdent(b.Kernel) {
-		return nil, fmt.Errorf("gen: kernel name %q: must be a C identifier", b.Kernel)
-	}
-	threads := 1
-	for i := range 3 {
-		if b.Grid[i] < 1 || b.Block[i] < 1 {
-			return nil, fmt.Errorf("gen: launch geometry grid %v, block %v: every dimension must be positive", b.Grid, b.Block)
-		}
-		threads *= b.Block[i]
-	}
-	if threads > 1024 {
-		return nil, fmt.Errorf("gen: block %v has %d threads: at most 1024", b.Block, threads)
-	}
-	if b.SharedBytes < 0 {
-		return nil, fmt.Errorf("gen: shared memory %d bytes: must not be negative", b.SharedBytes)
+	if err := checkLaunch(b.Kernel, b.Grid, b.Block, b.SharedBytes); err != nil {
+		return nil, fmt.Errorf("gen: %w", err)
 	}
 	cc, ok := parseArch(b.Arch)
 	if !ok {
@@ -187,21 +226,39 @@ func newSpec(b Binding) (*spec, error) {
 		return nil, fmt.Errorf("gen: no CUBIN for %s", b.Arch)
 	}
 	for _, f := range []struct{ name, v string }{{"command", b.Command}, {"summary", b.Summary}} {
-		if strings.TrimSpace(f.v) == "" {
-			return nil, fmt.Errorf("gen: %s is empty", f.name)
-		}
-		if strings.ContainsFunc(f.v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return nil, fmt.Errorf("gen: %s %q: must be one line without control characters", f.name, f.v)
+		if err := checkLine(f.name, f.v); err != nil {
+			return nil, fmt.Errorf("gen: %w", err)
 		}
 	}
-	return &spec{
+	s := &spec{
 		Binding:   b,
 		shape:     sh,
 		elem:      elem,
 		cubinName: "kernel_" + b.Arch + ".cubin",
 		cubinCC:   cc,
 		optIn:     b.SharedBytes > defaultSharedLimit,
-	}, nil
+		ptx:       b.PTX,
+		ptxCC:     cc,
+	}
+	if fb := b.Fallback; fb != nil {
+		if err := checkLaunch(fb.Kernel, fb.Grid, fb.Block, fb.SharedBytes); err != nil {
+			return nil, fmt.Errorf("gen: fallback: %w", err)
+		}
+		if err := checkLine("fallback summary", fb.Summary); err != nil {
+			return nil, fmt.Errorf("gen: %w", err)
+		}
+		digits, ok := strings.CutPrefix(fb.Arch, "compute_")
+		fcc, err := strconv.Atoi(digits)
+		if !ok || err != nil || fcc < 10 || digits[0] == '0' {
+			return nil, fmt.Errorf("gen: fallback arch %q: must look like compute_80", fb.Arch)
+		}
+		if strings.TrimSpace(fb.PTX) == "" {
+			return nil, errors.New("gen: fallback has no PTX")
+		}
+		s.ptx, s.ptxCC = fb.PTX, fcc
+		s.optIn = s.optIn || fb.SharedBytes > defaultSharedLimit
+	}
+	return s, nil
 }
 
 // newFile starts a generated Go file: the header, the regenerate command,

@@ -69,17 +69,22 @@ func oddShape(t testing.TB) Binding {
 	}
 }
 
-// fp16NHWC is the golden 2-byte binding: alexNet in fp16 and NHWC, with
-// its own fake CUBIN and shared memory below 48 KiB.
+// fp16NHWC is the golden 2-byte binding: alexNet in fp16 and NHWC, an
+// sm_90a winner with its own fake CUBIN and shared memory below 48 KiB,
+// and a fallback (above 48 KiB, so the cgo shim is generated for it).
 func fp16NHWC(t testing.TB) Binding {
 	t.Helper()
 	b := alexNet(t)
 	b.Package = "fp16nhwc"
 	b.Problem.Precision, b.Problem.Layout = problem.FP16, problem.NHWC
-	b.Kernel = "convgen_mma_fp16_golden"
+	b.Kernel = "convgen_wgmmahalf_fp16_golden"
+	b.Arch = "sm_90a"
 	b.Grid = [3]int{448, 1, 1}
 	b.SharedBytes = 40960
 	b.CUBIN = []byte("\x7fELF\x02\x01\x01fake fp16 cubin\x00\xff")
+	b.Fallback = &Fallback{Kernel: "convgen_mmahalf_fp16_golden", Grid: [3]int{196, 2, 1}, Block: [3]int{256, 1, 1},
+		SharedBytes: 65536, Arch: "compute_80", PTX: "//\n// fake fallback PTX for the golden test\n//\n.version 7.8\n.target sm_80\n.address_size 64\n",
+		Summary: "mmahalf/TileK=48: median 0.400 ms, rel. error 2.0e-04 on the tuning GPU"}
 	b.Command = "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -pkg fp16nhwc -o ./fp16nhwc"
 	b.Summary = "not tuned: golden test binding"
 	return b
@@ -125,7 +130,7 @@ func TestGolden(t *testing.T) {
 		want []string
 	}{
 		{alexNet(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
-		{fp16NHWC(t), []string{"doc.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
+		{fp16NHWC(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 	} {
 		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
 	}
@@ -288,9 +293,14 @@ func TestFilesRejects(t *testing.T) {
 		{"command", func(b *Binding) { b.Command = "convgen \\\n -o x" }, "command"},
 		{"summary", func(b *Binding) { b.Summary = "" }, "summary is empty"},
 		{"shape", func(b *Binding) { b.Problem.Shape.StrideH = 0 }, "shape: stride_h=0"},
+		{"fallback kernel", func(b *Binding) { b.Fallback.Kernel = "a-b" }, `fallback: kernel name "a-b"`},
+		{"fallback block", func(b *Binding) { b.Fallback.Block = [3]int{2048, 1, 1} }, "fallback: block"},
+		{"fallback arch", func(b *Binding) { b.Fallback.Arch = "sm_80" }, `fallback arch "sm_80"`},
+		{"fallback ptx", func(b *Binding) { b.Fallback.PTX = " " }, "fallback has no PTX"},
+		{"fallback summary", func(b *Binding) { b.Fallback.Summary = "a\nb" }, "fallback summary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := alexNet(t)
+			b := fp16NHWC(t)
 			tc.change(&b)
 			fs, err := Files(b)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

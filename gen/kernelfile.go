@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -35,11 +36,30 @@ const (
 func loadDoc(s *spec) string {
 	d := "Load loads the kernel into the CUDA context current on the calling OS\n" +
 		"thread: call runtime.LockOSThread and make a context current first.\n"
-	if s.PTX == "" {
+	switch {
+	case s.ptx == "":
 		return d + "It needs a GPU of TunedArch: no PTX is embedded for other GPUs."
+	case s.Fallback != nil:
+		return d + "On a GPU of TunedArch it loads the embedded CUBIN; on any other of compute\n" +
+			"capability ptxCC or more it loads the fallback kernel (LoadPTX)."
 	}
-	return d + "On a GPU of TunedArch it loads the embedded CUBIN, on any other it has the\n" +
-		"driver compile the embedded PTX."
+	return d + "On a GPU of TunedArch it loads the embedded CUBIN, on any other of compute\n" +
+		"capability ptxCC or more it has the driver compile the embedded PTX (LoadPTX)."
+}
+
+// loadPTXDoc documents LoadPTX.
+func loadPTXDoc(s *spec) string {
+	d := "LoadPTX loads the kernel of the embedded PTX, which the driver compiles for\n" +
+		"the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;\n" +
+		"call it to run that kernel on a TunedArch GPU too (its test does).\n"
+	switch {
+	case s.ptx == "":
+		return d + "This package embeds no PTX: LoadPTX returns an error."
+	case s.Fallback != nil:
+		return d + wrap(fmt.Sprintf("The PTX is a fallback kernel (for %s, %s), not the tuned one: %s.",
+			s.Fallback.Arch, s.Fallback.Kernel, strings.TrimSuffix(s.Fallback.Summary, ".")))
+	}
+	return d + "The PTX is the tuned kernel's own."
 }
 
 // forwardDoc documents Forward.
@@ -68,11 +88,36 @@ func genKernelCUDA(s *spec) *jen.File {
 	f.Comment(fmt.Sprintf("// cubin is the kernel compiled for TunedArch.\n//\n//go:embed %s", s.cubinName))
 	f.Var().Id("cubin").String()
 	f.Line()
-	f.Comment(fmt.Sprintf("// ptx is the kernel as PTX, which the driver compiles for other GPUs.\n//\n//go:embed %s", ptxFile))
+	ptxDoc := "ptx is the kernel as PTX, which the driver compiles for other GPUs."
+	if s.Fallback != nil {
+		ptxDoc = "ptx is the fallback kernel as PTX, which the driver compiles for other GPUs."
+	}
+	f.Comment(fmt.Sprintf("// %s\n//\n//go:embed %s", ptxDoc, ptxFile))
 	f.Var().Id("ptx").String()
 	f.Line()
 	decl(f, "cubinCC is TunedArch's compute capability as major*10 + minor.",
 		jen.Const().Id("cubinCC").Op("=").Lit(s.cubinCC))
+	switch fb := s.Fallback; {
+	case s.ptx == "":
+	case fb != nil:
+		decl(f, "ptxCC is the least compute capability the PTX runs on.",
+			jen.Const().Id("ptxCC").Op("=").Lit(s.ptxCC))
+		decl(f, "The PTX's kernel: its name and launch geometry.", jen.Const().Defs(
+			jen.Id("ptxKernelName").Op("=").Lit(fb.Kernel),
+			jen.List(jen.Id("ptxGridX"), jen.Id("ptxGridY"), jen.Id("ptxGridZ")).Op("=").List(jen.Lit(fb.Grid[0]), jen.Lit(fb.Grid[1]), jen.Lit(fb.Grid[2])),
+			jen.List(jen.Id("ptxBlockX"), jen.Id("ptxBlockY"), jen.Id("ptxBlockZ")).Op("=").List(jen.Lit(fb.Block[0]), jen.Lit(fb.Block[1]), jen.Lit(fb.Block[2])),
+			jen.Id("ptxSharedBytes").Op("=").Lit(fb.SharedBytes),
+		))
+	default:
+		decl(f, "ptxCC is the least compute capability the PTX runs on.",
+			jen.Const().Id("ptxCC").Op("=").Lit(s.ptxCC))
+		decl(f, "The PTX's kernel is the CUBIN's.", jen.Const().Defs(
+			jen.Id("ptxKernelName").Op("=").Id("KernelName"),
+			jen.List(jen.Id("ptxGridX"), jen.Id("ptxGridY"), jen.Id("ptxGridZ")).Op("=").List(jen.Id("GridX"), jen.Id("GridY"), jen.Id("GridZ")),
+			jen.List(jen.Id("ptxBlockX"), jen.Id("ptxBlockY"), jen.Id("ptxBlockZ")).Op("=").List(jen.Id("BlockX"), jen.Id("BlockY"), jen.Id("BlockZ")),
+			jen.Id("ptxSharedBytes").Op("=").Id("SharedBytes"),
+		))
+	}
 	decl(f, "Stream and cu.Stream convert into each other through unsafe, which relies on\n"+
 		"cu.Stream being one CUstream handle (gorgonia.org/cu v0.9.6). This line\n"+
 		"fails to compile when the sizes differ.",
@@ -84,6 +129,11 @@ func genKernelCUDA(s *spec) *jen.File {
 	decl(f, kernelDoc, jen.Type().Id("Kernel").Struct(
 		jen.Id("mod").Add(cu("Module")),
 		jen.Id("fn").Add(cu("Function")),
+		jen.Id("launch").Id("launch"),
+	))
+	decl(f, "launch is a loaded kernel's launch geometry.", jen.Type().Id("launch").Struct(
+		jen.List(jen.Id("grid"), jen.Id("block")).Index(jen.Lit(3)).Int(),
+		jen.Id("sharedBytes").Int(),
 	))
 
 	// Load.
@@ -94,32 +144,61 @@ func genKernelCUDA(s *spec) *jen.File {
 		ifErr(jen.Return(jen.Nil(), s.errorf("load: compute capability: %w", jen.Err()))),
 		jen.List(jen.Id("minor"), jen.Err()).Op(":=").Id("dev").Dot("Attribute").Call(cu("ComputeCapabilityMinor")),
 		ifErr(jen.Return(jen.Nil(), s.errorf("load: compute capability: %w", jen.Err()))),
-		jen.List(jen.Id("image"), jen.Id("what")).Op(":=").List(jen.Id("cubin"), jen.Id("TunedArch").Op("+").Lit(" CUBIN")),
-		jen.If(jen.Id("major").Op("*").Lit(10).Op("+").Id("minor").Op("!=").Id("cubinCC")).Block(
-			jen.If(jen.Id("ptx").Op("==").Lit("")).Block(
-				jen.Return(jen.Nil(), s.errorf("load: the device is sm_%d%d, the CUBIN is for %s and no PTX is embedded", jen.Id("major"), jen.Id("minor"), jen.Id("TunedArch"))),
-			),
-			jen.List(jen.Id("image"), jen.Id("what")).Op("=").List(jen.Id("ptx"),
-				jen.Qual(fmtPath, "Sprintf").Call(jen.Lit("PTX for sm_%d%d"), jen.Id("major"), jen.Id("minor"))),
+		jen.Id("cc").Op(":=").Id("major").Op("*").Lit(10).Op("+").Id("minor"),
+		jen.If(jen.Id("cc").Op("==").Id("cubinCC")).Block(
+			jen.Return(jen.Id("load").Call(jen.Id("cubin"), jen.Id("TunedArch").Op("+").Lit(" CUBIN"), jen.Id("KernelName"), jen.Id("launch").Values(
+				jen.Index(jen.Lit(3)).Int().Values(jen.Id("GridX"), jen.Id("GridY"), jen.Id("GridZ")),
+				jen.Index(jen.Lit(3)).Int().Values(jen.Id("BlockX"), jen.Id("BlockY"), jen.Id("BlockZ")),
+				jen.Id("SharedBytes"),
+			))),
 		),
+	}
+	if s.ptx == "" {
+		loadBody = append(loadBody,
+			jen.Return(jen.Nil(), s.errorf("load: the device is sm_%d%d, the CUBIN is for %s and no PTX is embedded", jen.Id("major"), jen.Id("minor"), jen.Id("TunedArch"))))
+	} else {
+		loadBody = append(loadBody,
+			jen.If(jen.Id("cc").Op("<").Id("ptxCC")).Block(
+				jen.Return(jen.Nil(), s.errorf("load: the device is sm_%d%d, the CUBIN is for %s and the embedded PTX needs compute capability %d.%d or more", jen.Id("major"), jen.Id("minor"), jen.Id("TunedArch"), jen.Id("ptxCC").Op("/").Lit(10), jen.Id("ptxCC").Op("%").Lit(10))),
+			),
+			jen.Return(jen.Id("LoadPTX").Call()))
+	}
+	decl(f, loadDoc(s), jen.Func().Id("Load").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(loadBody...))
+
+	ptxBody := []jen.Code{jen.Return(jen.Nil(), s.errorf("load PTX: this package embeds none (its kernel is for %s only)", jen.Id("TunedArch")))}
+	if s.ptx != "" {
+		ptxBody = []jen.Code{jen.Return(jen.Id("load").Call(jen.Id("ptx"), jen.Lit("PTX"), jen.Id("ptxKernelName"), jen.Id("launch").Values(
+			jen.Index(jen.Lit(3)).Int().Values(jen.Id("ptxGridX"), jen.Id("ptxGridY"), jen.Id("ptxGridZ")),
+			jen.Index(jen.Lit(3)).Int().Values(jen.Id("ptxBlockX"), jen.Id("ptxBlockY"), jen.Id("ptxBlockZ")),
+			jen.Id("ptxSharedBytes"),
+		)))}
+	}
+	decl(f, loadPTXDoc(s), jen.Func().Id("LoadPTX").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(ptxBody...))
+
+	imageBody := []jen.Code{
 		jen.List(jen.Id("mod"), jen.Err()).Op(":=").Add(cu("LoadData")).Call(jen.Id("image")),
 		ifErr(jen.Return(jen.Nil(), s.errorf("load %s: %w", jen.Id("what"), jen.Err()))),
-		jen.List(jen.Id("fn"), jen.Err()).Op(":=").Id("mod").Dot("Function").Call(jen.Id("KernelName")),
+		jen.List(jen.Id("fn"), jen.Err()).Op(":=").Id("mod").Dot("Function").Call(jen.Id("name")),
 		ifErr(jen.Return(jen.Nil(), jen.Id("unload").Call(jen.Id("mod"),
-			s.errorf("load: kernel function %s: %w", jen.Id("KernelName"), jen.Err())))),
+			s.errorf("load %s: kernel function %s: %w", jen.Id("what"), jen.Id("name"), jen.Err())))),
 	}
 	if s.optIn {
-		loadBody = append(loadBody,
+		imageBody = append(imageBody,
 			jen.Comment("More than 48 KiB of dynamic shared memory needs an opt-in."),
-			jen.If(jen.Err().Op(":=").Id("setMaxDynamicShared").Call(jen.Id("fn"), jen.Id("SharedBytes")), jen.Err().Op("!=").Nil()).Block(
-				jen.Return(jen.Nil(), jen.Id("unload").Call(jen.Id("mod"), s.errorf("load: %w", jen.Err()))),
+			jen.If(jen.Id("l").Dot("sharedBytes").Op(">").Lit(defaultSharedLimit)).Block(
+				jen.If(jen.Err().Op(":=").Id("setMaxDynamicShared").Call(jen.Id("fn"), jen.Id("l").Dot("sharedBytes")), jen.Err().Op("!=").Nil()).Block(
+					jen.Return(jen.Nil(), jen.Id("unload").Call(jen.Id("mod"), s.errorf("load %s: %w", jen.Id("what"), jen.Err()))),
+				),
 			))
 	}
-	loadBody = append(loadBody, jen.Return(jen.Op("&").Id("Kernel").Values(jen.Dict{
-		jen.Id("mod"): jen.Id("mod"),
-		jen.Id("fn"):  jen.Id("fn"),
+	imageBody = append(imageBody, jen.Return(jen.Op("&").Id("Kernel").Values(jen.Dict{
+		jen.Id("mod"):    jen.Id("mod"),
+		jen.Id("fn"):     jen.Id("fn"),
+		jen.Id("launch"): jen.Id("l"),
 	}), jen.Nil()))
-	decl(f, loadDoc(s), jen.Func().Id("Load").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(loadBody...))
+	decl(f, "load loads image (what it is, for errors) and its kernel function name,\nlaunched with l.",
+		jen.Func().Id("load").Params(jen.List(jen.Id("image"), jen.Id("what"), jen.Id("name")).String(), jen.Id("l").Id("launch")).
+			Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(imageBody...))
 
 	decl(f, "unload unloads mod after a failed Load; err says why Load failed.",
 		jen.Func().Id("unload").Params(jen.Id("mod").Add(cu("Module")), jen.Err().Error()).Error().Block(
@@ -159,9 +238,9 @@ func genKernelCUDA(s *spec) *jen.File {
 		}),
 		jen.If(
 			jen.Err().Op(":=").Id("k").Dot("fn").Dot("Launch").Call(
-				jen.Id("GridX"), jen.Id("GridY"), jen.Id("GridZ"),
-				jen.Id("BlockX"), jen.Id("BlockY"), jen.Id("BlockZ"),
-				jen.Id("SharedBytes"), jen.Id("cuStream").Call(jen.Id("stream")), jen.Id("params"),
+				jen.Id("k").Dot("launch").Dot("grid").Index(jen.Lit(0)), jen.Id("k").Dot("launch").Dot("grid").Index(jen.Lit(1)), jen.Id("k").Dot("launch").Dot("grid").Index(jen.Lit(2)),
+				jen.Id("k").Dot("launch").Dot("block").Index(jen.Lit(0)), jen.Id("k").Dot("launch").Dot("block").Index(jen.Lit(1)), jen.Id("k").Dot("launch").Dot("block").Index(jen.Lit(2)),
+				jen.Id("k").Dot("launch").Dot("sharedBytes"), jen.Id("cuStream").Call(jen.Id("stream")), jen.Id("params"),
 			),
 			jen.Err().Op("!=").Nil(),
 		).Block(
@@ -245,6 +324,10 @@ func genKernelStub(s *spec) *jen.File {
 		jen.Type().Id("Kernel").Struct())
 	decl(f, loadDoc(s)+"\n\nThis build lacks the cuda build tag: Load returns an error.",
 		jen.Func().Id("Load").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(
+			jen.Return(jen.Nil(), jen.Id("errNoCUDA").Call()),
+		))
+	decl(f, loadPTXDoc(s)+"\n\nThis build lacks the cuda build tag: LoadPTX returns an error.",
+		jen.Func().Id("LoadPTX").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(
 			jen.Return(jen.Nil(), jen.Id("errNoCUDA").Call()),
 		))
 	decl(f, forwardDoc(s)+"\n\nThis build lacks the cuda build tag: Forward returns an error.",

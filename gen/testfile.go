@@ -116,8 +116,8 @@ func genKernelTest(s *spec) *jen.File {
 		ifErr(fatalf("make a context on device 0: %v", jen.Err())),
 		deferCheck(id("ctx").Dot("Destroy").Call(), "destroy context"),
 		jen.Line(),
-		jen.List(id("k"), jen.Err()).Op(":=").Id("Load").Call(),
-		ifErr(fatalf("Load: %v", jen.Err())),
+		jen.List(id("k"), jen.Err()).Op(":=").Id("load").Call(),
+		ifErr(fatalf("load: %v", jen.Err())),
 		deferCheck(id("k").Dot("Close").Call(), "Close"),
 		jen.List(id("stream"), jen.Err()).Op(":=").Add(cu("MakeStream")).Call(cu("NonBlocking")),
 		ifErr(fatalf("make stream: %v", jen.Err())),
@@ -175,7 +175,19 @@ func genKernelTest(s *spec) *jen.File {
 			"and checks that it writes every output and matches a float64 reference computed on the CPU "+
 			"from the rounded data.", s.Problem.Precision))
 	}
-	decl(f, forwardDoc, jen.Func().Id("TestForward").Params(tT()).Block(body...))
+	decl(f, forwardDoc, jen.Func().Id("TestForward").Params(tT()).Block(
+		id("testForward").Call(id("t"), id("Load")),
+	))
+	ptxDoc := "TestForwardPTX runs the same checks on the kernel of the embedded PTX, which\n" +
+		"Load uses on GPUs other than TunedArch's, compiled by the driver for GPU 0."
+	ptxBody := []jen.Code{id("testForward").Call(id("t"), id("LoadPTX"))}
+	if s.ptx == "" {
+		ptxDoc += "\nThis package embeds no PTX: the test says so and is skipped."
+		ptxBody = []jen.Code{id("t").Dot("Skip").Call(jen.Lit("no PTX embedded: the kernel runs on TunedArch only"))}
+	}
+	decl(f, ptxDoc, jen.Func().Id("TestForwardPTX").Params(tT()).Block(ptxBody...))
+	decl(f, "testForward loads the kernel with load and checks it as TestForward says.",
+		jen.Func().Id("testForward").Params(tT(), id("load").Func().Params().Params(jen.Op("*").Id("Kernel"), jen.Error())).Block(body...))
 
 	// checkFinite.
 	decl(f, "checkFinite fails the test if an output is NaN or infinite: a NaN left\nfrom the poison means the kernel skipped that element.",

@@ -49,6 +49,11 @@ type Data struct {
 	// Rejected lists the statically rejected configurations. The tuning
 	// cache does not store it: SetRejected recomputes it from the templates.
 	Rejected []Rejection `json:"rejected,omitempty"`
+	// Fallback names the kernel generated packages run on other GPUs;
+	// NoFallback says why there is none. Both are empty in reports from
+	// before fallbacks.
+	Fallback   string `json:"fallback,omitempty"`
+	NoFallback string `json:"no_fallback,omitempty"`
 }
 
 // Rejection is a configuration rejected before compiling, and why.
@@ -116,6 +121,12 @@ func New(res *autotune.Result, command, convgenVersion string) Data {
 	if res.Winner != nil {
 		d.Winner = res.Winner.ID
 	}
+	if fb := res.Fallback; fb != nil {
+		d.Fallback = fmt.Sprintf("`%s` as PTX for %s (every GPU from sm_80 on; at most %d B of shared memory): median %.3f ms and rel. error %.2e here, through its CUBIN",
+			fb.Trial.ID, fb.Arch, autotune.FallbackSharedLimit, fb.Trial.MedianMS, fb.Trial.RelError)
+	} else {
+		d.NoFallback = res.FallbackNote
+	}
 	return d
 }
 
@@ -178,6 +189,12 @@ func (d Data) Markdown() []byte {
 	}
 	if d.TieNote != "" {
 		fmt.Fprintf(&b, "%s\n\n", d.TieNote)
+	}
+	switch {
+	case d.Fallback != "":
+		fmt.Fprintf(&b, "On other GPUs the package runs its fallback: %s.\n\n", d.Fallback)
+	case d.NoFallback != "":
+		fmt.Fprintf(&b, "No fallback for other GPUs: %s.\n\n", d.NoFallback)
 	}
 	var parts []string
 	for _, c := range d.Counts {

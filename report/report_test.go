@@ -84,6 +84,20 @@ func TestMarkdownAndJSON(t *testing.T) {
 	if strings.Contains(md, "second line") && !strings.Contains(md, "bound 1e-05 second line") {
 		t.Error("a multi-line reason broke the table row")
 	}
+	if strings.Contains(strings.ToLower(md), "fallback") {
+		t.Error("REPORT.md mentions a fallback the result does not have")
+	}
+	// A fallback is named with its measurement; its absence with the reason.
+	res := flagshipResult(t)
+	res.Fallback = &autotune.Fallback{Trial: &res.Trials[0], Arch: autotune.FallbackArch, PTX: ".target sm_80"}
+	if md := string(New(res, "x", "0.1.0").Markdown()); !strings.Contains(md, "runs its fallback: `direct/slow` as PTX for compute_80") ||
+		!strings.Contains(md, "median 4.000 ms") {
+		t.Errorf("REPORT.md does not name the fallback:\n%s", md)
+	}
+	res.Fallback, res.FallbackNote = nil, "nothing fits"
+	if md := string(New(res, "x", "0.1.0").Markdown()); !strings.Contains(md, "No fallback for other GPUs: nothing fits.") {
+		t.Errorf("REPORT.md does not say why there is no fallback:\n%s", md)
+	}
 	js, err := d.JSON()
 	if err != nil {
 		t.Fatal(err)

@@ -70,10 +70,29 @@ type Record struct {
 	CUBIN       []byte   `json:"cubin"`        // base64 in JSON
 	PTX         string   `json:"ptx"`          // the PTX the CUBIN was built from
 	Command     string   `json:"command"`      // the convgen command line that produced it
+	// Fallback is the kernel that generated packages run on GPUs other than
+	// Arch's; nil when no candidate qualified (records from before it
+	// existed have none either).
+	Fallback *Fallback `json:"fallback,omitempty"`
 	// Report is the full tuning report, kept so that reports can be
 	// regenerated offline. Only its meaning is kept, not its white space:
 	// records read from a file hold it compacted.
 	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// Fallback is a portable kernel for the GPUs a record's CUBIN does not
+// serve: the fastest verified candidate that is not specific to one
+// architecture and fits the shared memory of every GPU its PTX targets, as
+// PTX for a virtual architecture (e.g. "compute_80") that the driver
+// compiles for the device at hand.
+type Fallback struct {
+	Timing      Timing `json:"timing"`       // as measured on the tuning device
+	Kernel      string `json:"kernel"`       // __global__ function name
+	Grid        [3]int `json:"grid"`         // launch grid (x, y, z)
+	Block       [3]int `json:"block"`        // launch block (x, y, z)
+	SharedBytes int    `json:"shared_bytes"` // dynamic shared memory per block
+	Arch        string `json:"arch"`         // the PTX's virtual architecture, "compute_80"
+	PTX         string `json:"ptx"`
 }
 
 // File is the on-disk form of a cache: {"format": 1, "records": [...]}, the
@@ -417,6 +436,11 @@ func cloneRecord(r Record) Record {
 	}
 	r.CUBIN = bytes.Clone(r.CUBIN)
 	r.Report = bytes.Clone(r.Report)
+	if r.Fallback != nil {
+		fb := *r.Fallback
+		fb.Timing = cloneTiming(fb.Timing)
+		r.Fallback = &fb
+	}
 	return r
 }
 

@@ -56,6 +56,15 @@ func testRecord(shape, device string, ms float64) Record {
 		Block:       [3]int{128, 1, 1},
 		SharedBytes: 4096,
 		Arch:        "sm_90",
+		Fallback: &Fallback{
+			Timing:      Timing{Family: "mma", Config: map[string]int{"TileK": 32}, MedianMS: ms * 2, SpreadMS: 0.002, RelError: 3e-7},
+			Kernel:      "conv_mma_k32",
+			Grid:        [3]int{32, 3, 1},
+			Block:       [3]int{256, 1, 1},
+			SharedBytes: 65536,
+			Arch:        "compute_80",
+			PTX:         ".version 7.0\n.target sm_80\n",
+		},
 		// Bytes that are not valid UTF-8, including NUL, to check the
 		// base64 round trip.
 		CUBIN:   []byte{0x7f, 'E', 'L', 'F', 0x00, 0xff, 0xfe, byte(len(shape))},
@@ -134,6 +143,8 @@ func TestRoundTrip(t *testing.T) {
 	got, _ := c.Lookup(recs[0].Key)
 	got.CUBIN[0] = 0
 	got.Winner.Config["tile_k"] = 0
+	got.Fallback.Timing.Config["TileK"] = 0
+	got.Fallback.Kernel = "changed"
 	again, _ := c.Lookup(recs[0].Key)
 	if !reflect.DeepEqual(again, recs[0]) {
 		t.Errorf("Lookup result shares memory with the cache")

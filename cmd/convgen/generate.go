@@ -128,6 +128,10 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	for _, t := range bestOthers(res, 5) {
 		rec.RunnersUp = append(rec.RunnersUp, timing(t))
 	}
+	if fb := res.Fallback; fb != nil {
+		rec.Fallback = &tunecache.Fallback{Timing: timing(*fb.Trial), Kernel: fb.Kernel.Name, Grid: fb.Kernel.Grid,
+			Block: fb.Kernel.Block, SharedBytes: fb.Kernel.SharedBytes, Arch: fb.Arch, PTX: fb.PTX}
+	}
 	if pinned {
 		fmt.Fprintf(stdout, "winner of the %d pinned candidates %s: %.3f ms median, rel. error %.2e; not saved to %s (a pinned run is no full search)\n",
 			len(c.pin), w.ID, w.MedianMS, w.RelError, c.cache)
@@ -225,9 +229,15 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 	data.SetRejected(cands)
 	summary := fmt.Sprintf("tuned on %s (%s): %s, median %.3f ms, rel. error %.1e", rec.Key.Device, rec.Arch,
 		rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError)
-	files, err := gen.Files(gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: rec.Kernel, Grid: rec.Grid,
+	b := gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: rec.Kernel, Grid: rec.Grid,
 		Block: rec.Block, SharedBytes: rec.SharedBytes, Arch: rec.Arch, CUBIN: rec.CUBIN, PTX: rec.PTX,
-		Command: c.command(), Summary: summary})
+		Command: c.command(), Summary: summary}
+	if fb := rec.Fallback; fb != nil {
+		b.Fallback = &gen.Fallback{Kernel: fb.Kernel, Grid: fb.Grid, Block: fb.Block, SharedBytes: fb.SharedBytes,
+			Arch: fb.Arch, PTX: fb.PTX, Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
+				kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), fb.Timing.MedianMS, fb.Timing.RelError, rec.Key.Device)}
+	}
+	files, err := gen.Files(b)
 	if err != nil {
 		return fmt.Errorf("generate package: %w", err)
 	}

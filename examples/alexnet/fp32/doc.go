@@ -63,11 +63,13 @@
 //	err = stream.Synchronize() // out is ready
 //
 // Load picks the embedded sm_90 CUBIN when the current device is sm_90 and
-// otherwise has the driver compile the embedded PTX. Forward only enqueues the
-// kernel on the stream (0 is the legacy default stream): synchronize before
-// reading out. Forward may run from several goroutines at once, each with the
-// context current on its locked thread; Close must not overlap it.
+// otherwise has the driver compile the embedded PTX (for compute capability
+// 9.0 or more). Forward only enqueues the kernel on the stream (0 is the
+// legacy default stream): synchronize before reading out. Forward may run from
+// several goroutines at once, each with the context current on its locked
+// thread; Close must not overlap it.
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
-// (relative L2 error at most 1e-05 over 4096 random outputs and the corners).
+// (relative L2 error at most 1e-05 over 4096 random outputs and the corners),
+// the PTX's kernel too.
 package fp32

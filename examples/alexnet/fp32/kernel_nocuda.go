@@ -16,11 +16,21 @@ type Kernel struct{}
 
 // Load loads the kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first.
-// On a GPU of TunedArch it loads the embedded CUBIN, on any other it has the
-// driver compile the embedded PTX.
+// On a GPU of TunedArch it loads the embedded CUBIN, on any other of compute
+// capability ptxCC or more it has the driver compile the embedded PTX (LoadPTX).
 //
 // This build lacks the cuda build tag: Load returns an error.
 func Load() (*Kernel, error) {
+	return nil, errNoCUDA()
+}
+
+// LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
+// the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;
+// call it to run that kernel on a TunedArch GPU too (its test does).
+// The PTX is the tuned kernel's own.
+//
+// This build lacks the cuda build tag: LoadPTX returns an error.
+func LoadPTX() (*Kernel, error) {
 	return nil, errNoCUDA()
 }
 

@@ -44,6 +44,18 @@ func fromElem(e elem) float64 {
 // (input uniform in [0,1), filter and bias in [-1,1)), and checks that it
 // writes every output and matches a float64 reference computed on the CPU.
 func TestForward(t *testing.T) {
+	testForward(t, Load)
+}
+
+// TestForwardPTX runs the same checks on the kernel of the embedded PTX, which
+// Load uses on GPUs other than TunedArch's, compiled by the driver for GPU 0.
+// This package embeds no PTX: the test says so and is skipped.
+func TestForwardPTX(t *testing.T) {
+	t.Skip("no PTX embedded: the kernel runs on TunedArch only")
+}
+
+// testForward loads the kernel with load and checks it as TestForward says.
+func testForward(t *testing.T, load func() (*Kernel, error)) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	devices, err := cu.NumDevices()
@@ -67,9 +79,9 @@ func TestForward(t *testing.T) {
 		}
 	}()
 
-	k, err := Load()
+	k, err := load()
 	if err != nil {
-		t.Fatalf("Load: %v", err)
+		t.Fatalf("load: %v", err)
 	}
 	defer func() {
 		if err := k.Close(); err != nil {

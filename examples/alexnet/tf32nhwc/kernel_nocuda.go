@@ -23,6 +23,16 @@ func Load() (*Kernel, error) {
 	return nil, errNoCUDA()
 }
 
+// LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
+// the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;
+// call it to run that kernel on a TunedArch GPU too (its test does).
+// This package embeds no PTX: LoadPTX returns an error.
+//
+// This build lacks the cuda build tag: LoadPTX returns an error.
+func LoadPTX() (*Kernel, error) {
+	return nil, errNoCUDA()
+}
+
 // Forward enqueues the convolution on stream (0: the legacy default stream) and
 // returns without waiting: out = conv(in, filter) + bias, all device addresses
 // of dense arrays in the layout's order (see the package documentation),

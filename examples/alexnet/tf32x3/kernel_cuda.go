@@ -35,8 +35,15 @@ var _ [0]struct{} = [unsafe.Sizeof(cu.Stream{}) - unsafe.Sizeof(Stream(0))]struc
 // when Load ran. Forward may be called from several goroutines at once; Close
 // must not overlap it.
 type Kernel struct {
-	mod cu.Module
-	fn  cu.Function
+	mod    cu.Module
+	fn     cu.Function
+	launch launch
+}
+
+// launch is a loaded kernel's launch geometry.
+type launch struct {
+	grid, block [3]int
+	sharedBytes int
 }
 
 // Load loads the kernel into the CUDA context current on the calling OS
@@ -55,28 +62,42 @@ func Load() (*Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tf32x3: load: compute capability: %w", err)
 	}
-	image, what := cubin, TunedArch+" CUBIN"
-	if major*10+minor != cubinCC {
-		if ptx == "" {
-			return nil, fmt.Errorf("tf32x3: load: the device is sm_%d%d, the CUBIN is for %s and no PTX is embedded", major, minor, TunedArch)
-		}
-		image, what = ptx, fmt.Sprintf("PTX for sm_%d%d", major, minor)
+	cc := major*10 + minor
+	if cc == cubinCC {
+		return load(cubin, TunedArch+" CUBIN", KernelName, launch{[3]int{GridX, GridY, GridZ}, [3]int{BlockX, BlockY, BlockZ}, SharedBytes})
 	}
+	return nil, fmt.Errorf("tf32x3: load: the device is sm_%d%d, the CUBIN is for %s and no PTX is embedded", major, minor, TunedArch)
+}
+
+// LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
+// the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;
+// call it to run that kernel on a TunedArch GPU too (its test does).
+// This package embeds no PTX: LoadPTX returns an error.
+func LoadPTX() (*Kernel, error) {
+	return nil, fmt.Errorf("tf32x3: load PTX: this package embeds none (its kernel is for %s only)", TunedArch)
+}
+
+// load loads image (what it is, for errors) and its kernel function name,
+// launched with l.
+func load(image, what, name string, l launch) (*Kernel, error) {
 	mod, err := cu.LoadData(image)
 	if err != nil {
 		return nil, fmt.Errorf("tf32x3: load %s: %w", what, err)
 	}
-	fn, err := mod.Function(KernelName)
+	fn, err := mod.Function(name)
 	if err != nil {
-		return nil, unload(mod, fmt.Errorf("tf32x3: load: kernel function %s: %w", KernelName, err))
+		return nil, unload(mod, fmt.Errorf("tf32x3: load %s: kernel function %s: %w", what, name, err))
 	}
 	// More than 48 KiB of dynamic shared memory needs an opt-in.
-	if err := setMaxDynamicShared(fn, SharedBytes); err != nil {
-		return nil, unload(mod, fmt.Errorf("tf32x3: load: %w", err))
+	if l.sharedBytes > 49152 {
+		if err := setMaxDynamicShared(fn, l.sharedBytes); err != nil {
+			return nil, unload(mod, fmt.Errorf("tf32x3: load %s: %w", what, err))
+		}
 	}
 	return &Kernel{
-		fn:  fn,
-		mod: mod,
+		fn:     fn,
+		launch: l,
+		mod:    mod,
 	}, nil
 }
 
@@ -106,7 +127,7 @@ func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
 	// share nothing.
 	args := [4]uint64{uint64(out), uint64(in), uint64(filter), uint64(bias)}
 	params := []unsafe.Pointer{unsafe.Pointer(&args[0]), unsafe.Pointer(&args[1]), unsafe.Pointer(&args[2]), unsafe.Pointer(&args[3])}
-	if err := k.fn.Launch(GridX, GridY, GridZ, BlockX, BlockY, BlockZ, SharedBytes, cuStream(stream), params); err != nil {
+	if err := k.fn.Launch(k.launch.grid[0], k.launch.grid[1], k.launch.grid[2], k.launch.block[0], k.launch.block[1], k.launch.block[2], k.launch.sharedBytes, cuStream(stream), params); err != nil {
 		return fmt.Errorf("tf32x3: launch %s: %w", KernelName, err)
 	}
 	return nil
