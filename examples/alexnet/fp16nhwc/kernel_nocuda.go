@@ -16,7 +16,8 @@ type Kernel struct{}
 
 // Load loads the kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first.
-// It needs a GPU of TunedArch: no PTX is embedded for other GPUs.
+// On a GPU of TunedArch it loads the embedded CUBIN; on any other of compute
+// capability ptxCC or more it loads the fallback kernel (LoadPTX).
 //
 // This build lacks the cuda build tag: Load returns an error.
 func Load() (*Kernel, error) {
@@ -26,7 +27,10 @@ func Load() (*Kernel, error) {
 // LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
 // the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;
 // call it to run that kernel on a TunedArch GPU too (its test does).
-// This package embeds no PTX: LoadPTX returns an error.
+// The PTX is a fallback kernel (for compute_80,
+// convgen_mmahalf_fp16_5d2c3185), not the tuned one:
+// mmahalf/TileK=48,TileP=8,TileQ=16,TilesPerBlock=8,WarpM=32,WarpN=48, median
+// 0.611 ms, rel. error 2.1e-04 on NVIDIA H200.
 //
 // This build lacks the cuda build tag: LoadPTX returns an error.
 func LoadPTX() (*Kernel, error) {

@@ -62,12 +62,18 @@
 //	// ...
 //	err = stream.Synchronize() // out is ready
 //
-// Load picks the embedded sm_90 CUBIN when the current device is sm_90 and
-// otherwise has the driver compile the embedded PTX (for compute capability
-// 9.0 or more). Forward only enqueues the kernel on the stream (0 is the
-// legacy default stream): synchronize before reading out. Forward may run from
-// several goroutines at once, each with the context current on its locked
-// thread; Close must not overlap it.
+// Load picks the embedded sm_90 CUBIN when the current device is sm_90. On any
+// other GPU of compute capability 8.0 or more it runs a fallback instead, a
+// portable kernel embedded as PTX for compute_80 that the driver compiles for
+// the device:
+// winograd/Chunk=8,StepsPerBlock=143,ThreadK=4,ThreadT=8,TileK=16,TileT=32,
+// median 1.354 ms, rel. error 1.7e-07 on NVIDIA H200
+// (convgen_winograd_07d70b45, grid 264x1x1, block 256x1x1, 90112 bytes of
+// dynamic shared memory). LoadPTX loads the fallback on any GPU. Forward only
+// enqueues the kernel on the stream (0 is the legacy default stream):
+// synchronize before reading out. Forward may run from several goroutines at
+// once, each with the context current on its locked thread; Close must not
+// overlap it.
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
 // (relative L2 error at most 1e-05 over 4096 random outputs and the corners),

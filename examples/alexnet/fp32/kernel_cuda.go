@@ -18,7 +18,7 @@ import (
 //go:embed kernel_sm_90.cubin
 var cubin string
 
-// ptx is the kernel as PTX, which the driver compiles for other GPUs.
+// ptx is the fallback kernel as PTX, which the driver compiles for other GPUs.
 //
 //go:embed kernel.ptx
 var ptx string
@@ -27,14 +27,14 @@ var ptx string
 const cubinCC = 90
 
 // ptxCC is the least compute capability the PTX runs on.
-const ptxCC = 90
+const ptxCC = 80
 
-// The PTX's kernel is the CUBIN's.
+// The PTX's kernel: its name and launch geometry.
 const (
-	ptxKernelName                   = KernelName
-	ptxGridX, ptxGridY, ptxGridZ    = GridX, GridY, GridZ
-	ptxBlockX, ptxBlockY, ptxBlockZ = BlockX, BlockY, BlockZ
-	ptxSharedBytes                  = SharedBytes
+	ptxKernelName                   = "convgen_winograd_07d70b45"
+	ptxGridX, ptxGridY, ptxGridZ    = 264, 1, 1
+	ptxBlockX, ptxBlockY, ptxBlockZ = 256, 1, 1
+	ptxSharedBytes                  = 90112
 )
 
 // Stream and cu.Stream convert into each other through unsafe, which relies on
@@ -59,8 +59,8 @@ type launch struct {
 
 // Load loads the kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first.
-// On a GPU of TunedArch it loads the embedded CUBIN, on any other of compute
-// capability ptxCC or more it has the driver compile the embedded PTX (LoadPTX).
+// On a GPU of TunedArch it loads the embedded CUBIN; on any other of compute
+// capability ptxCC or more it loads the fallback kernel (LoadPTX).
 func Load() (*Kernel, error) {
 	dev, err := cu.CurrentDevice()
 	if err != nil {
@@ -87,7 +87,10 @@ func Load() (*Kernel, error) {
 // LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
 // the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;
 // call it to run that kernel on a TunedArch GPU too (its test does).
-// The PTX is the tuned kernel's own.
+// The PTX is a fallback kernel (for compute_80, convgen_winograd_07d70b45),
+// not the tuned one:
+// winograd/Chunk=8,StepsPerBlock=143,ThreadK=4,ThreadT=8,TileK=16,TileT=32,
+// median 1.354 ms, rel. error 1.7e-07 on NVIDIA H200.
 func LoadPTX() (*Kernel, error) {
 	return load(ptx, "PTX", ptxKernelName, launch{[3]int{ptxGridX, ptxGridY, ptxGridZ}, [3]int{ptxBlockX, ptxBlockY, ptxBlockZ}, ptxSharedBytes})
 }

@@ -16,8 +16,8 @@ type Kernel struct{}
 
 // Load loads the kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first.
-// On a GPU of TunedArch it loads the embedded CUBIN, on any other of compute
-// capability ptxCC or more it has the driver compile the embedded PTX (LoadPTX).
+// On a GPU of TunedArch it loads the embedded CUBIN; on any other of compute
+// capability ptxCC or more it loads the fallback kernel (LoadPTX).
 //
 // This build lacks the cuda build tag: Load returns an error.
 func Load() (*Kernel, error) {
@@ -27,7 +27,10 @@ func Load() (*Kernel, error) {
 // LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
 // the current GPU, whatever the GPU: Load does so on GPUs other than TunedArch's;
 // call it to run that kernel on a TunedArch GPU too (its test does).
-// The PTX is the tuned kernel's own.
+// The PTX is a fallback kernel (for compute_80, convgen_winograd_07d70b45),
+// not the tuned one:
+// winograd/Chunk=8,StepsPerBlock=143,ThreadK=4,ThreadT=8,TileK=16,TileT=32,
+// median 1.354 ms, rel. error 1.7e-07 on NVIDIA H200.
 //
 // This build lacks the cuda build tag: LoadPTX returns an error.
 func LoadPTX() (*Kernel, error) {

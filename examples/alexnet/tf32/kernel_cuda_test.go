@@ -49,9 +49,8 @@ func TestForward(t *testing.T) {
 
 // TestForwardPTX runs the same checks on the kernel of the embedded PTX, which
 // Load uses on GPUs other than TunedArch's, compiled by the driver for GPU 0.
-// This package embeds no PTX: the test says so and is skipped.
 func TestForwardPTX(t *testing.T) {
-	t.Skip("no PTX embedded: the kernel runs on TunedArch only")
+	testForward(t, LoadPTX)
 }
 
 // testForward loads the kernel with load and checks it as TestForward says.
