@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,21 @@ func TestOddShapes(t *testing.T) {
 							t.Fatal("no winner")
 						}
 						t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
+						// The fallback: a portable candidate whose PTX passed
+						// its own check on this GPU, or a reason for none
+						// (always for the sm_90a families run alone).
+						switch fb := res.Fallback; {
+						case fb == nil && res.FallbackNote == "":
+							t.Error("no fallback and no reason")
+						case fb == nil:
+							t.Logf("no fallback: %s", res.FallbackNote)
+						case fb.Kernel.ArchSuffix != "" || fb.Trial.Status != StatusOK || fb.Trial.RelError > prec.ErrorBound() ||
+							fb.Trial.SharedBytes > FallbackSharedLimit || !strings.Contains(fb.PTX, ".target sm_80"):
+							t.Errorf("fallback %s (%s, error %.2e, %d B shared, arch suffix %q) does not qualify",
+								fb.Trial.ID, fb.Trial.Status, fb.Trial.RelError, fb.Trial.SharedBytes, fb.Kernel.ArchSuffix)
+						default:
+							t.Logf("fallback %s as PTX for %s: %.4f ms, error %.2e", fb.Trial.ID, fb.Arch, fb.Trial.MedianMS, fb.Trial.RelError)
+						}
 					})
 				}
 			}

@@ -106,7 +106,7 @@ type Result struct {
 // Fallback is a portable kernel: a verified candidate that is specific to
 // no architecture, as PTX for FallbackArch.
 type Fallback struct {
-	Trial  *Trial         // its measurement on the tuning device (through its CUBIN)
+	Trial  *Trial         // its check and timing on the tuning device, through its PTX
 	Kernel kernels.Kernel // its name and launch geometry
 	Arch   string         // FallbackArch
 	PTX    string
@@ -579,8 +579,9 @@ func (s *search) pick(res *Result) error {
 
 // fallback picks the fastest verified candidate that is specific to no
 // architecture and fits FallbackSharedLimit (equal medians broken by the
-// smaller ID) and compiles it to PTX for FallbackArch; without one it says
-// why.
+// smaller ID), compiles it to PTX for FallbackArch, and checks and times
+// that PTX (compiled by the driver) like any candidate; without a
+// fallback it says why.
 func (s *search) fallback() (*Fallback, string) {
 	var best *Trial
 	for i := range s.trials {
@@ -600,7 +601,18 @@ func (s *search) fallback() (*Fallback, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("%s does not compile for %s: %v", best.ID, FallbackArch, err)
 	}
-	return &Fallback{Trial: best, Kernel: best.kernel, Arch: FallbackArch, PTX: out.PTX}, ""
+	probe := *best // the same kernel, loaded from its PTX
+	probe.cubin, probe.ptx = []byte(out.PTX), out.PTX
+	s.m.seq++
+	r, err := s.m.measure(&probe, s.opt, uint32(s.opt.Seed)^0x5bd1e995+uint32(s.m.seq), s.opt.Runs)
+	if err != nil {
+		return nil, fmt.Sprintf("%s as PTX for %s: %v", best.ID, FallbackArch, err)
+	}
+	s.apply(&probe, r)
+	if probe.Status != StatusOK {
+		return nil, fmt.Sprintf("%s as PTX for %s: %s: %s", best.ID, FallbackArch, probe.Status, probe.Reason)
+	}
+	return &Fallback{Trial: &probe, Kernel: best.kernel, Arch: FallbackArch, PTX: out.PTX}, ""
 }
 
 // measure2 times a finalist again with more runs and fresh inputs.

@@ -122,7 +122,7 @@ func New(res *autotune.Result, command, convgenVersion string) Data {
 		d.Winner = res.Winner.ID
 	}
 	if fb := res.Fallback; fb != nil {
-		d.Fallback = fmt.Sprintf("`%s` as PTX for %s (every GPU from sm_80 on; at most %d B of shared memory): median %.3f ms and rel. error %.2e here, through its CUBIN",
+		d.Fallback = fmt.Sprintf("`%s` as PTX for %s (every GPU from sm_80 on; at most %d B of shared memory): checked and timed here through that PTX: median %.3f ms, rel. error %.2e",
 			fb.Trial.ID, fb.Arch, autotune.FallbackSharedLimit, fb.Trial.MedianMS, fb.Trial.RelError)
 	} else {
 		d.NoFallback = res.FallbackNote
