@@ -49,11 +49,21 @@ type Data struct {
 	// Rejected lists the statically rejected configurations. The tuning
 	// cache does not store it: SetRejected recomputes it from the templates.
 	Rejected []Rejection `json:"rejected,omitempty"`
-	// Fallback names the kernel generated packages run on other GPUs;
+	// Fallback is the kernel generated packages run on other GPUs;
 	// NoFallback says why there is none. Both are empty in reports from
 	// before fallbacks.
-	Fallback   string `json:"fallback,omitempty"`
-	NoFallback string `json:"no_fallback,omitempty"`
+	Fallback   *Fallback `json:"fallback,omitempty"`
+	NoFallback string    `json:"no_fallback,omitempty"`
+}
+
+// Fallback is the portable kernel of a report, as checked and timed on the
+// tuning GPU through its PTX.
+type Fallback struct {
+	ID          string  `json:"id"`
+	Arch        string  `json:"arch"` // the PTX's virtual architecture, "compute_80"
+	SharedBytes int     `json:"shared_bytes"`
+	MedianMS    float64 `json:"median_ms"`
+	RelError    float64 `json:"rel_error"`
 }
 
 // Rejection is a configuration rejected before compiling, and why.
@@ -122,8 +132,7 @@ func New(res *autotune.Result, command, convgenVersion string) Data {
 		d.Winner = res.Winner.ID
 	}
 	if fb := res.Fallback; fb != nil {
-		d.Fallback = fmt.Sprintf("`%s` as PTX for %s (every GPU from sm_80 on; at most %d B of shared memory): checked and timed here through that PTX: median %.3f ms, rel. error %.2e",
-			fb.Trial.ID, fb.Arch, autotune.FallbackSharedLimit, fb.Trial.MedianMS, fb.Trial.RelError)
+		d.Fallback = &Fallback{ID: fb.Trial.ID, Arch: fb.Arch, SharedBytes: fb.Trial.SharedBytes, MedianMS: fb.Trial.MedianMS, RelError: fb.Trial.RelError}
 	} else {
 		d.NoFallback = res.FallbackNote
 	}
@@ -191,8 +200,10 @@ func (d Data) Markdown() []byte {
 		fmt.Fprintf(&b, "%s\n\n", d.TieNote)
 	}
 	switch {
-	case d.Fallback != "":
-		fmt.Fprintf(&b, "On other GPUs the package runs its fallback: %s.\n\n", d.Fallback)
+	case d.Fallback != nil:
+		fb := d.Fallback
+		fmt.Fprintf(&b, "On other GPUs the package runs its fallback, `%s`, as PTX for %s (%d B of shared memory), which the driver compiles for the GPU at hand; loaded that way here, it passed the check with rel. error %.2e and ran in %.3f ms (median).\n\n",
+			fb.ID, fb.Arch, fb.SharedBytes, fb.RelError, fb.MedianMS)
 	case d.NoFallback != "":
 		fmt.Fprintf(&b, "No fallback for other GPUs: %s.\n\n", d.NoFallback)
 	}

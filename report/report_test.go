@@ -90,8 +90,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 	// A fallback is named with its measurement; its absence with the reason.
 	res := flagshipResult(t)
 	res.Fallback = &autotune.Fallback{Trial: &res.Trials[0], Arch: autotune.FallbackArch, PTX: ".target sm_80"}
-	if md := string(New(res, "x", "0.1.0").Markdown()); !strings.Contains(md, "runs its fallback: `direct/slow` as PTX for compute_80") ||
-		!strings.Contains(md, "median 4.000 ms") {
+	if md := string(New(res, "x", "0.1.0").Markdown()); !strings.Contains(md, "runs its fallback, `direct/slow`, as PTX for compute_80") ||
+		!strings.Contains(md, "ran in 4.000 ms") {
 		t.Errorf("REPORT.md does not name the fallback:\n%s", md)
 	}
 	res.Fallback, res.FallbackNote = nil, "nothing fits"
