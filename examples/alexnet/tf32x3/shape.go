@@ -70,7 +70,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32x3_4906519e"
+	KernelName = "convgen_wgmma_tf32x3_3351ea52"
 )
 
 // The launch geometry Forward uses.
@@ -82,7 +82,7 @@ const (
 	// GridZ is the number of blocks along z.
 	GridZ = 1
 	// BlockX is the number of threads per block along x.
-	BlockX = 384
+	BlockX = 512
 	// BlockY is the number of threads per block along y.
 	BlockY = 1
 	// BlockZ is the number of threads per block along z.
