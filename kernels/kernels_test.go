@@ -467,6 +467,8 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 0, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 0, "VecStage": 0}},
 		"wgmma_3xtf32_nchw_p8_q8_k48_wg2_prod2": {WGMMA{}, flagship(t, problem.TF32x3, problem.NCHW),
 			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 1, "VecStage": 0}},
+		"wgmma_3xtf32_nchw_p8_q8_k48_wg2_prod1_rega4": {WGMMA{}, flagship(t, problem.TF32x3, problem.NCHW),
+			Config{"TileP": 8, "TileQ": 8, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 96, "Stages": 2, "Producer": 1, "RoundInput": 1, "Overlap": 0, "PredicatedStores": 0, "VecStage": 1, "RegisterA": 1, "AGroup": 4}},
 		"wgmma_tf32_nhwc_p8_q8_k96_wg2_prod4": {WGMMA{}, flagship(t, problem.TF32, problem.NHWC),
 			Config{"TileP": 8, "TileQ": 8, "TileK": 96, "Warpgroups": 2, "TilesPerWarpgroup": 48, "Stages": 2, "Producer": 1, "RoundInput": 0, "Overlap": 1, "PredicatedStores": 1, "VecStage": 0}},
 		"wgmma_tf32_nhwc_p8_q8_k96_wg2_prod4_vec": {WGMMA{}, flagship(t, problem.TF32, problem.NHWC),
@@ -960,7 +962,7 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 	}
 	lim := DefaultLimits(90)
 	lim.SM90a = true
-	const perGroup = 4 // per family, precision, layout and staging path
+	const perGroup = 4 // per family, precision, layout, staging path and A operand
 	n := 0
 	for _, fam := range []Family{WGMMA{}, WGMMAHalf{}} {
 		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
@@ -969,12 +971,16 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 				if fam.Serves(p) != nil {
 					continue
 				}
-				var groups [2][]Candidate
+				var groups [4][]Candidate // by VecStage and RegisterA
 				for _, c := range kept(fam.Space(p, lim)) {
-					groups[c.Config["VecStage"]] = append(groups[c.Config["VecStage"]], c)
+					g := c.Config["VecStage"] + 2*c.Config["RegisterA"]
+					groups[g] = append(groups[g], c)
 				}
-				if len(groups[0])+len(groups[1]) == 0 {
+				if len(groups[0])+len(groups[1])+len(groups[2])+len(groups[3]) == 0 {
 					t.Errorf("%s %s %s: no candidate kept", fam.Name(), prec, layout)
+				}
+				if fam.Name() == "wgmma" && prec == problem.TF32x3 && len(groups[2])+len(groups[3]) == 0 {
+					t.Errorf("%s %s: no RegisterA candidate kept", prec, layout)
 				}
 				for _, k := range groups {
 					for i := range min(perGroup, len(k)) {
@@ -1000,6 +1006,11 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 						// rows allow them in both layouts and element sizes).
 						if (c.Config["VecStage"] == 1 || fam.Name() == "wgmmahalf") && !strings.Contains(res.PTX, "ld.global.nc.v4.u32") {
 							t.Errorf("%s %s %s: register staging without 16-byte loads in the PTX", prec, layout, c.ID())
+						}
+						// RegisterA loads its A fragments from shared memory and
+						// issues wgmmas with four A registers.
+						if c.Config["RegisterA"] == 1 && (!strings.Contains(res.PTX, "ld.shared.f32") || !regexp.MustCompile(want+` \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd`).MatchString(res.PTX)) {
+							t.Errorf("%s %s %s: RegisterA without ld.shared or a wgmma with A in registers in the PTX", prec, layout, c.ID())
 						}
 						n++
 					}

@@ -41,6 +41,13 @@ import (
 //     through registers with aligned vector loads of whole image rows,
 //     converting (fp16/bf16, which need it), rounding or splitting each
 //     element on the way and de-interleaving NHWC; 0, with cp.async;
+//   - RegisterA (3xtf32, with producers, without Overlap; absent means 0):
+//     1, the patch is staged once, unrounded, and each computing thread
+//     loads its A fragments from it into registers, AGroup k steps at a
+//     time (two groups in registers: the next one loads while this one's
+//     wgmmas run), splits them into TF32 high parts and residuals there and
+//     issues the wgmmas with A from registers; half the producers' shared
+//     stores, no rounding pass, more registers per computing thread;
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
@@ -80,6 +87,9 @@ type wgmmaGeometry struct {
 	ThreadsPerBlock, S4, TapBlocks, KSteps, TilesP, TilesQ int
 	PatchRows, PatchCols, PatchPitch, PairStage            int
 	GridTiles, SharedBytes, Accumulators                   int
+	// FragmentRegs is what RegisterA holds besides the accumulators: two
+	// groups of AGroup split A fragments, 8 registers a k step.
+	FragmentRegs int
 	// Chunk is the elements per load of VecStage: the most that keep 4 to
 	// 16 bytes per load and divide an image row; 0 when none does.
 	// RowChunks is the loads per staged row (one thread each).
@@ -127,19 +137,21 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 		g.RowChunks = ceilDiv(g.PatchCols*vecRow(p)/s.W, g.Chunk) + 1 // a patch row's elements, aligned start
 	}
 	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
+	copies, patchCopies := 1, 1 // high parts only, or also residuals (3xtf32)
 	if p.Precision == problem.TF32x3 {
+		copies, patchCopies = 2, 2
 		g.Accumulators *= 3 // A_hi*B_hi, A_hi*B_lo and A_lo*B_hi apart
-	}
-	copies := 1 // high parts only, or also residuals (3xtf32)
-	if p.Precision == problem.TF32x3 {
-		copies = 2
+		if c["RegisterA"] == 1 {
+			g.FragmentRegs = 16 * c["AGroup"]
+			patchCopies = 1 // staged once, unsplit
+		}
 	}
 	filter := c["TileK"] * g.KSteps * 8
 	buffers := c["Warpgroups"] * c["Stages"]
 	if c["Producer"] >= 1 {
 		buffers = c["Stages"]
 	}
-	g.SharedBytes = 4 * copies * (filter + buffers*s.C*g.PatchRows*g.PatchPitch)
+	g.SharedBytes = 4 * (copies*filter + patchCopies*buffers*s.C*g.PatchRows*g.PatchPitch)
 	return g
 }
 
@@ -169,10 +181,15 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 									for _, ri := range wgmmaRounding(p, vs) {
 										for _, ov := range overlaps {
 											for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
-												cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
-													"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri,
-													"Overlap": ov, "PredicatedStores": ps, "VecStage": vs}
-												out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+												for _, ag := range wgmmaAGroups(p, pr, ov) {
+													cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
+														"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri,
+														"Overlap": ov, "PredicatedStores": ps, "VecStage": vs}
+													if ag > 0 {
+														cfg["RegisterA"], cfg["AGroup"] = 1, ag
+													}
+													out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+												}
 											}
 										}
 									}
@@ -185,6 +202,17 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 		}
 	}
 	return out
+}
+
+// wgmmaAGroups lists the A-fragment groups worth trying, 0 standing for
+// the patch as the A operand in shared memory: RegisterA (with AGroup 2 or
+// 4) for 3xtf32 with producers and without Overlap (the others do not
+// split operands, and runs 85-87 found it slower without a producer).
+func wgmmaAGroups(p problem.Problem, producer, overlap int) []int {
+	if p.Precision != problem.TF32x3 || producer == 0 || overlap != 0 {
+		return []int{0}
+	}
+	return []int{0, 2, 4}
 }
 
 // wgmmaRounding lists the RoundInput values worth trying: none for 2-byte
@@ -215,6 +243,9 @@ func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
 		return fmt.Sprintf("staging: a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c["Producer"])
 	case res != "":
 		return res
+	case g.FragmentRegs > 0 && g.Accumulators+g.FragmentRegs+wgmmaSpareRegs > lim.RegistersPerSM/g.ThreadsPerBlock/8*8:
+		return fmt.Sprintf("registers: %d accumulators + %d for A fragments (AGroup=%d) + %d per thread exceed the %d that %d threads leave each",
+			g.Accumulators, g.FragmentRegs, c["AGroup"], wgmmaSpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c["Producer"] >= 1 && c["Stages"] > 7:
@@ -257,6 +288,9 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if p.Precision == problem.TF32x3 && cfg["RoundInput"] != 1 {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
 	}
+	if ra, ag := cfg["RegisterA"], cfg["AGroup"]; ra < 0 || ra > 1 || (ra == 1 && (p.Precision != problem.TF32x3 || cfg["Overlap"] != 0 || ag < 1 || ag > 8)) || (ra == 0 && ag != 0) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: RegisterA is 0 or 1; 1 is for 3xtf32 without Overlap, with AGroup from 1 to 8 (else AGroup is 0 or absent)", cfg)
+	}
 	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
 	}
@@ -297,10 +331,17 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		WideN                                                      int
 		WideAccOperands, WideAccConstraints                        string
 		WideDescAOperand, WideDescBOperand, WideScaleOperand       int
+		RegisterA, AGroup                                          int
+		RegAOperands                                               string
+		RegADescBOperand, RegAScaleOperand                         int
+		WideRegAOperands                                           string
+		WideRegADescBOperand, WideRegAScaleOperand                 int
 	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
 		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"], cfg["VecStage"],
 		ioHalf, accOps, accCons, acc, acc + 1, acc + 2,
-		2 * cfg["TileK"], wideOps, wideCons, 2 * acc, 2*acc + 1, 2*acc + 2}
+		2 * cfg["TileK"], wideOps, wideCons, 2 * acc, 2*acc + 1, 2*acc + 2,
+		cfg["RegisterA"], max(cfg["AGroup"], 1), fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
+		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", 2*acc, 2*acc+1, 2*acc+2, 2*acc+3), 2*acc + 4, 2*acc + 5}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

@@ -9,7 +9,7 @@
 //	layout     nchw: input NCHW, filter KCRS, output NKPQ
 //	kernel     convgen_winograd_4f300814, grid 132x1x1, block 384x1x1, 208896 bytes of dynamic shared memory
 //
-// Tuning: tuned on NVIDIA H200 (sm_90): winograd, median 0.995 ms, rel. error
+// Tuning: tuned on NVIDIA H200 (sm_90): winograd, median 0.998 ms, rel. error
 // 1.7e-07.
 //
 // # What it computes
@@ -67,7 +67,7 @@
 // portable kernel embedded as PTX for compute_80 that the driver compiles for
 // the device:
 // winograd/Chunk=8,StepsPerBlock=143,ThreadK=4,ThreadT=8,TileK=16,TileT=32,
-// median 1.357 ms, rel. error 1.8e-07 on NVIDIA H200
+// median 1.353 ms, rel. error 1.8e-07 on NVIDIA H200
 // (convgen_winograd_07d70b45, grid 264x1x1, block 256x1x1, 90112 bytes of
 // dynamic shared memory). LoadPTX loads the fallback on any GPU. Forward only
 // enqueues the kernel on the stream (0 is the legacy default stream):
