@@ -89,6 +89,11 @@ func TestOddShapes(t *testing.T) {
 							t.Fatal("no winner")
 						}
 						t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
+						for _, tr := range res.Trials {
+							if tr.Status == StatusOK {
+								t.Logf("ok %s: %.4f ms, error %.2e", tr.ID, tr.MedianMS, tr.RelError)
+							}
+						}
 						// The fallback: a portable candidate whose PTX passed
 						// its own check on this GPU, or a reason for none
 						// (always for the sm_90a families run alone).
@@ -112,9 +117,10 @@ func TestOddShapes(t *testing.T) {
 }
 
 // pinsCovering picks the configurations of one family to measure: 4 spread
-// evenly over its kept space, then, greedily, one more for each knob value
-// not yet among them (each staging path, producer count, ... of the family
-// is run at least once), at most 12 in all.
+// evenly over its kept space, then one for each knob that only some
+// configurations carry (RegisterA), then, greedily, one more for each knob
+// value not yet among them (each staging path, producer count, ... of the
+// family is run at least once), at most 12 in all.
 func pinsCovering(kept []kernels.Candidate) []string {
 	seen := map[string]bool{} // "knob=value" pairs covered
 	var pins []string
@@ -126,6 +132,16 @@ func pinsCovering(kept []kernels.Candidate) []string {
 	}
 	for i := range min(4, len(kept)) {
 		add(kept[i*len(kept)/min(4, len(kept))])
+	}
+	// Knobs that only some configurations carry (RegisterA, AGroup) first,
+	// so that the cap below cannot leave them out.
+	for _, c := range kept {
+		for k := range c.Config {
+			if !slices.ContainsFunc(pins, func(id string) bool { return strings.Contains(id, k+"=") }) {
+				add(c)
+				break
+			}
+		}
 	}
 	for _, c := range kept {
 		if len(pins) >= 12 {
