@@ -603,12 +603,9 @@ func (s *search) fallback() (*Fallback, string) {
 	}
 	probe := *best // the same kernel, loaded from its PTX
 	probe.cubin, probe.ptx = []byte(out.PTX), out.PTX
-	s.m.seq++
-	r, err := s.m.measure(&probe, s.opt, uint32(s.opt.Seed)^0x5bd1e995+uint32(s.m.seq), s.opt.Runs)
-	if err != nil {
+	if err := s.remeasure(&probe, 0x5bd1e995, s.opt.Runs); err != nil {
 		return nil, fmt.Sprintf("%s as PTX for %s: %v", best.ID, FallbackArch, err)
 	}
-	s.apply(&probe, r)
 	if probe.Status != StatusOK {
 		return nil, fmt.Sprintf("%s as PTX for %s: %s: %s", best.ID, FallbackArch, probe.Status, probe.Reason)
 	}
@@ -617,13 +614,23 @@ func (s *search) fallback() (*Fallback, string) {
 
 // measure2 times a finalist again with more runs and fresh inputs.
 func (s *search) measure2(t *Trial) {
-	s.m.seq++
-	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^0xa5a5a5a5+uint32(s.m.seq), 2*s.opt.Runs)
-	if err != nil {
+	if err := s.remeasure(t, 0xa5a5a5a5, 2*s.opt.Runs); err != nil {
 		t.Status, t.Reason = StatusFault, "re-time: "+err.Error()
-		return
+	}
+}
+
+// remeasure checks and times t once more, over runs timed launches, on
+// inputs seeded afresh (the seed mixed with salt and a sequence number that
+// no other measurement of this search uses), and records the outcome in t;
+// an error means the worker gave no outcome and t is unchanged.
+func (s *search) remeasure(t *Trial, salt uint32, runs int) error {
+	s.m.seq++
+	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^salt+uint32(s.m.seq), runs)
+	if err != nil {
+		return err
 	}
 	s.apply(t, r)
+	return nil
 }
 
 func summarize(trials []Trial) string {
