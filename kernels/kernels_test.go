@@ -392,6 +392,59 @@ func TestHopperTileChecks(t *testing.T) {
 	}
 }
 
+// TestRegisterAChecks checks that wgmma refuses RegisterA where the
+// template does not implement it (other precisions, Overlap) and AGroup
+// values it cannot hold, and that the space offers it for 3xtf32 only.
+func TestRegisterAChecks(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	x3 := flagship(t, problem.TF32x3, problem.NCHW)
+	var base Config
+	for _, c := range kept(WGMMA{}.Space(x3, lim)) {
+		if c.Config["RegisterA"] == 1 {
+			base = c.Config
+			break
+		}
+	}
+	if base == nil {
+		t.Fatal("no RegisterA candidate kept for the flagship's 3xtf32")
+	}
+	if _, err := (WGMMA{}).Render(x3, base); err != nil {
+		t.Fatalf("%s: %v", base, err)
+	}
+	with := func(kv ...int) Config {
+		c := Config{}
+		for k, v := range base {
+			c[k] = v
+		}
+		names := []string{"RegisterA", "AGroup", "Overlap"}
+		for i, v := range kv {
+			if v >= 0 {
+				c[names[i]] = v
+			}
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		p   problem.Problem
+		cfg Config
+	}{
+		{x3, with(2, -1, -1)}, {x3, with(1, 0, -1)}, {x3, with(1, 9, -1)}, {x3, with(0, 4, -1)}, {x3, with(1, 4, 1)},
+		{flagship(t, problem.TF32, problem.NCHW), with(1, 4, -1)},
+	} {
+		if _, err := (WGMMA{}).Render(tc.p, tc.cfg); err == nil || !strings.Contains(err.Error(), "RegisterA") {
+			t.Errorf("%s %s: err = %v, want the RegisterA check's", tc.p.Precision, tc.cfg, err)
+		}
+	}
+	for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+		for _, c := range (WGMMA{}).Space(flagship(t, prec, problem.NHWC), lim) {
+			if _, ok := c.Config["RegisterA"]; ok {
+				t.Fatalf("%s offers %s", prec, c.ID())
+			}
+		}
+	}
+}
+
 func TestReferenceKernel(t *testing.T) {
 	for _, prec := range problem.Precisions {
 		for _, layout := range problem.Layouts {
