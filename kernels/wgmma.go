@@ -43,11 +43,12 @@ import (
 //     element on the way and de-interleaving NHWC; 0, with cp.async;
 //   - RegisterA (3xtf32, with producers, without Overlap; absent means 0):
 //     1, the patch is staged once, unrounded, and each computing thread
-//     loads its A fragments from it into registers, AGroup k steps at a
-//     time (two groups in registers: the next one loads while this one's
-//     wgmmas run), splits them into TF32 high parts and residuals there and
-//     issues the wgmmas with A from registers; half the producers' shared
-//     stores, no rounding pass, more registers per computing thread;
+//     loads its A fragments from it into registers, splits them into TF32
+//     high parts and residuals there and issues the wgmmas with A from
+//     registers, AGroup k steps per commit group (three groups in
+//     registers: one in flight, one split, one loading); half the
+//     producers' shared stores, no rounding pass, more registers per
+//     computing thread;
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
@@ -88,7 +89,8 @@ type wgmmaGeometry struct {
 	PatchRows, PatchCols, PatchPitch, PairStage            int
 	GridTiles, SharedBytes, Accumulators                   int
 	// FragmentRegs is what RegisterA holds besides the accumulators: two
-	// groups of AGroup split A fragments, 8 registers a k step.
+	// groups of AGroup split A fragments (8 registers a k step) and one
+	// loaded, not split yet (4).
 	FragmentRegs int
 	// Chunk is the elements per load of VecStage: the most that keep 4 to
 	// 16 bytes per load and divide an image row; 0 when none does.
@@ -142,7 +144,7 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 		copies, patchCopies = 2, 2
 		g.Accumulators *= 3 // A_hi*B_hi, A_hi*B_lo and A_lo*B_hi apart
 		if c["RegisterA"] == 1 {
-			g.FragmentRegs = 16 * c["AGroup"]
+			g.FragmentRegs = 20 * c["AGroup"]
 			patchCopies = 1 // staged once, unsplit
 		}
 	}
@@ -205,14 +207,15 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 }
 
 // wgmmaAGroups lists the A-fragment groups worth trying, 0 standing for
-// the patch as the A operand in shared memory: RegisterA (with AGroup 2 or
-// 4) for 3xtf32 with producers and without Overlap (the others do not
-// split operands, and runs 85-87 found it slower without a producer).
+// the patch as the A operand in shared memory: RegisterA (with AGroup 1
+// to 3; more do not fit beside 3xtf32's sums) for 3xtf32 with producers
+// and without Overlap (the others do not split operands, and runs 85-87
+// found it slower without a producer).
 func wgmmaAGroups(p problem.Problem, producer, overlap int) []int {
 	if p.Precision != problem.TF32x3 || producer == 0 || overlap != 0 {
 		return []int{0}
 	}
-	return []int{0, 2, 4}
+	return []int{0, 1, 2, 3}
 }
 
 // wgmmaRounding lists the RoundInput values worth trying: none for 2-byte

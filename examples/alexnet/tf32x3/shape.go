@@ -70,7 +70,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32x3_1ee19f49"
+	KernelName = "convgen_wgmma_tf32x3_3bf36a56"
 )
 
 // The launch geometry Forward uses.
@@ -82,13 +82,13 @@ const (
 	// GridZ is the number of blocks along z.
 	GridZ = 1
 	// BlockX is the number of threads per block along x.
-	BlockX = 384
+	BlockX = 512
 	// BlockY is the number of threads per block along y.
 	BlockY = 1
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 191040
+	SharedBytes = 209760
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
