@@ -38,6 +38,9 @@ func TestOddShapes(t *testing.T) {
 		// block per filter row, so an odd count of blocks (15) ends in a
 		// half-empty k step; dilated rows, partial tiles.
 		"N=3,C=3,H=47,W=48,K=40,R=5,S=7,stride_h=3,stride_w=4,pad_h=1,pad_w=2,dilation_h=2,bias=false",
+		// wgmma's RegisterA packs the C*R*S taps in 4-tap blocks: with S = 2
+		// a block spans two or three filter rows (and channels).
+		"N=2,C=3,H=30,W=34,K=16,R=3,S=2,stride=4,pad=1,bias=false",
 		// winograd's stride phases: 11x11 at stride 4 (the last phase row
 		// and column have two taps), odd sizes, partial tiles.
 		"N=2,C=3,H=61,W=67,K=24,R=11,S=11,stride=4,pad=2,bias=false",

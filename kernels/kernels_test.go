@@ -417,7 +417,7 @@ func TestRegisterAChecks(t *testing.T) {
 		for k, v := range base {
 			c[k] = v
 		}
-		names := []string{"RegisterA", "AGroup", "Overlap"}
+		names := []string{"RegisterA", "AGroup", "Overlap", "Producer"}
 		for i, v := range kv {
 			if v >= 0 {
 				c[names[i]] = v
@@ -430,7 +430,7 @@ func TestRegisterAChecks(t *testing.T) {
 		cfg Config
 	}{
 		{x3, with(2, -1, -1)}, {x3, with(1, 0, -1)}, {x3, with(1, 9, -1)}, {x3, with(0, 4, -1)}, {x3, with(1, 4, 1)},
-		{flagship(t, problem.TF32, problem.NCHW), with(1, 4, -1)},
+		{x3, with(1, 2, 0, 0)},
 	} {
 		if _, err := (WGMMA{}).Render(tc.p, tc.cfg); err == nil || !strings.Contains(err.Error(), "RegisterA") {
 			t.Errorf("%s %s: err = %v, want the RegisterA check's", tc.p.Precision, tc.cfg, err)
@@ -443,6 +443,42 @@ func TestRegisterAChecks(t *testing.T) {
 			}
 		}
 	}
+	// Render accepts RegisterA for tf32 in both layouts (the search does
+	// not offer it), and the packed taps need fewer k steps (46 for the
+	// flagship's 363 taps) than the padded ones (50): tf32RegisterA.
+	for _, layout := range problem.Layouts {
+		tf := flagship(t, problem.TF32, layout)
+		desc, ra := tf32RegisterA(t, tf, lim)
+		for _, tc := range []struct {
+			cfg    Config
+			ksteps int
+		}{{ra, 46}, {desc, 50}} {
+			k, err := (WGMMA{}).Render(tf, tc.cfg)
+			if err != nil {
+				t.Fatalf("tf32 %s %s: %v", layout, tc.cfg, err)
+			}
+			if want := fmt.Sprintf("#define KSTEPS %d ", tc.ksteps); !strings.Contains(k.Source, want) {
+				t.Errorf("tf32 %s %s: source lacks %q", layout, tc.cfg, want)
+			}
+		}
+	}
+}
+
+// tf32RegisterA returns the first kept tf32 candidate of p with a producer
+// and without Overlap, and the same with RegisterA = 1, AGroup = 2.
+func tf32RegisterA(t *testing.T, p problem.Problem, lim Limits) (desc, ra Config) {
+	t.Helper()
+	for _, c := range kept(WGMMA{}.Space(p, lim)) {
+		if c.Config["Producer"] > 0 && c.Config["Overlap"] == 0 {
+			desc, ra = c.Config, Config{"RegisterA": 1, "AGroup": 2}
+			for k, v := range desc {
+				ra[k] = v
+			}
+			return desc, ra
+		}
+	}
+	t.Fatalf("%s %s: no kept wgmma candidate with a producer and without Overlap", p.Precision, p.Layout)
+	return nil, nil
 }
 
 func TestReferenceKernel(t *testing.T) {
@@ -1029,6 +1065,11 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 					g := c.Config["VecStage"] + 2*c.Config["RegisterA"]
 					groups[g] = append(groups[g], c)
 				}
+				if fam.Name() == "wgmma" && prec == problem.TF32 {
+					// Not searched, but rendered on request (a pin).
+					_, ra := tf32RegisterA(t, p, lim)
+					groups[2] = append(groups[2], Candidate{Family: fam.Name(), Config: ra})
+				}
 				if len(groups[0])+len(groups[1])+len(groups[2])+len(groups[3]) == 0 {
 					t.Errorf("%s %s %s: no candidate kept", fam.Name(), prec, layout)
 				}
@@ -1062,7 +1103,7 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 						}
 						// RegisterA loads its A fragments from shared memory and
 						// issues wgmmas with four A registers.
-						if c.Config["RegisterA"] == 1 && (!strings.Contains(res.PTX, "ld.shared.f32") || !regexp.MustCompile(want+` \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd`).MatchString(res.PTX)) {
+						if c.Config["RegisterA"] == 1 && (!regexp.MustCompile(`ld\.shared\.[uf]32`).MatchString(res.PTX) || !regexp.MustCompile(want+` \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd`).MatchString(res.PTX)) {
 							t.Errorf("%s %s %s: RegisterA without ld.shared or a wgmma with A in registers in the PTX", prec, layout, c.ID())
 						}
 						n++

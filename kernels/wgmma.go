@@ -41,14 +41,19 @@ import (
 //     through registers with aligned vector loads of whole image rows,
 //     converting (fp16/bf16, which need it), rounding or splitting each
 //     element on the way and de-interleaving NHWC; 0, with cp.async;
-//   - RegisterA (3xtf32, with producers, without Overlap; absent means 0):
-//     1, the patch is staged once, unrounded, and each computing thread
-//     loads its A fragments from it into registers, splits them into TF32
-//     high parts and residuals there and issues the wgmmas with A from
-//     registers, AGroup k steps per commit group (three groups in
-//     registers: one in flight, one split, one loading); half the
-//     producers' shared stores, no rounding pass, more registers per
-//     computing thread;
+//   - RegisterA (with producers, without Overlap; absent means 0): 1, the
+//     patch is staged once, unrounded, and each computing thread loads its
+//     A fragments from it into registers, splits them into TF32 high parts
+//     and residuals (3xtf32) or rounds them (tf32, RoundInput) there and
+//     issues the wgmmas with A from registers, AGroup k steps per commit
+//     group (three groups in registers: one in flight, one ready, one
+//     loading). The reduction then runs over the C*R*S taps packed (S not
+//     padded to a multiple of 4): 46 k steps instead of 50 on the
+//     flagship. For 3xtf32 also half the producers' shared stores and no
+//     rounding pass; more registers per computing thread. The search
+//     offers it for 3xtf32 only: for tf32 run 100 measured it slower than
+//     the tensor cores reading A from shared memory (0.29-0.34 ms against
+//     0.287 in NCHW, 0.248 against 0.218 in NHWC), but Render accepts it;
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
@@ -89,8 +94,9 @@ type wgmmaGeometry struct {
 	PatchRows, PatchCols, PatchPitch, PairStage            int
 	GridTiles, SharedBytes, Accumulators                   int
 	// FragmentRegs is what RegisterA holds besides the accumulators: two
-	// groups of AGroup split A fragments (8 registers a k step) and one
-	// loaded, not split yet (4).
+	// groups of AGroup A fragments ready for the tensor cores (8 registers
+	// a k step split for 3xtf32, 4 for tf32) and one loaded, not split yet
+	// (4).
 	FragmentRegs int
 	// Chunk is the elements per load of VecStage: the most that keep 4 to
 	// 16 bytes per load and divide an image row; 0 when none does.
@@ -123,6 +129,9 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + c["Producer"])
 	g.S4 = roundUp(s.S, 4)
 	g.TapBlocks = s.C * s.R * g.S4 / 4
+	if c["RegisterA"] == 1 {
+		g.TapBlocks = ceilDiv(s.C*s.R*s.S, 4) // packed taps
+	}
 	g.KSteps = ceilDiv(g.TapBlocks, 2)
 	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
 	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
@@ -147,6 +156,8 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 			g.FragmentRegs = 20 * c["AGroup"]
 			patchCopies = 1 // staged once, unsplit
 		}
+	} else if c["RegisterA"] == 1 {
+		g.FragmentRegs = 12 * c["AGroup"]
 	}
 	filter := c["TileK"] * g.KSteps * 8
 	buffers := c["Warpgroups"] * c["Stages"]
@@ -209,8 +220,8 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 // wgmmaAGroups lists the A-fragment groups worth trying, 0 standing for
 // the patch as the A operand in shared memory: RegisterA (with AGroup 1
 // to 3; more do not fit beside 3xtf32's sums) for 3xtf32 with producers
-// and without Overlap (the others do not split operands, and runs 85-87
-// found it slower without a producer).
+// and without Overlap (run 100 found it slower for tf32, and runs 85-87
+// slower without a producer).
 func wgmmaAGroups(p problem.Problem, producer, overlap int) []int {
 	if p.Precision != problem.TF32x3 || producer == 0 || overlap != 0 {
 		return []int{0}
@@ -291,8 +302,8 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if p.Precision == problem.TF32x3 && cfg["RoundInput"] != 1 {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
 	}
-	if ra, ag := cfg["RegisterA"], cfg["AGroup"]; ra < 0 || ra > 1 || (ra == 1 && (p.Precision != problem.TF32x3 || cfg["Overlap"] != 0 || ag < 1 || ag > 8)) || (ra == 0 && ag != 0) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: RegisterA is 0 or 1; 1 is for 3xtf32 without Overlap, with AGroup from 1 to 8 (else AGroup is 0 or absent)", cfg)
+	if ra, ag := cfg["RegisterA"], cfg["AGroup"]; ra < 0 || ra > 1 || (ra == 1 && ((p.Precision != problem.TF32x3 && p.Precision != problem.TF32) || cfg["Producer"] == 0 || cfg["Overlap"] != 0 || ag < 1 || ag > 8)) || (ra == 0 && ag != 0) {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: RegisterA is 0 or 1; 1 is for tf32 and 3xtf32 with a producer and without Overlap, with AGroup from 1 to 8 (else AGroup is 0 or absent)", cfg)
 	}
 	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
