@@ -1106,6 +1106,11 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 						if c.Config["RegisterA"] == 1 && (!regexp.MustCompile(`ld\.shared\.[uf]32`).MatchString(res.PTX) || !regexp.MustCompile(want+` \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd`).MatchString(res.PTX)) {
 							t.Errorf("%s %s %s: RegisterA without ld.shared or a wgmma with A in registers in the PTX", prec, layout, c.ID())
 						}
+						// RegisterA with cp.async on NCHW images of a width divisible
+						// by 4 (the flagship's) stages the patch 16 bytes at a time.
+						if c.Config["RegisterA"] == 1 && c.Config["VecStage"] == 0 && layout == problem.NCHW && !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
+							t.Errorf("%s %s %s: RegisterA without 16-byte cp.async in the PTX", prec, layout, c.ID())
+						}
 						n++
 					}
 				}

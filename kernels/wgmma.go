@@ -92,7 +92,11 @@ var wgmmaKnobs = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Sta
 type wgmmaGeometry struct {
 	ThreadsPerBlock, S4, TapBlocks, KSteps, TilesP, TilesQ int
 	PatchRows, PatchCols, PatchPitch, PairStage            int
-	GridTiles, SharedBytes, Accumulators                   int
+	// QuadStage (RegisterA with cp.async, NCHW, W a multiple of 4): the
+	// patch is copied 16 bytes at a time from aligned image columns, its
+	// first column ColShift floats into each row.
+	QuadStage, ColShift                  int
+	GridTiles, SharedBytes, Accumulators int
 	// FragmentRegs is what RegisterA holds besides the accumulators: two
 	// groups of AGroup A fragments ready for the tensor cores (8 registers
 	// a k step split for 3xtf32, 4 for tf32) and one loaded, not split yet
@@ -141,6 +145,11 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 		// Tiles start on even image columns (TileQ*4 is even) and image
 		// borders fall between pairs: stage 8 bytes at a time.
 		g.PairStage = 1
+	}
+	if c["RegisterA"] == 1 && c["VecStage"] == 0 && p.Layout == problem.NCHW && s.W%4 == 0 {
+		// Tiles start on image columns of -PadW modulo 4 (stride_w is 4).
+		g.PairStage, g.QuadStage, g.ColShift = 0, 1, (4-s.PadW%4)%4
+		g.PatchPitch = roundUp(g.PatchCols+g.ColShift, 4)
 	}
 	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
 	g.Chunk = vecChunk(p)
