@@ -70,7 +70,7 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmmahalf_bf16_a40a9745"
+	KernelName = "convgen_wgmmahalf_bf16_55e0637c"
 )
 
 // The launch geometry Forward uses.
@@ -82,13 +82,13 @@ const (
 	// GridZ is the number of blocks along z.
 	GridZ = 1
 	// BlockX is the number of threads per block along x.
-	BlockX = 640
+	BlockX = 512
 	// BlockY is the number of threads per block along y.
 	BlockY = 1
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 157536
+	SharedBytes = 138816
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts

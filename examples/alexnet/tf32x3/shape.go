@@ -88,7 +88,7 @@ const (
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 197472
+	SharedBytes = 203088
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
