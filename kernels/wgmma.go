@@ -49,8 +49,11 @@ import (
 //     group (three groups in registers: one in flight, one ready, one
 //     loading). The reduction then runs over the C*R*S taps packed (S not
 //     padded to a multiple of 4): 46 k steps instead of 50 on the
-//     flagship. For 3xtf32 also half the producers' shared stores and no
-//     rounding pass; more registers per computing thread. The search
+//     flagship; and with cp.async staging (VecStage = 0) of NCHW images
+//     whose width is a multiple of 4 the producer copies the patch 16
+//     bytes at a time from aligned image columns (QuadStage). For 3xtf32
+//     also half the producers' shared stores and no rounding pass; more
+//     registers per computing thread. The search
 //     offers it for 3xtf32 only: for tf32 run 100 measured it slower than
 //     the tensor cores reading A from shared memory (0.29-0.34 ms against
 //     0.287 in NCHW, 0.248 against 0.218 in NHWC), but Render accepts it;
