@@ -53,10 +53,10 @@ import (
 //     whose width is a multiple of 4 the producer copies the patch 16
 //     bytes at a time from aligned image columns (QuadStage). For 3xtf32
 //     also half the producers' shared stores and no rounding pass; more
-//     registers per computing thread. The search
-//     offers it for 3xtf32 only: for tf32 run 100 measured it slower than
-//     the tensor cores reading A from shared memory (0.29-0.34 ms against
-//     0.287 in NCHW, 0.248 against 0.218 in NHWC), but Render accepts it;
+//     registers per computing thread. The search offers it for 3xtf32
+//     only: for tf32 run 100 measured it slower than the tensor cores
+//     reading A from shared memory (0.29-0.34 ms against 0.287 in NCHW,
+//     0.248 against 0.218 in NHWC), but Render accepts it;
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
