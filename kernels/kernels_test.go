@@ -571,6 +571,10 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 			Config{"TileT": 32, "TileK": 48, "ThreadT": 8, "ThreadK": 8, "Chunk": 12, "StepsPerBlock": 96}},
 		"winograd_fp32_nhwc_t64_k32_x4x8_c8": {Winograd{}, flagship(t, problem.FP32, problem.NHWC),
 			Config{"TileT": 64, "TileK": 32, "ThreadT": 8, "ThreadK": 4, "Chunk": 8, "StepsPerBlock": 72}},
+		// The flagship's tf32 NCHW configuration measured fastest when the
+		// family landed (notes/perf.md, run 121).
+		"wgmmarow_tf32_nchw_k96_wg3_lag2": {WGMMARow{}, flagship(t, problem.TF32, problem.NCHW),
+			Config{"TileK": 96, "Warpgroups": 3, "Lag": 2, "RowsPerBlock": 107, "Slots": 7}},
 		"wgmmahalf_bf16_nchw_p16_q16_k48_wg2_prod1": {WGMMAHalf{}, flagship(t, problem.BF16, problem.NCHW),
 			Config{"TileP": 16, "TileQ": 16, "TileK": 48, "Warpgroups": 2, "TilesPerWarpgroup": 16, "Stages": 2, "Producer": 1, "Overlap": 1, "PredicatedStores": 1}},
 	} {
@@ -1040,7 +1044,7 @@ func TestWGMMAGate(t *testing.T) {
 }
 
 // TestCompileWGMMAFrontEnd checks, where NVRTC cannot target sm_90a (CI's
-// 11.8), that an evenly spaced sample of the wgmma and wgmmahalf spaces
+// 11.8), that an evenly spaced sample of the wgmma, wgmmahalf and wgmmarow spaces
 // passes NVRTC's C++ front end for compute_90 and emits the family's wgmma
 // into its PTX; ptxas (which would check the inline PTX) needs NVRTC 12+,
 // where TestCompile compiles the whole spaces instead.
@@ -1053,7 +1057,7 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 	lim.SM90a = true
 	const perGroup = 4 // per family, precision, layout, staging path and A operand
 	n := 0
-	for _, fam := range []Family{WGMMA{}, WGMMAHalf{}} {
+	for _, fam := range []Family{WGMMA{}, WGMMAHalf{}, WGMMARow{}} {
 		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, layout := range problem.Layouts {
 				p := flagship(t, prec, layout)
@@ -1117,5 +1121,5 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d wgmma and wgmmahalf configurations through NVRTC %s's front end", n, lib.VersionString())
+	t.Logf("%d wgmma, wgmmahalf and wgmmarow configurations through NVRTC %s's front end", n, lib.VersionString())
 }

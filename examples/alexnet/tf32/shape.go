@@ -70,25 +70,25 @@ const (
 	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
 	TunedArch = "sm_90a"
 	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmma_tf32_87cb049c"
+	KernelName = "convgen_wgmmarow_tf32_38b2e948"
 )
 
 // The launch geometry Forward uses.
 const (
 	// GridX is the number of blocks along x.
-	GridX = 131
+	GridX = 132
 	// GridY is the number of blocks along y.
 	GridY = 1
 	// GridZ is the number of blocks along z.
 	GridZ = 1
 	// BlockX is the number of threads per block along x.
-	BlockX = 384
+	BlockX = 512
 	// BlockY is the number of threads per block along y.
 	BlockY = 1
 	// BlockZ is the number of threads per block along z.
 	BlockZ = 1
 	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 191040
+	SharedBytes = 230464
 )
 
 // DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts

@@ -1,0 +1,257 @@
+package kernels
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// WGMMARow is the Hopper row-tile family (templates/wgmmarow.cu.tmpl):
+// wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, like
+// WGMMA, but an m64 tile is one whole output row (Q ≤ 64 pixels in 64
+// slots) and a block walks consecutive output rows, so that:
+//   - the input is staged once: a ring of "groups" of stride_h input rows
+//     at full width, output row p reading groups p .. p + GroupsPerRow - 1
+//     of its image, one new group per row (an 8x8-pixel tile restages
+//     most of its patch);
+//   - the NCHW epilogue writes 16-pixel runs of each channel plane (a 4x4
+//     transpose of every quad's sums, two rounds of shuffles) instead of
+//     the 8-pixel runs that 8-column tiles leave: on the flagship the
+//     8-pixel runs made tf32 NCHW a third slower than tf32 NHWC (runs 38,
+//     112, 117-119 in notes/perf.md).
+//
+// The price is the slots past Q (on the flagship 9 of 64: 14% more tensor
+// work). It serves tf32 in NCHW only, with stride_w 4 and dilation_w 1 (the
+// A-operand trick of WGMMA) and Q ≤ 64, and compiles for sm_90a only.
+//
+// Knobs:
+//   - TileK: output channels per block, the wgmma's N;
+//   - Warpgroups: computing warpgroups per block, taking the block's rows
+//     in turn and sharing the filter slice and the ring;
+//   - Lag: groups whose copies are in flight behind the newest one the
+//     producer warpgroup issued;
+//   - RowsPerBlock: consecutive output rows per block (as many as make one
+//     block per SM, given by the search from Limits.SMs).
+type WGMMARow struct{}
+
+// Name implements Family.
+func (WGMMARow) Name() string { return "wgmmarow" }
+
+// Template implements Family.
+func (WGMMARow) Template() string { return "wgmmarow.cu.tmpl" }
+
+// wgmmaRowMaxQ is the most pixels of an output row one m64 tile holds.
+const wgmmaRowMaxQ = 64
+
+// Serves implements Family.
+func (WGMMARow) Serves(p problem.Problem) error {
+	s := p.Shape
+	if err := s.Supported(); err != nil {
+		return err
+	}
+	switch {
+	case p.Precision != problem.TF32:
+		return fmt.Errorf("wgmmarow serves tf32 only, not %s", p.Precision)
+	case p.Layout != problem.NCHW:
+		return fmt.Errorf("wgmmarow serves the nchw layout only, not %s", p.Layout)
+	case s.StrideW != 4 || s.DilationW != 1:
+		return fmt.Errorf("wgmmarow needs stride_w 4 and dilation_w 1 (16-byte pixel rows), not %d and %d", s.StrideW, s.DilationW)
+	case s.Q() > wgmmaRowMaxQ:
+		return fmt.Errorf("wgmmarow needs output rows of at most %d pixels (one m64 tile), not Q=%d", wgmmaRowMaxQ, s.Q())
+	case s.K%8 != 0:
+		return fmt.Errorf("wgmmarow needs K divisible by 8, not %d", s.K)
+	}
+	return nil
+}
+
+// wgmmaRowKnobs are the values the search space takes.
+var wgmmaRowKnobs = struct{ TileK, Warpgroups, Lag []int }{
+	TileK: []int{48, 96, 128}, Warpgroups: []int{1, 2, 3}, Lag: []int{1, 2},
+}
+
+// wgmmaRowStep is one k8 step of the reduction: the ring group its two
+// 4-tap blocks lie in, the first block's offset within the group's slot
+// and the second's distance from it, both in 16-byte units (a padding
+// block re-reads the first: distance 0).
+type wgmmaRowStep struct {
+	Index, Group, Off16, LBO16 int
+}
+
+type wgmmaRowGeometry struct {
+	GroupsPerRow, Pitch, SlotFloats, SlackFloats, Slots int
+	KSteps, PairStage, ThreadsPerBlock, Rows, Grid      int
+	SharedBytes                                         int
+	Steps                                               []wgmmaRowStep
+	// BlockTaps and BlockS0 list each k step's two blocks (the filter's
+	// order): tap offset (c*R + r)*S + s0 and s0, -1 for padding.
+	BlockTaps, BlockS0 []int
+}
+
+// wgmmaRowMaxSlots caps the ring: more slots than the rows in flight need
+// buy nothing.
+const wgmmaRowMaxSlots = 8
+
+func wgmmaRowGeom(p problem.Problem, c Config, lim Limits) wgmmaRowGeometry {
+	s := p.Shape
+	var g wgmmaRowGeometry
+	sb := ceilDiv(s.S, 4) // 4-tap blocks per filter row
+	g.GroupsPerRow = ceilDiv((s.R-1)*s.DilationH+1, s.StrideH)
+	g.Pitch = 4*(s.Q()-1) + 4*sb
+	g.SlotFloats = s.C * s.StrideH * g.Pitch
+	// Slot 63's last block ends 4*63 + 4*sb floats into a staged row.
+	g.SlackFloats = roundUp(max(0, 4*63+4*sb-g.Pitch), 4)
+	if s.W%2 == 0 && s.PadW%2 == 0 {
+		g.PairStage = 1
+	}
+	for j := range g.GroupsPerRow {
+		type block struct{ off, tap, s0 int }
+		var blocks []block
+		for ch := range s.C {
+			for rr := range s.StrideH {
+				o := j*s.StrideH + rr // input row offset from the output row's first
+				if o%s.DilationH != 0 || o/s.DilationH >= s.R {
+					continue // no filter row reads this staged row here
+				}
+				r := o / s.DilationH
+				for b := range sb {
+					blocks = append(blocks, block{(ch*s.StrideH+rr)*g.Pitch + 4*b, (ch*s.R+r)*s.S + 4*b, 4 * b})
+				}
+			}
+		}
+		for i := 0; i < len(blocks); i += 2 {
+			st := wgmmaRowStep{Index: g.KSteps, Group: j, Off16: blocks[i].off / 4}
+			g.BlockTaps = append(g.BlockTaps, blocks[i].tap)
+			g.BlockS0 = append(g.BlockS0, blocks[i].s0)
+			if i+1 < len(blocks) {
+				st.LBO16 = (blocks[i+1].off - blocks[i].off) / 4
+				g.BlockTaps = append(g.BlockTaps, blocks[i+1].tap)
+				g.BlockS0 = append(g.BlockS0, blocks[i+1].s0)
+			} else {
+				g.BlockTaps = append(g.BlockTaps, -1)
+				g.BlockS0 = append(g.BlockS0, 0)
+			}
+			g.Steps = append(g.Steps, st)
+			g.KSteps++
+		}
+	}
+	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + 1)
+	g.Rows = s.N * s.P()
+	if c["RowsPerBlock"] > 0 {
+		g.Grid = ceilDiv(g.Rows, c["RowsPerBlock"])
+	}
+	filter := c["TileK"] * g.KSteps * 8
+	fixed := 4 * (filter + g.SlackFloats)
+	perSlot := 4*g.SlotFloats + 16 // the slot and its two mbarriers
+	g.Slots = wgmmaRowMaxSlots
+	if c["Slots"] > 0 { // Render: the search chose it
+		g.Slots = c["Slots"]
+	} else if lim.MaxSharedPerBlock > 0 {
+		g.Slots = min(wgmmaRowMaxSlots, max(0, (lim.MaxSharedPerBlock-fixed)/perSlot))
+	}
+	g.SharedBytes = fixed + g.Slots*perSlot
+	return g
+}
+
+// wgmmaRowRowsPerBlock is the rows per block that make one block per SM.
+func wgmmaRowRowsPerBlock(p problem.Problem, lim Limits, tileK int) int {
+	blocks := max(lim.SMs/max(p.Shape.K/tileK, 1), 1)
+	return ceilDiv(p.Shape.N*p.Shape.P(), blocks)
+}
+
+// Space implements Family. Without Limits.SM90a every configuration is
+// listed as rejected.
+func (f WGMMARow) Space(p problem.Problem, lim Limits) []Candidate {
+	var out []Candidate
+	for _, tk := range channelTiles(p.Shape.K, wgmmaRowKnobs.TileK, 8) {
+		for _, wg := range wgmmaRowKnobs.Warpgroups {
+			for _, lag := range wgmmaRowKnobs.Lag {
+				cfg := Config{"TileK": tk, "Warpgroups": wg, "Lag": lag, "RowsPerBlock": wgmmaRowRowsPerBlock(p, lim, tk)}
+				g := wgmmaRowGeom(p, cfg, lim)
+				cfg["Slots"] = g.Slots
+				out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+			}
+		}
+	}
+	return out
+}
+
+func (WGMMARow) reject(p problem.Problem, c Config, lim Limits) string {
+	s := p.Shape
+	g := wgmmaRowGeom(p, c, lim)
+	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
+	// Accumulators, the bias of the thread's channels, and wgmmaSpareRegs.
+	regs := c["TileK"]/2 + c["TileK"]/4 + wgmmaSpareRegs
+	switch {
+	case !lim.SM90a:
+		return "arch: wgmmarow needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
+	case c["TileK"] > 256:
+		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
+	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+	case regs > share:
+		return fmt.Sprintf("registers: %d accumulators + %d bias + %d per thread exceed the %d that %d threads leave each",
+			c["TileK"]/2, c["TileK"]/4, wgmmaSpareRegs, share, g.ThreadsPerBlock)
+	case g.GroupsPerRow > 8:
+		return fmt.Sprintf("shape: an output row reads %d groups of %d input rows, more than 8 descriptors", g.GroupsPerRow, s.StrideH)
+	case g.Slots < g.GroupsPerRow+c["Lag"]:
+		return fmt.Sprintf("shared memory: %d ring slots of %d B fit beside the filter, a row's %d groups and Lag=%d need %d",
+			g.Slots, 4*g.SlotFloats, g.GroupsPerRow, c["Lag"], g.GroupsPerRow+c["Lag"])
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	}
+	// Soft rules last: admitSoft may lift them.
+	if waste := 1 - float64(s.Q())/wgmmaRowMaxQ; waste > 0.20 {
+		return fmt.Sprintf("waste: %.0f%% of the 64 pixel slots of a row tile fall outside the %d-pixel rows", 100*waste, s.Q())
+	}
+	if blocks := g.Grid * (s.K / c["TileK"]); blocks*20 < 19*lim.SMs {
+		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
+	}
+	return ""
+}
+
+// Render implements Family.
+func (f WGMMARow) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	if err := requireKnobs(f.Name(), cfg, "TileK", "Warpgroups", "Lag", "RowsPerBlock", "Slots"); err != nil {
+		return Kernel{}, err
+	}
+	tk, wg, lag := cfg["TileK"], cfg["Warpgroups"], cfg["Lag"]
+	if tk < 8 || tk%8 != 0 || tk > 256 || p.Shape.K%tk != 0 {
+		return Kernel{}, fmt.Errorf("wgmmarow: config %s: TileK must be a multiple of 8 up to 256 dividing K", cfg)
+	}
+	if wg < 1 || wg > 7 || lag < 1 || cfg["RowsPerBlock"] < 1 {
+		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Warpgroups is 1 to 7, Lag and RowsPerBlock at least 1", cfg)
+	}
+	g := wgmmaRowGeom(p, cfg, Limits{})
+	if g.Slots < g.GroupsPerRow+lag {
+		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the %d groups a row reads plus Lag", cfg, g.GroupsPerRow)
+	}
+	acc := tk / 2
+	accOps, accCons := wgmmaAccOperands(acc)
+	ints := func(v []int) string {
+		s := make([]string, len(v))
+		for i, x := range v {
+			s[i] = strconv.Itoa(x)
+		}
+		return strings.Join(s, ", ")
+	}
+	data := struct {
+		shapeData
+		wgmmaRowGeometry
+		Name, Config, FilterLayout, BlockTaps, BlockS0 string
+		TileK, Warpgroups, Lag, RowsPerBlock           int
+		AccOperands, AccConstraints                    string
+		DescAOperand, DescBOperand, ScaleOperand       int
+	}{newShapeData(p), g, fmt.Sprintf("convgen_wgmmarow_tf32_%s", kernelSuffix(cfg)), cfg.String(), p.Layout.FilterLayout(),
+		ints(g.BlockTaps), ints(g.BlockS0), tk, wg, lag, cfg["RowsPerBlock"], accOps, accCons, acc, acc + 1, acc + 2}
+	src, err := render(f.Template(), data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: f.Name(), Config: cfg, Name: data.Name, Source: src, ArchSuffix: "a",
+		Grid: [3]int{g.Grid, p.Shape.K / tk, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}
