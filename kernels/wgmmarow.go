@@ -201,10 +201,9 @@ func (WGMMARow) reject(p problem.Problem, c Config, lim Limits) string {
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	}
-	// Soft rules last: admitSoft may lift them.
-	if waste := 1 - float64(s.Q())/wgmmaRowMaxQ; waste > 0.20 {
-		return fmt.Sprintf("waste: %.0f%% of the 64 pixel slots of a row tile fall outside the %d-pixel rows", 100*waste, s.Q())
-	}
+	// The soft rule last: admitSoft may lift it. (The 64 - Q unused pixel
+	// slots of a row tile are a property of the shape, not of a
+	// configuration: the tuner weighs them against the other families.)
 	if blocks := g.Grid * (s.K / c["TileK"]); blocks*20 < 19*lim.SMs {
 		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
 	}
