@@ -33,7 +33,10 @@ import (
 //   - Lag: groups whose copies are in flight behind the newest one the
 //     producer warpgroup issued;
 //   - RowsPerBlock: consecutive output rows per block (as many as make one
-//     block per SM, given by the search from Limits.SMs).
+//     block per SM, given by the search from Limits.SMs);
+//   - Slots: ring slots (as many as fit beside the filter slice, up to 8,
+//     given by the search from Limits.MaxSharedPerBlock; at least the
+//     groups a row reads plus Lag, so that the producer can always go on).
 type WGMMARow struct{}
 
 // Name implements Family.
