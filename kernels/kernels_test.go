@@ -925,17 +925,31 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 	return strings.Join(problems, "; ")
 }
 
+// checkArchGate checks that an sm_90a family rejects every configuration
+// of p, with an arch: reason, under limits without SM90a.
+func checkArchGate(t *testing.T, f Family, p problem.Problem, lim Limits) {
+	t.Helper()
+	if lim.SM90a {
+		t.Fatal("checkArchGate wants limits without SM90a")
+	}
+	cands := f.Space(p, lim)
+	if len(cands) == 0 {
+		t.Fatalf("%s: empty space for %s", f.Name(), p)
+	}
+	for _, c := range cands {
+		if !strings.HasPrefix(c.Rejected, "arch:") {
+			t.Fatalf("%s without SM90a: rejected %q, want an arch: reason", c.ID(), c.Rejected)
+		}
+	}
+}
+
 // TestWGMMAGate checks that the sm_90a family is offered only with
 // Limits.SM90a, that it serves only what its A-operand trick allows, and
 // that every kept configuration renders an sm_90a kernel issuing wgmma.
 func TestWGMMAGate(t *testing.T) {
 	p := flagship(t, problem.TF32, problem.NCHW)
 	off := DefaultLimits(90)
-	for _, c := range (WGMMA{}).Space(p, off) {
-		if !strings.HasPrefix(c.Rejected, "arch:") {
-			t.Fatalf("%s without SM90a: rejected %q, want an arch: reason", c.ID(), c.Rejected)
-		}
-	}
+	checkArchGate(t, WGMMA{}, p, off)
 	on := off
 	on.SM90a = true
 	for _, pl := range []struct {

@@ -130,11 +130,7 @@ func TestWGMMARowGeometry(t *testing.T) {
 func TestWGMMARowSpace(t *testing.T) {
 	p := flagship(t, problem.TF32, problem.NCHW)
 	off := DefaultLimits(90)
-	for _, c := range (WGMMARow{}).Space(p, off) {
-		if !strings.HasPrefix(c.Rejected, "arch:") {
-			t.Fatalf("%s without SM90a: rejected %q, want an arch: reason", c.ID(), c.Rejected)
-		}
-	}
+	checkArchGate(t, WGMMARow{}, p, off)
 	on := off
 	on.SM90a = true
 	cands := (WGMMARow{}).Space(p, on)
