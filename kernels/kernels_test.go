@@ -943,6 +943,21 @@ func checkArchGate(t *testing.T, f Family, p problem.Problem, lim Limits) {
 	}
 }
 
+// renderTF32WGMMA renders a kept candidate of a TF32 wgmma family and checks
+// that it is sm_90a code issuing its m64nNk8 TF32 wgmma (N = TileK).
+func renderTF32WGMMA(t *testing.T, p problem.Problem, c Candidate) Kernel {
+	t.Helper()
+	kern, err := RenderCandidate(p, c)
+	if err != nil {
+		t.Fatalf("%s: %v", c.ID(), err)
+	}
+	want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
+	if kern.ArchSuffix != "a" || !strings.Contains(kern.Source, want) {
+		t.Fatalf("%s: ArchSuffix %q, source has %q: %v", c.ID(), kern.ArchSuffix, want, strings.Contains(kern.Source, want))
+	}
+	return kern
+}
+
 // TestWGMMAGate checks that the sm_90a family is offered only with
 // Limits.SM90a, that it serves only what its A-operand trick allows, and
 // that every kept configuration renders an sm_90a kernel issuing wgmma.
@@ -971,14 +986,7 @@ func TestWGMMAGate(t *testing.T) {
 			if half := pl.prec == problem.FP16 || pl.prec == problem.BF16; half && (c.Config["VecStage"] != 1 || c.Config["RoundInput"] != 0) {
 				t.Fatalf("%s: %s kept without register staging or with rounding", c.ID(), pl.prec)
 			}
-			kern, err := RenderCandidate(p, c)
-			if err != nil {
-				t.Fatalf("%s: %v", c.ID(), err)
-			}
-			want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
-			if kern.ArchSuffix != "a" || !strings.Contains(kern.Source, want) {
-				t.Fatalf("%s: ArchSuffix %q, source has %q: %v", c.ID(), kern.ArchSuffix, want, strings.Contains(kern.Source, want))
-			}
+			kern := renderTF32WGMMA(t, p, c)
 			if want := 128 * (c.Config["Warpgroups"] + c.Config["Producer"]); kern.Block[0] != want {
 				t.Fatalf("%s: block %v, want %d threads", c.ID(), kern.Block, want)
 			}

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -140,14 +139,7 @@ func TestWGMMARowSpace(t *testing.T) {
 		t.Errorf("%d of %d flagship candidates kept, want 12", len(k), len(cands))
 	}
 	for _, c := range k {
-		kern, err := RenderCandidate(p, c)
-		if err != nil {
-			t.Fatalf("%s: %v", c.ID(), err)
-		}
-		want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.Config["TileK"])
-		if kern.ArchSuffix != "a" || !strings.Contains(kern.Source, want) {
-			t.Errorf("%s: ArchSuffix %q, source has %q: %v", c.ID(), kern.ArchSuffix, want, strings.Contains(kern.Source, want))
-		}
+		kern := renderTF32WGMMA(t, p, c)
 		blocks := kern.Grid[0] * kern.Grid[1]
 		if kern.Block[0] != 128*(c.Config["Warpgroups"]+1) || kern.Grid[0]*c.Config["RowsPerBlock"] < 256*55 ||
 			(kern.Grid[0]-1)*c.Config["RowsPerBlock"] >= 256*55 || blocks > on.SMs || blocks*20 < 19*on.SMs {
