@@ -10,9 +10,10 @@
 # convgen.log from the example, pytorch.jsonl and pytorch.log from
 # bench/cudnn.py, nvidia-smi.txt, versions.txt) and results-DATE-GPU.md, the
 # table that bench/table.py builds; copy that one to bench/ to publish it.
-# Environment: RUNS (timed runs, default 100), SMS (132) and CLOCK_MHZ (1980)
-# for the FP32 peak, BANDWIDTH (4.3e12 B/s, the H200's measured copy rate),
-# PYTHON (python3).
+# Environment: RUNS (timed runs, default 100); SMS and CLOCK_MHZ for the FP32
+# peak and BANDWIDTH (B/s) for the memory floor, measured on the GPU at hand
+# by bench/devicefacts.py where not set (the H200's 132, 1980 and 4.3e12 if
+# that fails); PYTHON (python3).
 # Exits with status 1 when a convgen kernel fails its check or a step fails,
 # after writing whatever it could.
 set -euo pipefail
@@ -47,6 +48,19 @@ cuda="${torch_cuda:-?} (PyTorch's)${driver_cuda:+, driver supports ${driver_cuda
 } > "$out/versions.txt"
 cat "$out/versions.txt"
 
+# The roofline's facts: the environment's, else measured here.
+facts=$("$python" bench/devicefacts.py 2> "$out/devicefacts.log") || {
+  echo "bench: bench/devicefacts.py failed (see $out/devicefacts.log): using the H200's figures where not set" >&2
+  facts=""
+}
+fact() { # fact NAME DEFAULT: the environment's value, the measured one, or DEFAULT
+  local v=${!1:-}
+  [ -n "$v" ] || v=$(printf '%s\n' "$facts" | sed -n "s/^$1=//p")
+  echo "${v:-$2}"
+}
+sms=$(fact SMS 132) clock_mhz=$(fact CLOCK_MHZ 1980) bandwidth=$(fact BANDWIDTH 4.3e12)
+echo "roofline: $sms SMs, $clock_mhz MHz, $bandwidth B/s" | tee -a "$out/versions.txt"
+
 status=0
 echo "bench: convgen (.dev/example-alexnet -runs $runs)"
 if ! .dev/example-alexnet -runs "$runs" > "$out/convgen.jsonl" 2> "$out/convgen.log"; then
@@ -68,7 +82,7 @@ device_arg=()
 [ -z "$gpu" ] || device_arg=(--device "$gpu")
 "$python" bench/table.py --convgen "$out/convgen.jsonl" --pytorch "$out/pytorch.jsonl" -o "$results" \
   --shape "$shape" "${device_arg[@]}" --driver "${driver:-?}" --cuda "$cuda" --date "$date" --commit "$commit" \
-  --sms "${SMS:-132}" --clock-mhz "${CLOCK_MHZ:-1980}" --bandwidth "${BANDWIDTH:-4.3e12}"
+  --sms "$sms" --clock-mhz "$clock_mhz" --bandwidth "$bandwidth"
 echo
 cat "$results"
 echo
