@@ -926,12 +926,11 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 }
 
 // checkArchGate checks that an sm_90a family rejects every configuration
-// of p, with an arch: reason, under limits without SM90a.
-func checkArchGate(t *testing.T, f Family, p problem.Problem, lim Limits) {
+// of p with an "arch:" reason under the sm_90 defaults without SM90a, and
+// returns those limits with SM90a set, for the rest of the test.
+func checkArchGate(t *testing.T, f Family, p problem.Problem) Limits {
 	t.Helper()
-	if lim.SM90a {
-		t.Fatal("checkArchGate wants limits without SM90a")
-	}
+	lim := DefaultLimits(90)
 	cands := f.Space(p, lim)
 	if len(cands) == 0 {
 		t.Fatalf("%s: empty space for %s", f.Name(), p)
@@ -941,6 +940,8 @@ func checkArchGate(t *testing.T, f Family, p problem.Problem, lim Limits) {
 			t.Fatalf("%s without SM90a: rejected %q, want an arch: reason", c.ID(), c.Rejected)
 		}
 	}
+	lim.SM90a = true
+	return lim
 }
 
 // renderTF32WGMMA renders a kept candidate of a TF32 wgmma family and checks
@@ -963,10 +964,7 @@ func renderTF32WGMMA(t *testing.T, p problem.Problem, c Candidate) Kernel {
 // that every kept configuration renders an sm_90a kernel issuing wgmma.
 func TestWGMMAGate(t *testing.T) {
 	p := flagship(t, problem.TF32, problem.NCHW)
-	off := DefaultLimits(90)
-	checkArchGate(t, WGMMA{}, p, off)
-	on := off
-	on.SM90a = true
+	on := checkArchGate(t, WGMMA{}, p)
 	for _, pl := range []struct {
 		prec   problem.Precision
 		layout problem.Layout

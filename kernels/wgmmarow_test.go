@@ -128,10 +128,7 @@ func TestWGMMARowGeometry(t *testing.T) {
 
 func TestWGMMARowSpace(t *testing.T) {
 	p := flagship(t, problem.TF32, problem.NCHW)
-	off := DefaultLimits(90)
-	checkArchGate(t, WGMMARow{}, p, off)
-	on := off
-	on.SM90a = true
+	on := checkArchGate(t, WGMMARow{}, p)
 	cands := (WGMMARow{}).Space(p, on)
 	checkCandidates(t, p, cands, on)
 	k := kept(cands)
