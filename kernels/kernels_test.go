@@ -572,7 +572,7 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 		"winograd_fp32_nhwc_t64_k32_x4x8_c8": {Winograd{}, flagship(t, problem.FP32, problem.NHWC),
 			Config{"TileT": 64, "TileK": 32, "ThreadT": 8, "ThreadK": 4, "Chunk": 8, "StepsPerBlock": 72}},
 		// The flagship's tf32 NCHW configuration measured fastest when the
-		// family landed (notes/perf.md, run 121).
+		// family landed (docs/performance.md).
 		"wgmmarow_tf32_nchw_k96_wg3_lag2": {WGMMARow{}, flagship(t, problem.TF32, problem.NCHW),
 			Config{"TileK": 96, "Warpgroups": 3, "Lag": 2, "RowsPerBlock": 107, "Slots": 7}},
 		"wgmmahalf_bf16_nchw_p16_q16_k48_wg2_prod1": {WGMMAHalf{}, flagship(t, problem.BF16, problem.NCHW),

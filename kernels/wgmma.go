@@ -54,9 +54,9 @@ import (
 //     bytes at a time from aligned image columns (QuadStage). For 3xtf32
 //     also half the producers' shared stores and no rounding pass; more
 //     registers per computing thread. The search offers it for 3xtf32
-//     only: for tf32 run 100 measured it slower than the tensor cores
+//     only: for tf32 it measured slower than the tensor cores
 //     reading A from shared memory (0.29-0.34 ms against 0.287 in NCHW,
-//     0.248 against 0.218 in NHWC), but Render accepts it;
+//     0.248 against 0.218 in NHWC, on an H200), but Render accepts it;
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
@@ -232,8 +232,8 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 // wgmmaAGroups lists the A-fragment groups worth trying, 0 standing for
 // the patch as the A operand in shared memory: RegisterA (with AGroup 1
 // to 3; more do not fit beside 3xtf32's sums) for 3xtf32 with producers
-// and without Overlap (run 100 found it slower for tf32, and runs 85-87
-// slower without a producer).
+// and without Overlap (measured slower for tf32, and slower without a
+// producer: docs/performance.md).
 func wgmmaAGroups(p problem.Problem, producer, overlap int) []int {
 	if p.Precision != problem.TF32x3 || producer == 0 || overlap != 0 {
 		return []int{0}

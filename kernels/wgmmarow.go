@@ -19,8 +19,8 @@ import (
 //   - the NCHW epilogue writes 16-pixel runs of each channel plane (a 4x4
 //     transpose of every quad's sums, two rounds of shuffles) instead of
 //     the 8-pixel runs that 8-column tiles leave: on the flagship the
-//     8-pixel runs made tf32 NCHW a third slower than tf32 NHWC (runs 38,
-//     112, 117-119 in notes/perf.md).
+//     8-pixel runs made tf32 NCHW a third slower than tf32 NHWC (see
+//     docs/performance.md).
 //
 // The price is the slots past Q (on the flagship 9 of 64: 14% more tensor
 // work). It serves tf32 in NCHW only, with stride_w 4 and dilation_w 1 (the
