@@ -3,6 +3,8 @@ package problem
 import (
 	"fmt"
 	"strings"
+
+	"github.com/convgen/convgen/internal/clip"
 )
 
 // Precision is the arithmetic a kernel uses and the element type it reads
@@ -28,7 +30,7 @@ func ParsePrecision(s string) (Precision, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("precision %q: must be one of %s", s, joinNames(Precisions))
+	return "", fmt.Errorf("precision %s: must be one of %s", clip.Quote(s), joinNames(Precisions))
 }
 
 // ErrorBound is the largest relative L2 error ‖out−ref‖/‖ref‖ against a
@@ -73,7 +75,7 @@ func ParseLayout(s string) (Layout, error) {
 			return l, nil
 		}
 	}
-	return "", fmt.Errorf("layout %q: must be one of %s", s, joinNames(Layouts))
+	return "", fmt.Errorf("layout %s: must be one of %s", clip.Quote(s), joinNames(Layouts))
 }
 
 // FilterLayout names the filter's memory order for this layout.

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/convgen/convgen/internal/clip"
 )
 
 // Shape is one 2-D convolution: input N×C×H×W, filter K×(C/Groups)×R×S,
@@ -37,6 +39,8 @@ var shapeKeys = []string{"n", "c", "h", "w", "k", "r", "s",
 // optional. Stride and dilation default to 1, pad to 0.
 func ParseShape(spec string) (Shape, error) {
 	vals := map[string]string{}
+	// spelled keeps each key as the user wrote it, for messages.
+	spelled := map[string]string{}
 	for _, pair := range strings.Split(spec, ",") {
 		pair = strings.TrimSpace(pair)
 		if pair == "" {
@@ -44,17 +48,18 @@ func ParseShape(spec string) (Shape, error) {
 		}
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok {
-			return Shape{}, fmt.Errorf("shape: %q is not KEY=VALUE", pair)
+			return Shape{}, fmt.Errorf("shape: %s is not KEY=VALUE", clip.Quote(pair))
 		}
-		k = strings.ToLower(strings.TrimSpace(k))
+		written := strings.TrimSpace(k)
+		k = strings.ToLower(written)
 		v = strings.TrimSpace(v)
 		if !known(k) {
-			return Shape{}, fmt.Errorf("shape: unknown key %q (known: %s)", k, strings.Join(shapeKeys, ", "))
+			return Shape{}, fmt.Errorf("shape: unknown key %s (known: %s)", clip.Quote(written), strings.Join(shapeKeys, ", "))
 		}
-		if _, dup := vals[k]; dup {
-			return Shape{}, fmt.Errorf("shape: key %q given twice", k)
+		if first, dup := spelled[k]; dup {
+			return Shape{}, fmt.Errorf("shape: key %q given twice (first as %q)", written, first)
 		}
-		vals[k] = v
+		vals[k], spelled[k] = v, written
 	}
 	s := Shape{Groups: 1, Bias: true}
 	var err error
@@ -66,21 +71,21 @@ func ParseShape(spec string) (Shape, error) {
 		if !ok {
 			return Shape{}, fmt.Errorf("shape: missing required key %q (required: N,C,H,W,K,R,S)", strings.ToUpper(f.key))
 		}
-		if *f.dst, err = positive(strings.ToUpper(f.key), v); err != nil {
+		if *f.dst, err = positive(spelled[f.key], v); err != nil {
 			return Shape{}, err
 		}
 	}
-	if s.StrideH, s.StrideW, err = pairOf(vals, "stride", 1, positive); err != nil {
+	if s.StrideH, s.StrideW, err = pairOf(vals, spelled, "stride", 1, positive); err != nil {
 		return Shape{}, err
 	}
-	if s.PadH, s.PadW, err = pairOf(vals, "pad", 0, nonNegative); err != nil {
+	if s.PadH, s.PadW, err = pairOf(vals, spelled, "pad", 0, nonNegative); err != nil {
 		return Shape{}, err
 	}
-	if s.DilationH, s.DilationW, err = pairOf(vals, "dilation", 1, positive); err != nil {
+	if s.DilationH, s.DilationW, err = pairOf(vals, spelled, "dilation", 1, positive); err != nil {
 		return Shape{}, err
 	}
 	if v, ok := vals["groups"]; ok {
-		if s.Groups, err = positive("groups", v); err != nil {
+		if s.Groups, err = positive(spelled["groups"], v); err != nil {
 			return Shape{}, err
 		}
 	}
@@ -91,7 +96,7 @@ func ParseShape(spec string) (Shape, error) {
 		case "0", "false", "no", "off":
 			s.Bias = false
 		default:
-			return Shape{}, fmt.Errorf("shape: bias=%q: must be true or false (or 1/0)", v)
+			return Shape{}, fmt.Errorf("shape: %s=%s: must be true or false (or 1/0)", spelled["bias"], clip.Quote(v))
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -109,10 +114,12 @@ func known(k string) bool {
 	return false
 }
 
+// positive and nonNegative read the value v of key (as the user wrote the
+// key).
 func positive(key, v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("shape: %s=%q: must be a positive integer", key, v)
+		return 0, fmt.Errorf("shape: %s=%s: must be a positive integer", key, clip.Quote(v))
 	}
 	return n, nil
 }
@@ -120,33 +127,33 @@ func positive(key, v string) (int, error) {
 func nonNegative(key, v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("shape: %s=%q: must be a non-negative integer", key, v)
+		return 0, fmt.Errorf("shape: %s=%s: must be a non-negative integer", key, clip.Quote(v))
 	}
 	return n, nil
 }
 
 // pairOf reads KEY, KEY_h and KEY_w; KEY sets both and may not be combined
-// with the others.
-func pairOf(vals map[string]string, key string, def int, conv func(string, string) (int, error)) (h, w int, err error) {
+// with the others. spelled maps each key given to its spelling.
+func pairOf(vals, spelled map[string]string, key string, def int, conv func(string, string) (int, error)) (h, w int, err error) {
 	h, w = def, def
 	if v, ok := vals[key]; ok {
 		for _, side := range []string{key + "_h", key + "_w"} {
 			if _, both := vals[side]; both {
-				return 0, 0, fmt.Errorf("shape: %s and %s both given: use one or the other", key, side)
+				return 0, 0, fmt.Errorf("shape: %s and %s both given: use one or the other", spelled[key], spelled[side])
 			}
 		}
-		if h, err = conv(key, v); err != nil {
+		if h, err = conv(spelled[key], v); err != nil {
 			return 0, 0, err
 		}
 		return h, h, nil
 	}
 	if v, ok := vals[key+"_h"]; ok {
-		if h, err = conv(key+"_h", v); err != nil {
+		if h, err = conv(spelled[key+"_h"], v); err != nil {
 			return 0, 0, err
 		}
 	}
 	if v, ok := vals[key+"_w"]; ok {
-		if w, err = conv(key+"_w", v); err != nil {
+		if w, err = conv(spelled[key+"_w"], v); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -184,11 +191,15 @@ func (s Shape) Validate() error {
 	if s.K%s.Groups != 0 {
 		return fmt.Errorf("shape: K=%d is not divisible by groups=%d", s.K, s.Groups)
 	}
-	if s.P() < 1 {
-		return fmt.Errorf("shape: output height P=(H+2*pad_h-dilation_h*(R-1)-1)/stride_h+1 is %d: must be at least 1 (filter taller than padded input)", s.P())
+	// The padded input must hold one whole dilated filter; checked before P
+	// and Q are computed, as PyTorch does.
+	if have, need := padded(s.H, s.PadH), span(s.DilationH, s.R); have < need {
+		return fmt.Errorf("shape: output height P=floor((H+2*pad_h-dilation_h*(R-1)-1)/stride_h)+1 must be at least 1, which needs H+2*pad_h >= dilation_h*(R-1)+1, but %d+2*%d=%d < %d*(%d-1)+1=%d (filter taller than the padded input)",
+			s.H, s.PadH, have, s.DilationH, s.R, need)
 	}
-	if s.Q() < 1 {
-		return fmt.Errorf("shape: output width Q=(W+2*pad_w-dilation_w*(S-1)-1)/stride_w+1 is %d: must be at least 1 (filter wider than padded input)", s.Q())
+	if have, need := padded(s.W, s.PadW), span(s.DilationW, s.S); have < need {
+		return fmt.Errorf("shape: output width Q=floor((W+2*pad_w-dilation_w*(S-1)-1)/stride_w)+1 must be at least 1, which needs W+2*pad_w >= dilation_w*(S-1)+1, but %d+2*%d=%d < %d*(%d-1)+1=%d (filter wider than the padded input)",
+			s.W, s.PadW, have, s.DilationW, s.S, need)
 	}
 	for _, f := range []struct {
 		name  string
@@ -216,11 +227,36 @@ func product(xs []int) int {
 	return p
 }
 
-// P is the output height.
-func (s Shape) P() int { return (s.H+2*s.PadH-s.DilationH*(s.R-1)-1)/s.StrideH + 1 }
+// P is the output height, floor((H+2*pad_h-dilation_h*(R-1)-1)/stride_h)+1;
+// below 1 for a filter taller than the padded input (Validate refuses
+// those).
+func (s Shape) P() int { return outputSize(s.H, s.PadH, s.DilationH, s.R, s.StrideH) }
 
-// Q is the output width.
-func (s Shape) Q() int { return (s.W+2*s.PadW-s.DilationW*(s.S-1)-1)/s.StrideW + 1 }
+// Q is the output width, floor((W+2*pad_w-dilation_w*(S-1)-1)/stride_w)+1;
+// below 1 for a filter wider than the padded input.
+func (s Shape) Q() int { return outputSize(s.W, s.PadW, s.DilationW, s.S, s.StrideW) }
+
+// outputSize is floor((in+2*pad-dilation*(taps-1)-1)/stride)+1, rounding
+// toward minus infinity as PyTorch does (Go's / truncates toward zero, which
+// would give 1 for a small negative numerator). It is 0 for a stride below 1.
+func outputSize(in, pad, dilation, taps, stride int) int {
+	if stride < 1 {
+		return 0
+	}
+	num := padded(in, pad) - span(dilation, taps)
+	q := num / int64(stride)
+	if num < 0 && num%int64(stride) != 0 {
+		q--
+	}
+	return int(q + 1)
+}
+
+// padded is in+2*pad, the padded input's extent, in 64 bits so that it
+// cannot overflow for values Validate bounds.
+func padded(in, pad int) int64 { return int64(in) + 2*int64(pad) }
+
+// span is dilation*(taps-1)+1, the dilated filter's extent.
+func span(dilation, taps int) int64 { return int64(dilation)*(int64(taps)-1) + 1 }
 
 // FLOPs counts the multiply-adds as two operations each (bias adds not counted).
 func (s Shape) FLOPs() float64 {

@@ -192,9 +192,12 @@ func TestParseShapeErrors(t *testing.T) {
 		want []string // every one must appear in the error text
 	}{
 		{"unknown key", base + ",foo=1", []string{`unknown key "foo"`}},
-		{"unknown key, upper case", base + ",Padding=1", []string{`unknown key "padding"`}},
-		{"repeated key", base + ",N=2", []string{`"n"`, "twice"}},
-		{"repeated key, other case", base + ",pad=1,PAD=1", []string{`"pad"`, "twice"}},
+		{"unknown key, upper case", base + ",Padding=1", []string{`unknown key "Padding"`}},
+		{"repeated key", base + ",N=2", []string{`key "N" given twice`}},
+		{"repeated key, other case", base + ",pad=1,PAD=1", []string{`key "PAD" given twice (first as "pad")`}},
+		{"repeated key, mixed case", base + ",Stride_H=2,stride_h=1", []string{`key "stride_h" given twice (first as "Stride_H")`}},
+		{"value error names the key as written", "n=0,C=4,H=8,W=8,K=4,R=3,S=3", []string{`n="0"`, "positive"}},
+		{"both given, as written", base + ",Stride=2,STRIDE_W=1", []string{"Stride and STRIDE_W both given"}},
 		{"missing key", "N=1,C=4,H=8,W=8,K=4,R=3", []string{`"S"`, "missing"}},
 		{"empty spec", "", []string{`"N"`, "missing"}},
 		{"not key=value", base + ",stride", []string{`"stride"`, "KEY=VALUE"}},
