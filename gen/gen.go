@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"go/token"
 	"strconv"
 	"strings"
 
@@ -196,8 +195,8 @@ func checkLine(name, v string) error {
 
 // newSpec checks b and derives what the file generators share.
 func newSpec(b Binding) (*spec, error) {
-	if !token.IsIdentifier(b.Package) || b.Package == "_" || b.Package == "main" || b.Package == "C" {
-		return nil, fmt.Errorf("gen: package name %q: must be a Go identifier other than _, C and main", b.Package)
+	if err := CheckPackageName(b.Package); err != nil {
+		return nil, fmt.Errorf("gen: %w", err)
 	}
 	sh := b.Problem.Shape
 	if err := sh.Validate(); err != nil {
