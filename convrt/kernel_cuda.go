@@ -1,0 +1,193 @@
+//go:build cuda
+
+package convrt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// CUStream is gorgonia.org/cu's Stream, which StreamOf converts. (In builds
+// without the cuda tag, which cannot import gorgonia.org/cu, it is an empty
+// stand-in.)
+type CUStream = cu.Stream
+
+// CUDevicePtr is gorgonia.org/cu's DevicePtr, which PtrOf converts.
+type CUDevicePtr = cu.DevicePtr
+
+// Stream and cu.Stream convert into each other through unsafe, which relies
+// on cu.Stream being one CUstream handle (gorgonia.org/cu v0.9.6). This line
+// fails to compile when the sizes differ.
+var _ [0]struct{} = [unsafe.Sizeof(cu.Stream{}) - unsafe.Sizeof(Stream(0))]struct{}{}
+
+// StreamOf converts a gorgonia.org/cu stream to the Stream that Forward
+// takes.
+func StreamOf(s CUStream) Stream {
+	return *(*Stream)(unsafe.Pointer(&s))
+}
+
+// cuStream converts a Stream back to the gorgonia.org/cu stream it came from.
+func cuStream(s Stream) cu.Stream {
+	return *(*cu.Stream)(unsafe.Pointer(&s))
+}
+
+// PtrOf converts a gorgonia.org/cu device pointer to a DevicePtr.
+func PtrOf(p CUDevicePtr) DevicePtr {
+	return DevicePtr(p)
+}
+
+// Kernel is a loaded kernel, ready to launch in the context that was current
+// when Load ran. It is safe for concurrent use (see the package
+// documentation).
+type Kernel struct {
+	info Info
+	mu   sync.RWMutex // held for reading by Forward, for writing by Close
+	mod  cu.Module
+	fn   cu.Function
+	open bool // until Close
+}
+
+// Load loads s's kernel into the CUDA context current on the calling OS
+// thread: call runtime.LockOSThread and make a context current first. On a
+// GPU of s.TunedArch it loads the CUBIN; on any other of compute capability
+// s.PTX.CC or more it loads the PTX (LoadPTX); below, or without PTX, it
+// returns an error that says so.
+func Load(s *Spec) (*Kernel, error) {
+	dev, err := cu.CurrentDevice()
+	if err != nil {
+		return nil, fmt.Errorf("%s: load: no CUDA context current on this thread (lock the OS thread and make one current first): %w", s.Package, err)
+	}
+	major, err := dev.Attribute(cu.ComputeCapabilityMajor)
+	if err != nil {
+		return nil, fmt.Errorf("%s: load: compute capability: %w", s.Package, err)
+	}
+	minor, err := dev.Attribute(cu.ComputeCapabilityMinor)
+	if err != nil {
+		return nil, fmt.Errorf("%s: load: compute capability: %w", s.Package, err)
+	}
+	if cc := major*10 + minor; cc == s.CUBIN.CC {
+		return load(s, s.CUBIN, s.TunedArch+" CUBIN")
+	} else if s.PTX.Code == "" {
+		return nil, fmt.Errorf("%s: load: the device is sm_%d%d, the CUBIN is for %s and no PTX is embedded", s.Package, major, minor, s.TunedArch)
+	} else if cc < s.PTX.CC {
+		return nil, fmt.Errorf("%s: load: the device is sm_%d%d, the CUBIN is for %s and the embedded PTX needs compute capability %d.%d or more", s.Package, major, minor, s.TunedArch, s.PTX.CC/10, s.PTX.CC%10)
+	}
+	return LoadPTX(s)
+}
+
+// LoadPTX loads the kernel of s's PTX, which the driver compiles for the
+// current GPU, whatever the GPU (to run it on a TunedArch GPU too, as the
+// generated tests do), into the context current on the calling OS thread.
+func LoadPTX(s *Spec) (*Kernel, error) {
+	if s.PTX.Code == "" {
+		return nil, fmt.Errorf("%s: load PTX: the package embeds none (its kernel is for %s only)", s.Package, s.TunedArch)
+	}
+	return load(s, s.PTX, fmt.Sprintf("PTX (compute_%d)", s.PTX.CC))
+}
+
+// load loads img, named what in errors and in Info.
+func load(s *Spec, img Image, what string) (*Kernel, error) {
+	if img.Code == "" {
+		return nil, fmt.Errorf("%s: load %s: no image embedded", s.Package, what)
+	}
+	mod, err := cu.LoadData(img.Code)
+	if err != nil {
+		return nil, fmt.Errorf("%s: load %s: %w", s.Package, what, err)
+	}
+	fn, err := mod.Function(img.Kernel)
+	if err != nil {
+		return nil, unload(mod, fmt.Errorf("%s: load %s: kernel function %s: %w", s.Package, what, img.Kernel, err))
+	}
+	// More than 48 KiB of dynamic shared memory needs an opt-in.
+	if img.SharedBytes > defaultSharedLimit {
+		if err := setMaxDynamicShared(fn, img.SharedBytes); err != nil {
+			return nil, unload(mod, fmt.Errorf("%s: load %s: %w", s.Package, what, err))
+		}
+	}
+	return &Kernel{
+		info: Info{Package: s.Package, Problem: s.Problem, TunedArch: s.TunedArch, Image: what, Launch: img.Launch},
+		mod:  mod,
+		fn:   fn,
+		open: true,
+	}, nil
+}
+
+// defaultSharedLimit is the dynamic shared memory a block may use without
+// opting in through CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
+const defaultSharedLimit = 48 * 1024
+
+// unload unloads mod after a failed load; err says why the load failed.
+func unload(mod cu.Module, err error) error {
+	if uerr := mod.Unload(); uerr != nil {
+		return errors.Join(err, fmt.Errorf("unload after failed load: %w", uerr))
+	}
+	return err
+}
+
+// Forward enqueues the convolution on stream (0: the legacy default stream)
+// and returns without waiting: out = conv(in, filter) + bias, all device
+// addresses of dense arrays in the layout's order, each Alignment-aligned
+// (else an error, before anything is launched); without a bias in the
+// problem, bias is ignored (pass 0). The context that was current at Load
+// must be current on the calling thread. Concurrent calls are safe; after
+// Close, Forward returns an error wrapping ErrClosed.
+func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
+	if k == nil {
+		return errors.New("convrt: forward: nil Kernel (call Load)")
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if !k.open {
+		return fmt.Errorf("%s: forward: %w", k.info.Package, ErrClosed)
+	}
+	if err := CheckPtrs(k.info.Problem, out, in, filter, bias); err != nil {
+		return fmt.Errorf("%s: forward: %w", k.info.Package, err)
+	}
+	if !k.info.Problem.Shape.Bias {
+		bias = 0
+	}
+	// One 8-byte slot per kernel parameter (out, in, filter, bias), local to
+	// this call: cu copies 8 bytes from each pointer, and concurrent calls
+	// share nothing.
+	args := [4]uint64{uint64(out), uint64(in), uint64(filter), uint64(bias)}
+	params := []unsafe.Pointer{unsafe.Pointer(&args[0]), unsafe.Pointer(&args[1]), unsafe.Pointer(&args[2]), unsafe.Pointer(&args[3])}
+	l := k.info.Launch
+	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cuStream(stream), params); err != nil {
+		return fmt.Errorf("%s: launch %s: %w", k.info.Package, l.Kernel, err)
+	}
+	return nil
+}
+
+// Info describes the kernel and the problem it solves.
+func (k *Kernel) Info() Info {
+	if k == nil {
+		return Info{}
+	}
+	return k.info
+}
+
+// Close unloads the kernel's module; the context it was loaded in must be
+// current on the calling thread. It waits for Forward calls in progress,
+// not for the launches they enqueued: synchronize the streams first.
+// Closing twice does nothing.
+func (k *Kernel) Close() error {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.open {
+		return nil
+	}
+	k.open = false
+	mod := k.mod
+	k.mod, k.fn = cu.Module{}, cu.Function{}
+	if err := mod.Unload(); err != nil {
+		return fmt.Errorf("%s: close: unload module: %w", k.info.Package, err)
+	}
+	return nil
+}

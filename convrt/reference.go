@@ -1,0 +1,144 @@
+package convrt
+
+import (
+	"math"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// Element is the host type of one tensor element: a float32 (fp32, tf32,
+// 3xtf32) or the bits of a 2-byte element (fp16, bf16) in a uint16.
+type Element interface{ float32 | uint16 }
+
+// Codec converts elements of one type to and from numbers.
+type Codec[E Element] struct {
+	// Encode rounds a float32 to an element, to nearest with ties to even.
+	Encode func(float32) E
+	// Decode widens an element to float64, exactly.
+	Decode func(E) float64
+	// NaNBits are the bits of a quiet NaN element, to fill device memory
+	// with (a 32-bit pattern for float32, a 16-bit one for 2-byte types).
+	NaNBits uint32
+}
+
+// Float32Codec is the codec of fp32, tf32 and 3xtf32 elements.
+func Float32Codec() Codec[float32] {
+	return Codec[float32]{
+		Encode:  func(f float32) float32 { return f },
+		Decode:  func(e float32) float64 { return float64(e) },
+		NaNBits: 0x7fc00000,
+	}
+}
+
+// FP16Codec is the codec of fp16 elements.
+func FP16Codec() Codec[uint16] {
+	return Codec[uint16]{Encode: FP16FromFloat32, Decode: FP16ToFloat64, NaNBits: FP16NaN}
+}
+
+// BF16Codec is the codec of bf16 elements.
+func BF16Codec() Codec[uint16] {
+	return Codec[uint16]{Encode: BF16FromFloat32, Decode: BF16ToFloat64, NaNBits: BF16NaN}
+}
+
+// At is the position of one output element: image, output channel, row and
+// column.
+type At struct{ N, K, P, Q int }
+
+// InputAt is the offset of in[n][c][h][w] in p's input (NCHW or NHWC).
+func InputAt(p problem.Problem, n, c, h, w int) int {
+	s := p.Shape
+	if p.Layout == problem.NHWC {
+		return ((n*s.H+h)*s.W+w)*s.C + c
+	}
+	return ((n*s.C+c)*s.H+h)*s.W + w
+}
+
+// FilterAt is the offset of filter[k][c][r][s] in p's filter (KCRS for
+// nchw, KRSC for nhwc); c counts within k's channel group.
+func FilterAt(p problem.Problem, k, c, r, s int) int {
+	sh := p.Shape
+	cg := sh.C / sh.Groups
+	if p.Layout == problem.NHWC {
+		return ((k*sh.R+r)*sh.S+s)*cg + c
+	}
+	return ((k*cg+c)*sh.R+r)*sh.S + s
+}
+
+// OutputAt is the offset of out[n][k][p][q] in p's output (NKPQ for nchw,
+// NPQK for nhwc).
+func OutputAt(p problem.Problem, a At) int {
+	s := p.Shape
+	P, Q := s.P(), s.Q()
+	if p.Layout == problem.NHWC {
+		return ((a.N*P+a.P)*Q+a.Q)*s.K + a.K
+	}
+	return ((a.N*s.K+a.K)*P+a.P)*Q + a.Q
+}
+
+// Reference computes the output at a in float64 from the elements as they
+// are: the sum over the input channels of k's group and the filter taps that
+// land inside the input (padding reads as zero), plus the bias when the
+// problem has one.
+func Reference[E Element](p problem.Problem, decode func(E) float64, in, filter, bias []E, a At) float64 {
+	s := p.Shape
+	sum := 0.0
+	if s.Bias {
+		sum = decode(bias[a.K])
+	}
+	cg := s.C / s.Groups
+	group := a.K / (s.K / s.Groups)
+	for c := range cg {
+		for r := range s.R {
+			h := a.P*s.StrideH - s.PadH + r*s.DilationH
+			if h < 0 || h >= s.H {
+				continue
+			}
+			for t := range s.S {
+				w := a.Q*s.StrideW - s.PadW + t*s.DilationW
+				if w < 0 || w >= s.W {
+					continue
+				}
+				sum += decode(in[InputAt(p, a.N, group*cg+c, h, w)]) * decode(filter[FilterAt(p, a.K, c, r, t)])
+			}
+		}
+	}
+	return sum
+}
+
+// Corners lists the four output corners of the first and the last image, in
+// the first and the last output channel.
+func Corners(p problem.Problem) []At {
+	s := p.Shape
+	var pts []At
+	for _, n := range []int{0, s.N - 1} {
+		for _, k := range []int{0, s.K - 1} {
+			for _, pp := range []int{0, s.P() - 1} {
+				for _, q := range []int{0, s.Q() - 1} {
+					pts = append(pts, At{n, k, pp, q})
+				}
+			}
+		}
+	}
+	return pts
+}
+
+// RelError compares out with the float64 reference at points: it returns
+// the relative L2 error ‖out−ref‖/‖ref‖ (the absolute one when the
+// reference is all zero; NaN when an output is NaN) and the point of the
+// largest difference.
+func RelError[E Element](p problem.Problem, decode func(E) float64, out, in, filter, bias []E, points []At) (rel float64, worst At) {
+	var diff2, ref2, worstDiff float64
+	for _, a := range points {
+		want := Reference(p, decode, in, filter, bias, a)
+		d := decode(out[OutputAt(p, a)]) - want
+		diff2 += d * d
+		ref2 += want * want
+		if math.Abs(d) > worstDiff || math.IsNaN(d) && !math.IsNaN(worstDiff) {
+			worstDiff, worst = math.Abs(d), a
+		}
+	}
+	if ref2 == 0 {
+		return math.Sqrt(diff2), worst
+	}
+	return math.Sqrt(diff2 / ref2), worst
+}
