@@ -4,10 +4,14 @@
 //
 // The file has the form {"format": 1, "records": [...]}, with the records
 // sorted by their Key, indented with two spaces and ending in a newline, so
-// that the same set of records always gives the same bytes. Load reads it;
-// Put adds or replaces one record, atomically and safely when several
-// processes write the same file at once. A file that cannot be read as a
-// tuning cache is reported as corrupt and never overwritten.
+// that the same set of records always gives the same bytes. Each record
+// carries a checksum of its content and is checked against the bounds of
+// Record.Validate when read. Load reads the file; Put adds or replaces one
+// record, atomically and safely when several processes write the same file
+// at once. A file that cannot be read as a tuning cache (bad JSON, a bad
+// checksum, a field out of bounds, more than MaxFileBytes) is reported as
+// corrupt and never overwritten; a path that is not a regular file (a FIFO,
+// a device) is refused before it is opened for reading.
 package tunecache
 
 import (
@@ -16,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -24,6 +29,9 @@ import (
 
 // Format is the format number of the files this package reads and writes.
 const Format = 1
+
+// MaxFileBytes is the largest cache file Load reads.
+const MaxFileBytes = 256 << 20
 
 // Key identifies what a record was tuned for. Every field is part of
 // equality.
@@ -41,11 +49,14 @@ type Key struct {
 }
 
 // Supersedes reports whether a record with key k replaces one with key
-// old: the keys are equal but for TemplateVersion and ConvgenVersion (the
-// same problem tuned again on the same device, driver and NVRTC).
+// old: both are of the same problem (Shape, Precision, Layout) and the same
+// device model (Device, ComputeCapability), whatever their templates,
+// convgen, NVRTC, driver or SM count. A cache thus holds at most one record
+// per problem and device model, the one tuned last, and offline replay can
+// always pick one with -device.
 func (k Key) Supersedes(old Key) bool {
-	old.TemplateVersion, old.ConvgenVersion = k.TemplateVersion, k.ConvgenVersion
-	return k == old
+	return k.Shape == old.Shape && k.Precision == old.Precision && k.Layout == old.Layout &&
+		k.Device == old.Device && k.ComputeCapability == old.ComputeCapability
 }
 
 // Timing is one measured candidate.
@@ -99,8 +110,17 @@ type Fallback struct {
 // records sorted by Key (field by field, in declaration order) so that the
 // file is deterministic.
 type File struct {
-	Format  int      `json:"format"`  // always Format
-	Records []Record `json:"records"` // sorted by Key
+	Format  int          `json:"format"`  // always Format
+	Records []FileRecord `json:"records"` // sorted by Key
+}
+
+// FileRecord is a record as a file holds it: its fields and, last, its
+// checksum (Record.Checksum). Put writes a checksum for every record; a
+// record without one (written before checksums existed) is accepted if it
+// passes Validate, and gets its checksum when Put next rewrites the file.
+type FileRecord struct {
+	Record
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // Query selects records for offline replay, without a GPU at hand to supply
@@ -174,6 +194,40 @@ func (c *Cache) Match(q Query) []Record {
 	return out
 }
 
+// Replay returns the records that offline replay chooses among: of those
+// that q selects, the newest per device model (Device and
+// ComputeCapability), sorted by Key. The newest is the one with the latest
+// driver, then the latest NVRTC (versions compared by their numbers), then
+// the most SMs, then the first by Key, so the choice is deterministic. Put
+// keeps one record per problem and device model (Supersedes), but files
+// written before it did may hold several, which then differ in no field
+// that -device or -arch could select.
+func (c *Cache) Replay(q Query) []Record {
+	var out []Record
+	for _, r := range c.Match(q) {
+		i := slices.IndexFunc(out, func(o Record) bool { return r.Key.Supersedes(o.Key) })
+		switch {
+		case i < 0:
+			out = append(out, r)
+		case newer(r.Key, out[i].Key):
+			out[i] = r
+		}
+	}
+	sortRecords(out)
+	return out
+}
+
+// newer reports whether a record with key a was tuned with a newer
+// toolchain than one with key b of the same device model.
+func newer(a, b Key) bool {
+	return cmp.Or(
+		compareVersions(a.Driver, b.Driver),
+		compareVersions(a.NVRTCVersion, b.NVRTCVersion),
+		cmp.Compare(a.SMCount, b.SMCount),
+		-compareKeys(a, b),
+	) > 0
+}
+
 // Field names a field of a Query.
 type Field string
 
@@ -243,70 +297,206 @@ func (c *Cache) Records() []Record {
 }
 
 // Put stores rec in the cache file at path, replacing the record with an
-// equal Key or adding it. A record that rec supersedes goes too: one tuned
-// for the same problem on the same device, driver and NVRTC but with other
-// templates or another convgen version (Supersedes), which no checkout with
-// rec's templates can replay; older versions keep theirs in their own
-// history. It is atomic and safe when several processes (or
-// goroutines) write the same file: it holds an exclusive lock on the sibling
-// file path+".lock" (created if missing; left in place afterwards), re-reads
-// the cache under the lock, writes the new content to a temporary file in
-// the same directory, syncs it and renames it over path. A corrupt cache
-// file gives a *CorruptError and is left untouched. The directory is
-// created if missing.
+// equal Key or adding it. The records that rec supersedes go too: those of
+// the same problem and device model (Supersedes), whatever their templates,
+// convgen, NVRTC or driver, so that the newest record is the one kept and
+// offline replay never has two of one device to choose between; older
+// versions keep theirs in their own history. rec must pass Validate. It is
+// atomic and safe when several processes (or goroutines) write the same
+// file: it holds an exclusive lock on the sibling file path+".lock"
+// (created if missing; left in place afterwards), re-reads the cache under
+// the lock, writes the new content, every record with its checksum, to a
+// temporary file in the same directory, syncs it and renames it over path.
+// When path is a symbolic link, the file it links to is written (and
+// locked) and the link stays. A corrupt cache file gives a *CorruptError
+// and is left untouched. The directory is created if missing.
 func Put(path string, rec Record) error {
-	dir := filepath.Dir(path)
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("tuning cache %s: refusing an invalid record: %w", path, err)
+	}
+	target, err := resolve(path)
+	if err != nil {
+		return fmt.Errorf("tuning cache %s: %w", path, err)
+	}
+	dir := filepath.Dir(target)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return fmt.Errorf("tuning cache %s: create directory: %w", path, err)
 	}
-	unlock, err := lockFile(path + ".lock")
+	unlock, err := lockFile(target + ".lock")
 	if err != nil {
 		return fmt.Errorf("tuning cache %s: lock: %w", path, err)
 	}
 	defer unlock()
 
-	recs, err := readRecords(path)
+	recs, err := readRecords(target)
 	if err != nil {
 		return err
 	}
-	recs = slices.DeleteFunc(recs, func(r Record) bool { return rec.Key.Supersedes(r.Key) })
+	recs = slices.DeleteFunc(recs, func(r Record) bool { return rec.Key == r.Key || rec.Key.Supersedes(r.Key) })
 	recs = append(recs, rec)
 	data, err := encode(recs)
 	if err != nil {
 		return fmt.Errorf("tuning cache %s: encode: %w", path, err)
 	}
-	if err := writeAtomic(path, data); err != nil {
+	if err := writeAtomic(target, data); err != nil {
 		return fmt.Errorf("tuning cache %s: write: %w", path, err)
 	}
 	return nil
 }
 
-// CheckWritable says whether Put could write a cache at path: its
-// directory can be made and a file created in it (the lock file Put takes).
-// Callers check it before tuning, so that a bad path is refused before the
-// work rather than after.
+// CheckWritable says whether Put could write a cache at path, doing what
+// Put does short of replacing the file: it makes the directory, takes the
+// lock, reads the cache (a corrupt or non-regular one is refused), creates
+// a temporary file beside it, as Put does, and renames it within the
+// directory before removing it. Callers check it before tuning, so that a
+// bad path is refused before the work rather than after.
 func CheckWritable(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+	target, err := resolve(path)
+	if err != nil {
+		return fmt.Errorf("tuning cache %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o777); err != nil {
 		return fmt.Errorf("tuning cache %s: create directory: %w", path, err)
 	}
-	unlock, err := lockFile(path + ".lock")
+	unlock, err := lockFile(target + ".lock")
 	if err != nil {
 		return fmt.Errorf("tuning cache %s: lock: %w", path, err)
 	}
-	unlock()
+	defer unlock()
+	if _, err := readRecords(target); err != nil {
+		return err
+	}
+	if err := probeDir(target); err != nil {
+		return fmt.Errorf("tuning cache %s: cannot write beside it: %w", path, err)
+	}
 	return nil
+}
+
+// probeDir creates a temporary file named as writeAtomic names them for
+// path, renames it within the directory and removes it.
+func probeDir(path string) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	err = tmp.Close()
+	if err == nil {
+		err = os.Rename(name, name+"-probe")
+		if err == nil {
+			name += "-probe"
+		}
+	}
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// resolve follows path while it is a symbolic link and returns the file it
+// ends at, which need not exist (Put then creates it).
+func resolve(path string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 { // a missing path or one that cannot be reached: Put will say why
+			return path, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return "", fmt.Errorf("too many levels of symbolic links")
+}
+
+// SaveRescue writes rec, which must pass Validate, to a new file in dir as
+// a cache of that one record, and returns the file's path. It keeps a
+// finished tuning result when the cache cannot be written: "-cache FILE"
+// replays it, and Put can merge it into a cache later.
+func SaveRescue(dir string, rec Record) (string, error) {
+	if err := rec.Validate(); err != nil {
+		return "", fmt.Errorf("rescue tuning record: %w", err)
+	}
+	data, err := encode([]Record{rec})
+	if err != nil {
+		return "", fmt.Errorf("rescue tuning record: encode: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "convgen-record-*.json")
+	if err != nil {
+		return "", fmt.Errorf("rescue tuning record: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("rescue tuning record: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // readRecords reads and checks the file at path; a missing file has no
 // records.
 func readRecords(path string) ([]Record, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	return parse(path, data)
+}
+
+// readFile reads a regular file of at most limit bytes. Anything else, a
+// FIFO or a device above all, is refused before it is opened.
+func readFile(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read tuning cache: %w", err)
 	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("tuning cache %s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("%d bytes, more than the %d a tuning cache may have", fi.Size(), limit)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read tuning cache: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() { // swapped since the Stat
+		return nil, fmt.Errorf("tuning cache %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read tuning cache: %w", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, &CorruptError{Path: path, Err: fmt.Errorf("more than the %d bytes a tuning cache may have", limit)}
+	}
+	return data, nil
+}
+
+// parse decodes and checks the content of the cache file at path: the
+// format, each record's checksum (when it has one) and bounds.
+func parse(path string, data []byte) ([]Record, error) {
 	var f File
 	if err := json.Unmarshal(data, &f); err != nil {
 		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
@@ -317,16 +507,34 @@ func readRecords(path string) ([]Record, error) {
 	if f.Format != Format {
 		return nil, &CorruptError{Path: path, Err: fmt.Errorf("unknown format %d, want %d", f.Format, Format)}
 	}
-	for i := range f.Records {
-		if r := f.Records[i].Report; len(r) > 0 {
-			var b bytes.Buffer
-			if err := json.Compact(&b, r); err != nil {
-				return nil, &CorruptError{Path: path, Err: fmt.Errorf("record %d: report: %w", i, err)}
-			}
-			f.Records[i].Report = b.Bytes()
+	recs := make([]Record, len(f.Records))
+	for i, fr := range f.Records {
+		r := fr.Record
+		bad := func(err error) error {
+			return &CorruptError{Path: path, Err: &RecordError{Index: i, Key: r.Key, Err: err}}
 		}
+		if len(r.Report) > 0 {
+			var b bytes.Buffer
+			if err := json.Compact(&b, r.Report); err != nil {
+				return nil, bad(&FieldError{Field: "report", Err: err})
+			}
+			r.Report = b.Bytes()
+		}
+		if fr.Checksum != "" {
+			sum, err := r.Checksum()
+			if err != nil {
+				return nil, bad(err)
+			}
+			if sum != fr.Checksum {
+				return nil, bad(fmt.Errorf("checksum %.80s does not match the content (%s): the record was changed by hand or damaged", fr.Checksum, sum))
+			}
+		}
+		if err := r.Validate(); err != nil {
+			return nil, bad(err)
+		}
+		recs[i] = r
 	}
-	return f.Records, nil
+	return recs, nil
 }
 
 func newCache(path string, recs []Record) *Cache {
@@ -360,19 +568,24 @@ func sortRecords(recs []Record) {
 	slices.SortStableFunc(recs, func(a, b Record) int { return compareKeys(a.Key, b.Key) })
 }
 
-// encode gives the file content for recs: sorted, indented by two spaces,
-// ending in a newline.
+// encode gives the file content for recs: sorted, each with its checksum,
+// indented by two spaces, ending in a newline.
 func encode(recs []Record) ([]byte, error) {
 	recs = slices.Clone(recs)
 	sortRecords(recs)
-	if recs == nil {
-		recs = []Record{}
+	frs := make([]FileRecord, len(recs))
+	for i, r := range recs {
+		sum, err := r.Checksum()
+		if err != nil {
+			return nil, err
+		}
+		frs[i] = FileRecord{Record: r, Checksum: sum}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(File{Format: Format, Records: recs}); err != nil {
+	if err := enc.Encode(File{Format: Format, Records: frs}); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

@@ -38,7 +38,10 @@ func testKey(shape, device string) Key {
 	}
 }
 
+// testRecord makes a valid record; its winner's median is ms+0.125 (a
+// time must be positive).
 func testRecord(shape, device string, ms float64) Record {
+	ms += 0.125
 	return Record{
 		Key: testKey(shape, device),
 		Winner: Timing{
@@ -179,17 +182,17 @@ func TestPutReplaces(t *testing.T) {
 }
 
 // TestPutSupersedes: a record tuned with other templates (or another
-// convgen) for the same problem, device, driver and NVRTC is dropped by the
-// newer one; records of another device, NVRTC or precision stay.
+// convgen) for the same problem and device model is dropped by the newer
+// one; records of another device or precision stay.
 func TestPutSupersedes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tune.json")
 	stale := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
 	otherDevice := testRecord(shapeOf(1), "NVIDIA H100 80GB HBM3", 0.6)
-	otherNVRTC := testRecord(shapeOf(1), "NVIDIA H200", 0.55)
-	otherNVRTC.Key.NVRTCVersion = "12.4"
 	otherPrec := testRecord(shapeOf(1), "NVIDIA H200", 0.2)
 	otherPrec.Key.Precision = "tf32"
-	for _, r := range []Record{stale, otherDevice, otherNVRTC, otherPrec} {
+	otherCC := testRecord(shapeOf(1), "NVIDIA H200", 0.2)
+	otherCC.Key.ComputeCapability, otherCC.Arch = "10.0", "sm_100a"
+	for _, r := range []Record{stale, otherDevice, otherPrec, otherCC} {
 		mustPut(t, path, r)
 	}
 	fresh := testRecord(shapeOf(1), "NVIDIA H200", 0.3)
@@ -200,12 +203,94 @@ func TestPutSupersedes(t *testing.T) {
 	for _, r := range mustLoad(t, path).Records() {
 		got[r.Key] = true
 	}
-	want := map[Key]bool{fresh.Key: true, otherDevice.Key: true, otherNVRTC.Key: true, otherPrec.Key: true}
+	want := map[Key]bool{fresh.Key: true, otherDevice.Key: true, otherPrec.Key: true, otherCC.Key: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("keys after the re-tune:\n got %v\nwant %v", got, want)
 	}
 	if !fresh.Key.Supersedes(stale.Key) || fresh.Key.Supersedes(otherDevice.Key) || stale.Key.Supersedes(otherPrec.Key) {
 		t.Error("Supersedes: wrong verdicts")
+	}
+}
+
+// TestPutSupersedesUpgrade (issue 22, item 2): re-tuning on the same GPU
+// model after a driver or NVRTC upgrade replaces the record instead of
+// adding a second one that replay could not tell apart; only the newest
+// stays, and replay with -device and -arch finds exactly it.
+func TestPutSupersedesUpgrade(t *testing.T) {
+	for _, upgrade := range []struct {
+		name string
+		edit func(*Key)
+	}{
+		{"driver", func(k *Key) { k.Driver = "13010" }},
+		{"nvrtc", func(k *Key) { k.NVRTCVersion = "13.1" }},
+		{"both", func(k *Key) { k.Driver, k.NVRTCVersion = "12080", "12.8" }}, // a downgrade is newest too
+	} {
+		t.Run(upgrade.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tune.json")
+			old := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+			other := testRecord(shapeOf(1), "NVIDIA H100 80GB HBM3", 0.6)
+			mustPut(t, path, old)
+			mustPut(t, path, other)
+			fresh := cloneRecord(old)
+			upgrade.edit(&fresh.Key)
+			fresh.Winner.MedianMS = 0.4
+			mustPut(t, path, fresh)
+
+			c := mustLoad(t, path)
+			keys := map[Key]bool{}
+			for _, r := range c.Records() {
+				keys[r.Key] = true
+			}
+			if want := map[Key]bool{other.Key: true, fresh.Key: true}; !reflect.DeepEqual(keys, want) {
+				t.Errorf("keys after the re-tune:\n got %v\nwant %v", keys, want)
+			}
+			q := Query{Shape: old.Key.Shape, Precision: "fp32", Layout: "nchw", TemplateVersion: old.Key.TemplateVersion,
+				ConvgenVersion: old.Key.ConvgenVersion, Arch: "sm_90", Device: "NVIDIA H200"}
+			got := c.Replay(q)
+			if len(got) != 1 || got[0].Key != fresh.Key {
+				t.Errorf("Replay(-device %q -arch sm_90) = %d records, want exactly the re-tuned one", q.Device, len(got))
+			}
+		})
+	}
+}
+
+// TestReplayNewest: a file written before Put superseded by device model
+// may hold several records of one device that differ only in driver,
+// NVRTC or SM count; Replay picks the newest of them, whatever their
+// order in the file.
+func TestReplayNewest(t *testing.T) {
+	base := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+	var recs []Record
+	for _, v := range []struct {
+		driver, nvrtc string
+		sms           int
+	}{{"13.0", "13.0", 132}, {"12.8", "13.1", 132}, {"9.2", "13.0", 132}, {"13.0", "12.9", 132}, {"13.0", "13.0", 114}} {
+		r := cloneRecord(base)
+		r.Key.Driver, r.Key.NVRTCVersion, r.Key.SMCount = v.driver, v.nvrtc, v.sms
+		recs = append(recs, r)
+	}
+	h100 := testRecord(shapeOf(1), "NVIDIA H100 80GB HBM3", 0.6)
+	q := Query{Shape: base.Key.Shape, Precision: "fp32", Layout: "nchw", TemplateVersion: base.Key.TemplateVersion,
+		ConvgenVersion: base.Key.ConvgenVersion, Arch: "sm_90"}
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 1, 0, 3}} {
+		var in []Record
+		for _, i := range order {
+			in = append(in, recs[i])
+		}
+		c := newCache("x", append(in, h100))
+		got := c.Replay(q)
+		if len(got) != 2 || got[0].Key != h100.Key || got[1].Key != recs[0].Key {
+			var keys []Key
+			for _, r := range got {
+				keys = append(keys, r.Key)
+			}
+			t.Errorf("order %v: Replay = %v, want the H100 record and the one with driver 13.0, NVRTC 13.0 and 132 SMs", order, keys)
+		}
+		q1 := q
+		q1.Device = "NVIDIA H200"
+		if got := c.Replay(q1); len(got) != 1 || got[0].Key != recs[0].Key {
+			t.Errorf("order %v: Replay with -device picks %d records, want the newest H200 one", order, len(got))
+		}
 	}
 }
 
@@ -256,8 +341,13 @@ func TestDeterministic(t *testing.T) {
 	if len(f.Records) != len(recs) {
 		t.Fatalf("file has %d records, want %d", len(f.Records), len(recs))
 	}
-	if !slices.IsSortedFunc(f.Records, func(a, b Record) int { return compareKeys(a.Key, b.Key) }) {
+	if !slices.IsSortedFunc(f.Records, func(a, b FileRecord) int { return compareKeys(a.Key, b.Key) }) {
 		t.Errorf("records are not sorted by key")
+	}
+	for i, r := range f.Records {
+		if sum, err := r.Record.Checksum(); err != nil || r.Checksum != sum {
+			t.Errorf("record %d: checksum %q, want %q (%v)", i, r.Checksum, sum, err)
+		}
 	}
 }
 

@@ -1,0 +1,298 @@
+package tunecache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds that Validate checks a record's fields against: the limits of the
+// CUDA devices convgen targets and generous sizes for the rest.
+const (
+	MaxGridX       = 1<<31 - 1  // largest grid x dimension
+	MaxGridYZ      = 65535      // largest grid y and z dimensions
+	MaxBlockXY     = 1024       // largest block x and y dimensions
+	MaxBlockZ      = 64         // largest block z dimension
+	MaxThreads     = 1024       // largest number of threads of a block
+	MaxSharedBytes = 227 * 1024 // largest dynamic shared memory of a block (sm_90's opt-in maximum)
+	MaxCodeBytes   = 64 << 20   // largest CUBIN or PTX
+	maxRunnersUp   = 64
+	maxConfigKnobs = 64
+	maxTextBytes   = 512      // largest key field, kernel name, family or knob name
+	maxCommand     = 64 << 10 // largest Command
+	maxMS          = 1e7      // a timing above ~3 hours is not a measurement
+)
+
+// checksumPrefix starts every record checksum: the hash function's name.
+const checksumPrefix = "sha256:"
+
+var (
+	smArch      = regexp.MustCompile(`^sm_([1-9][0-9]{1,2})[af]?$`)
+	computeArch = regexp.MustCompile(`^compute_([1-9][0-9]{1,2})[af]?$`)
+	capability  = regexp.MustCompile(`^([1-9][0-9]?)\.([0-9])$`)
+	identifier  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// FieldError reports a record field that is out of bounds, naming the
+// field by its JSON path within the record (e.g. "grid[0]",
+// "fallback.timing.median_ms").
+type FieldError struct {
+	Field string // the field, as its JSON path within the record
+	Err   error  // what is wrong with it
+}
+
+// Error names the field and what is wrong with it.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// RecordError reports a record of a cache file that failed Validate or its
+// checksum, naming the record by its position in the file and its problem.
+type RecordError struct {
+	Index int // position of the record in the file, from 0
+	Key   Key // the record's key as read
+	Err   error
+}
+
+// Error reads like `record 3 (N=...,bias=true fp32 nchw on "NVIDIA H200"):
+// grid[0]: ...`. Long key fields are cut short.
+func (e *RecordError) Error() string {
+	k := e.Key
+	return fmt.Sprintf("record %d (%.120s %.16s %.16s on %.64q): %v", e.Index, k.Shape, k.Precision, k.Layout, k.Device, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *RecordError) Unwrap() error { return e.Err }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks every field of r against the bounds a record tuned by
+// convgen keeps: key fields that are short printable text, a compute
+// capability "M.m" that Arch ("sm_Mm", optionally with an "a" or "f"
+// suffix) agrees with, launch geometry within CUDA's limits (grid x <
+// 2³¹, y and z < 65536, block dimensions within 1024×1024×64 and at most
+// 1024 threads), at most MaxSharedBytes of shared memory, positive finite
+// times and non-negative finite errors, a kernel name that is a C
+// identifier, a CUBIN that starts with the ELF magic number, PTX that is
+// text starting with a comment or the .version directive, a single-line
+// Command and a report that is a JSON object. The error is a *FieldError
+// naming the first field that fails.
+func (r *Record) Validate() error {
+	k := r.Key
+	for _, f := range []struct{ name, value string }{
+		{"key.shape", k.Shape}, {"key.precision", k.Precision}, {"key.layout", k.Layout},
+		{"key.template_version", k.TemplateVersion}, {"key.convgen_version", k.ConvgenVersion},
+		{"key.nvrtc_version", k.NVRTCVersion}, {"key.device", k.Device}, {"key.driver", k.Driver},
+	} {
+		if err := checkText(f.value, maxTextBytes); err != nil {
+			return &FieldError{Field: f.name, Err: err}
+		}
+	}
+	m := capability.FindStringSubmatch(k.ComputeCapability)
+	if m == nil {
+		return fieldErr("key.compute_capability", "%.32q is not a compute capability like \"9.0\"", k.ComputeCapability)
+	}
+	if k.SMCount < 1 || k.SMCount > 4096 {
+		return fieldErr("key.sm_count", "%d is out of range 1..4096", k.SMCount)
+	}
+	a := smArch.FindStringSubmatch(r.Arch)
+	if a == nil {
+		return fieldErr("arch", "%.32q is not a GPU architecture like sm_90 or sm_90a", r.Arch)
+	}
+	if a[1] != m[1]+m[2] {
+		return fieldErr("arch", "%s does not match compute capability %s", r.Arch, k.ComputeCapability)
+	}
+	if err := checkTiming("winner", r.Winner); err != nil {
+		return err
+	}
+	if len(r.RunnersUp) > maxRunnersUp {
+		return fieldErr("runners_up", "%d entries, at most %d", len(r.RunnersUp), maxRunnersUp)
+	}
+	for i, t := range r.RunnersUp {
+		if err := checkTiming(fmt.Sprintf("runners_up[%d]", i), t); err != nil {
+			return err
+		}
+	}
+	if err := checkLaunch("", r.Kernel, r.Grid, r.Block, r.SharedBytes); err != nil {
+		return err
+	}
+	if len(r.CUBIN) > MaxCodeBytes {
+		return fieldErr("cubin", "%d bytes, at most %d", len(r.CUBIN), MaxCodeBytes)
+	}
+	if !bytes.HasPrefix(r.CUBIN, []byte("\x7fELF")) {
+		return fieldErr("cubin", "does not start with the ELF magic number")
+	}
+	if err := checkPTX("ptx", r.PTX); err != nil {
+		return err
+	}
+	if len(r.Command) > maxCommand || !utf8.ValidString(r.Command) || strings.ContainsFunc(r.Command, unicode.IsControl) {
+		return fieldErr("command", "not a single line of text of at most %d bytes", maxCommand)
+	}
+	if fb := r.Fallback; fb != nil {
+		if computeArch.FindStringSubmatch(fb.Arch) == nil {
+			return fieldErr("fallback.arch", "%.32q is not a virtual architecture like compute_80", fb.Arch)
+		}
+		if err := checkTiming("fallback.timing", fb.Timing); err != nil {
+			return err
+		}
+		if err := checkLaunch("fallback.", fb.Kernel, fb.Grid, fb.Block, fb.SharedBytes); err != nil {
+			return err
+		}
+		if err := checkPTX("fallback.ptx", fb.PTX); err != nil {
+			return err
+		}
+	}
+	if len(r.Report) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.Report, &obj); err != nil || obj == nil {
+			return fieldErr("report", "not a JSON object")
+		}
+	}
+	return nil
+}
+
+// checkText accepts non-empty valid UTF-8 of at most max bytes without
+// control characters.
+func checkText(s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("empty")
+	case len(s) > max:
+		return fmt.Errorf("%d bytes, at most %d", len(s), max)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("not valid UTF-8")
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return fmt.Errorf("%.64q holds a control character", s)
+	}
+	return nil
+}
+
+func checkTiming(field string, t Timing) error {
+	if len(t.Family) > maxTextBytes || !identifier.MatchString(t.Family) {
+		return fieldErr(field+".family", "%.64q is not a family name", t.Family)
+	}
+	if len(t.Config) > maxConfigKnobs {
+		return fieldErr(field+".config", "%d knobs, at most %d", len(t.Config), maxConfigKnobs)
+	}
+	for name, v := range t.Config {
+		if len(name) > maxTextBytes || !identifier.MatchString(name) {
+			return fieldErr(field+".config", "%.64q is not a knob name", name)
+		}
+		if v < 0 || v > 1<<24 {
+			return fieldErr(field+".config."+name, "%d is out of range 0..%d", v, 1<<24)
+		}
+	}
+	if !(t.MedianMS > 0 && t.MedianMS <= maxMS) { // also refuses NaN
+		return fieldErr(field+".median_ms", "%v is not a time in (0, %g] ms", t.MedianMS, float64(maxMS))
+	}
+	if !(t.SpreadMS >= 0 && t.SpreadMS <= maxMS) {
+		return fieldErr(field+".spread_ms", "%v is not a spread in [0, %g] ms", t.SpreadMS, float64(maxMS))
+	}
+	if !(t.RelError >= 0 && t.RelError <= 1) {
+		return fieldErr(field+".rel_error", "%v is not a relative error in [0, 1]", t.RelError)
+	}
+	return nil
+}
+
+func checkLaunch(prefix, kernel string, grid, block [3]int, shared int) error {
+	if len(kernel) > maxTextBytes || !identifier.MatchString(kernel) {
+		return fieldErr(prefix+"kernel", "%.64q is not a kernel name", kernel)
+	}
+	for i, lim := range [3]int{MaxGridX, MaxGridYZ, MaxGridYZ} {
+		if grid[i] < 1 || grid[i] > lim {
+			return fieldErr(fmt.Sprintf("%sgrid[%d]", prefix, i), "%d is out of range 1..%d", grid[i], lim)
+		}
+	}
+	for i, lim := range [3]int{MaxBlockXY, MaxBlockXY, MaxBlockZ} {
+		if block[i] < 1 || block[i] > lim {
+			return fieldErr(fmt.Sprintf("%sblock[%d]", prefix, i), "%d is out of range 1..%d", block[i], lim)
+		}
+	}
+	if n := block[0] * block[1] * block[2]; n > MaxThreads { // at most 1024·1024·64: no overflow
+		return fieldErr(prefix+"block", "%d threads, at most %d", n, MaxThreads)
+	}
+	if shared < 0 || shared > MaxSharedBytes {
+		return fieldErr(prefix+"shared_bytes", "%d is out of range 0..%d", shared, MaxSharedBytes)
+	}
+	return nil
+}
+
+// checkPTX accepts text that starts with a comment (the "Generated by
+// NVIDIA NVVM Compiler" header) or the .version directive and holds a
+// .version directive.
+func checkPTX(field, ptx string) error {
+	switch {
+	case len(ptx) > MaxCodeBytes:
+		return fieldErr(field, "%d bytes, at most %d", len(ptx), MaxCodeBytes)
+	case !utf8.ValidString(ptx) || strings.IndexByte(ptx, 0) >= 0:
+		return fieldErr(field, "not text")
+	case !strings.HasPrefix(ptx, "//") && !strings.HasPrefix(ptx, ".version"):
+		return fieldErr(field, "does not start with a PTX header comment or .version")
+	case !strings.HasPrefix(ptx, ".version") && !strings.Contains(ptx, "\n.version"):
+		return fieldErr(field, "has no .version directive")
+	}
+	return nil
+}
+
+// canonical is the content a record's checksum covers: its compact JSON
+// encoding (struct fields in declaration order, map keys sorted, the
+// report compacted, no HTML escaping), without the checksum itself.
+func canonical(r Record) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Checksum returns r's checksum as files store it: "sha256:" and the hex
+// SHA-256 of its canonical JSON encoding.
+func (r *Record) Checksum() (string, error) {
+	data, err := canonical(*r)
+	if err != nil {
+		return "", fmt.Errorf("checksum: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return checksumPrefix + hex.EncodeToString(sum[:]), nil
+}
+
+// compareVersions orders version strings such as "13.0", "12.4.131" or
+// "550.54.15" by their numeric components, then as plain strings.
+func compareVersions(a, b string) int {
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	}
+	pa, pb := split(a), split(b)
+	for i := range min(len(pa), len(pb)) {
+		x, errx := strconv.ParseUint(pa[i], 10, 64)
+		y, erry := strconv.ParseUint(pb[i], 10, 64)
+		if errx != nil || erry != nil {
+			break
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	if len(pa) != len(pb) {
+		if len(pa) < len(pb) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
