@@ -27,7 +27,7 @@ func (Direct) Template() string { return "direct.cu.tmpl" }
 
 // Serves implements Family.
 func (Direct) Serves(p problem.Problem) error {
-	if err := p.Shape.Supported(); err != nil {
+	if err := oneGroup("direct", p.Shape); err != nil {
 		return err
 	}
 	if p.Precision != problem.FP32 {

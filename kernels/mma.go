@@ -29,7 +29,7 @@ func (MMA) Template() string { return "mma.cu.tmpl" }
 
 // Serves implements Family.
 func (MMA) Serves(p problem.Problem) error {
-	if err := p.Shape.Supported(); err != nil {
+	if err := oneGroup("mma", p.Shape); err != nil {
 		return err
 	}
 	if p.Precision != problem.TF32 && p.Precision != problem.TF32x3 {

@@ -23,7 +23,7 @@ func (MMAHalf) Template() string { return "mmahalf.cu.tmpl" }
 
 // Serves implements Family.
 func (MMAHalf) Serves(p problem.Problem) error {
-	if err := p.Shape.Supported(); err != nil {
+	if err := oneGroup("mmahalf", p.Shape); err != nil {
 		return err
 	}
 	if p.Precision != problem.FP16 && p.Precision != problem.BF16 {

@@ -74,7 +74,7 @@ func Reference(p problem.Problem) (Kernel, error) {
 
 // Families lists every kernel family in a stable order.
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, Generic{}}
 }
 
 // FamilyByName finds a family by its name.

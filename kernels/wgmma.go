@@ -72,7 +72,7 @@ func (WGMMA) Template() string { return "wgmma.cu.tmpl" }
 // Serves implements Family.
 func (WGMMA) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := s.Supported(); err != nil {
+	if err := oneGroup("wgmma", s); err != nil {
 		return err
 	}
 	switch {

@@ -42,7 +42,7 @@ func (WGMMAHalf) Template() string { return "wgmmahalf.cu.tmpl" }
 // Serves implements Family.
 func (WGMMAHalf) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := s.Supported(); err != nil {
+	if err := oneGroup("wgmmahalf", s); err != nil {
 		return err
 	}
 	pix := pixElems(p)

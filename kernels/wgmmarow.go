@@ -51,7 +51,7 @@ const wgmmaRowMaxQ = 64
 // Serves implements Family.
 func (WGMMARow) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := s.Supported(); err != nil {
+	if err := oneGroup("wgmmarow", s); err != nil {
 		return err
 	}
 	switch {

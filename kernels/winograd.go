@@ -38,7 +38,7 @@ func (Winograd) Template() string { return "winograd.cu.tmpl" }
 // Serves implements Family.
 func (Winograd) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := s.Supported(); err != nil {
+	if err := oneGroup("winograd", s); err != nil {
 		return err
 	}
 	switch {

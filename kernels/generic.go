@@ -1,0 +1,244 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// Generic is the family that serves every valid problem
+// (templates/generic.cu.tmpl): an implicit GEMM over FP32 FFMA with every
+// edge predicated, for any shape (groups, depthwise, odd channel counts,
+// per-axis stride, pad and dilation, with or without bias), every precision
+// and both layouts. The GEMM of one channel group g has M = N·P·Q output
+// pixels, N = K/G output channels and a reduction over (C/G)·R·S taps.
+// FP16 and BF16 data are widened to FP32 and the output rounded once; TF32
+// and 3xTF32 problems are computed in strict FP32, more accurate than their
+// bound requires.
+//
+// Knobs:
+//   - TileM: output pixels per block tile;
+//   - TileN: output channels (of one group) per block tile;
+//   - TileR: reduction taps staged in shared memory per step;
+//   - ThreadM, ThreadN: the register tile of one thread (pixels × channels).
+type Generic struct{}
+
+// Name implements Family.
+func (Generic) Name() string { return "generic" }
+
+// Template implements Family.
+func (Generic) Template() string { return "generic.cu.tmpl" }
+
+// Serves implements Family: every valid problem.
+func (Generic) Serves(p problem.Problem) error {
+	if err := p.Shape.Validate(); err != nil {
+		return err
+	}
+	if _, err := problem.ParsePrecision(string(p.Precision)); err != nil {
+		return err
+	}
+	if _, err := problem.ParseLayout(string(p.Layout)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// oneGroup is the specialised families' refusal of grouped convolution.
+func oneGroup(family string, s problem.Shape) error {
+	if s.Groups != 1 {
+		return fmt.Errorf("%s serves only groups=1, not groups=%d (generic serves grouped convolution)", family, s.Groups)
+	}
+	return nil
+}
+
+// The values the knobs take; TileN and TileR are clipped to the problem,
+// and the register tile follows from the block's thread count.
+var (
+	genericTileM   = []int{32, 64, 128, 256}
+	genericTileN   = []int{1, 2, 4, 8, 16, 32, 64}
+	genericTileR   = []int{8, 16, 32}
+	genericThreads = []int{32, 64, 128, 256}
+)
+
+// genericGeometry holds a configuration's derived sizes.
+type genericGeometry struct {
+	CG, KG, KRed                 int // channels and output channels per group, reduction length
+	M                            int // output pixels N·P·Q
+	TilesM, TilesN, Grid         int
+	ThreadsM, ThreadsN, Threads  int // threads along M and N
+	APitch, BPitch, SharedBytes  int
+	ALoads, BLoads, Registers    int // loads per thread per step, a rough register estimate
+	Accumulators, WasteM, WasteN int // register tile size; padded tile rows and columns beyond M and K/G
+}
+
+func genericGeom(p problem.Problem, c Config) genericGeometry {
+	s := p.Shape
+	var g genericGeometry
+	g.CG, g.KG = s.C/s.Groups, s.K/s.Groups
+	g.KRed = g.CG * s.R * s.S
+	g.M = s.N * s.P() * s.Q()
+	tm, tn, tr := c["TileM"], c["TileN"], c["TileR"]
+	g.TilesM, g.TilesN = ceilDiv(g.M, tm), ceilDiv(g.KG, tn)
+	g.Grid = g.TilesM * g.TilesN * s.Groups
+	g.ThreadsM, g.ThreadsN = tm/c["ThreadM"], tn/c["ThreadN"]
+	g.Threads = g.ThreadsM * g.ThreadsN
+	// Staging writes consecutive taps of one pixel (NHWC) or consecutive
+	// pixels of one tap (NCHW) from consecutive threads: pad the rows of the
+	// tap-major tiles so that the NHWC writes spread over the banks.
+	g.APitch, g.BPitch = tm, tn
+	if p.Layout == problem.NHWC {
+		g.APitch = tm + max(1, 32/tr)
+	}
+	if tn > 1 {
+		g.BPitch = tn + 1
+	}
+	g.SharedBytes = 4 * tr * (g.APitch + g.BPitch)
+	if g.Threads > 0 {
+		g.ALoads = ceilDiv(tr*tm, g.Threads)
+		g.BLoads = ceilDiv(tr*tn, g.Threads)
+	}
+	g.Accumulators = c["ThreadM"] * c["ThreadN"]
+	g.Registers = g.Accumulators + c["ThreadM"] + c["ThreadN"] + 32
+	g.WasteM = g.TilesM*tm - g.M
+	g.WasteN = g.TilesN*tn - g.KG
+	return g
+}
+
+// genericTileNs are the channel tiles offered for kg output channels per
+// group: powers of two up to kg rounded up to one, and no smaller than a
+// quarter of min(that, 64).
+func genericTileNs(kg int) []int {
+	top := 1
+	for top < kg && top < 64 {
+		top *= 2
+	}
+	var out []int
+	for _, t := range genericTileN {
+		if t <= top && 4*t >= top {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// genericTileRs are the reduction steps offered for kred taps and a block
+// tile of tile outputs: 8 always, 16 when the reduction fills it, 32 also
+// when the tile is large enough to amortise the longer stage.
+func genericTileRs(kred, tile int) []int {
+	var out []int
+	for _, t := range genericTileR {
+		if t == genericTileR[0] || (t <= kred && (t < 32 || tile >= 4096)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// genericThreadTile splits a tm × tn block tile over threads threads: a
+// register tile of 1 to 64 accumulators, as square as the tile allows
+// (ThreadN ≤ ThreadM), at least 16 where the block tile has room. One warp
+// only serves tiles too small for two.
+func genericThreadTile(tm, tn, threads int) ([2]int, bool) {
+	acc := tm * tn / threads
+	if acc < 1 || acc > 64 || tm*tn%threads != 0 || (threads == 32 && tm*tn >= 128) || acc < min(16, tm*tn/256) {
+		return [2]int{}, false
+	}
+	xn := 1
+	for 2*xn <= tn && 4*xn*xn <= acc {
+		xn *= 2
+	}
+	xm := acc / xn
+	if xm > tm {
+		return [2]int{}, false
+	}
+	return [2]int{xm, xn}, true
+}
+
+// Space implements Family.
+func (f Generic) Space(p problem.Problem, lim Limits) []Candidate {
+	s := p.Shape
+	var out []Candidate
+	for _, tn := range genericTileNs(s.K / s.Groups) {
+		for _, tm := range genericTileM {
+			if tm == 256 && tn > 2 {
+				continue // long pixel tiles only for (nearly) depthwise problems
+			}
+			for _, threads := range genericThreads {
+				th, ok := genericThreadTile(tm, tn, threads)
+				if !ok {
+					continue
+				}
+				for _, tr := range genericTileRs(s.C/s.Groups*s.R*s.S, tm*tn) {
+					cfg := Config{"TileM": tm, "TileN": tn, "TileR": tr, "ThreadM": th[0], "ThreadN": th[1]}
+					out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// reject returns why a configuration is not worth compiling, or "". Only
+// the device limits reject hard; the rest are soft rules (kernels.softRules),
+// which come back when they would leave the family empty.
+func (Generic) reject(p problem.Problem, c Config, lim Limits) string {
+	g := genericGeom(p, c)
+	tm, tn := c["TileM"], c["TileN"]
+	switch {
+	case g.Threads > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case g.Registers > lim.MaxRegsPerThread:
+		return fmt.Sprintf("registers: about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+	case g.Registers*g.Threads > lim.RegistersPerSM:
+		return fmt.Sprintf("registers: about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+	case tm > 32 && 2*g.WasteM >= g.M:
+		return fmt.Sprintf("waste: TileM=%d computes %d padded pixels for M=%d", tm, g.WasteM, g.M)
+	case tn > 1 && 2*g.WasteN >= g.KG && tn > 8:
+		return fmt.Sprintf("waste: TileN=%d computes %d padded channels for K/groups=%d", tn, g.WasteN, g.KG)
+	case tm > 32 && g.Grid < lim.SMs && g.M*g.KG*p.Shape.Groups >= 32*lim.SMs*tn:
+		return fmt.Sprintf("occupancy: %d blocks leave some of the %d SMs idle; a smaller TileM makes more", g.Grid, lim.SMs)
+	}
+	return ""
+}
+
+// Render implements Family.
+func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	if err := requireKnobs(f.Name(), cfg, "TileM", "TileN", "TileR", "ThreadM", "ThreadN"); err != nil {
+		return Kernel{}, err
+	}
+	tm, tn, tr, xm, xn := cfg["TileM"], cfg["TileN"], cfg["TileR"], cfg["ThreadM"], cfg["ThreadN"]
+	if tm < 1 || tn < 1 || tr < 1 || xm < 1 || xn < 1 || tm%xm != 0 || tn%xn != 0 {
+		return Kernel{}, fmt.Errorf("generic: config %s: ThreadM must divide TileM and ThreadN TileN, all positive", cfg)
+	}
+	g := genericGeom(p, cfg)
+	if g.Threads%32 != 0 || g.Threads > 1024 {
+		return Kernel{}, fmt.Errorf("generic: config %s: %d threads per block, want a multiple of 32 up to 1024", cfg, g.Threads)
+	}
+	name := "convgen_generic_" + kernelSuffix(cfg)
+	elem, prec := "float", "FP32 data"
+	switch p.Precision {
+	case problem.FP16:
+		elem, prec = "unsigned short", "FP16 data widened to FP32, FP32 accumulation, output rounded to FP16 once"
+	case problem.BF16:
+		elem, prec = "unsigned short", "BF16 data widened to FP32, FP32 accumulation, output rounded to BF16 once"
+	case problem.TF32, problem.TF32x3:
+		prec = fmt.Sprintf("FP32 data computed in strict FP32 (FFMA), more accurate than %s needs", p.Precision)
+	}
+	data := struct {
+		shapeData
+		genericGeometry
+		Name, Config, Elem, PrecisionDoc              string
+		Groups, TileM, TileN, TileR, ThreadM, ThreadN int
+	}{newShapeData(p), g, name, cfg.String(), elem, prec, p.Shape.Groups, tm, tn, tr, xm, xn}
+	src, err := render(f.Template(), data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}
