@@ -117,7 +117,7 @@ func TestLoadTampered(t *testing.T) {
 
 // encodeLegacy writes records as a cache file without checksums, as caches
 // from before checksums (and hand edits) are.
-func encodeLegacy(t *testing.T, recs ...Record) []byte {
+func encodeLegacy(t testing.TB, recs ...Record) []byte {
 	t.Helper()
 	f := File{Format: Format}
 	for _, r := range recs {
