@@ -54,12 +54,15 @@ func seeds(seed uint32) (in, filter, bias uint32) {
 }
 
 // hostOutput computes output element idx (in the layout's order) in float64
-// from hash-filled input, filter and bias.
+// from hash-filled input, filter and bias. Output channel k of a grouped
+// convolution reads the C/Groups input channels of its group; the filter
+// holds C/Groups channels per output channel.
 func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
 	s := p.Shape
 	P, Q := int64(s.P()), int64(s.Q())
 	K, C, H, W := int64(s.K), int64(s.C), int64(s.H), int64(s.W)
 	R, S := int64(s.R), int64(s.S)
+	CG, KG := C/int64(s.Groups), K/int64(s.Groups) // channels per group
 	var n, k, pp, q int64
 	if p.Layout == problem.NHWC {
 		k, q, pp, n = idx%K, idx/K%Q, idx/(K*Q)%P, idx/(K*Q*P)
@@ -74,7 +77,8 @@ func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
 	if s.Bias {
 		acc = value(k, bSeed, true)
 	}
-	for c := int64(0); c < C; c++ {
+	c0 := k / KG * CG // first input channel of k's group
+	for c := int64(0); c < CG; c++ {
 		for r := int64(0); r < R; r++ {
 			h := pp*int64(s.StrideH) - int64(s.PadH) + r*int64(s.DilationH)
 			if h < 0 || h >= H {
@@ -87,11 +91,11 @@ func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
 				}
 				var xi, fi int64
 				if p.Layout == problem.NHWC {
-					xi = ((n*H+h)*W+w)*C + c
-					fi = ((k*R+r)*S+t)*C + c
+					xi = ((n*H+h)*W+w)*C + c0 + c
+					fi = ((k*R+r)*S+t)*CG + c
 				} else {
-					xi = ((n*C+c)*H+h)*W + w
-					fi = ((k*C+c)*R+r)*S + t
+					xi = ((n*C+c0+c)*H+h)*W + w
+					fi = ((k*CG+c)*R+r)*S + t
 				}
 				acc += value(xi, inSeed, false) * value(fi, fSeed, true)
 			}

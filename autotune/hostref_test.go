@@ -108,3 +108,66 @@ func TestRoundTo(t *testing.T) {
 		}
 	}
 }
+
+// TestHostOutputGroups checks hostOutput on grouped, depthwise and
+// depthwise-with-multiplier shapes against an independent loop over every
+// input channel that skips those outside the output channel's group.
+func TestHostOutputGroups(t *testing.T) {
+	for _, spec := range []string{
+		"N=2,C=6,H=7,W=6,K=9,R=3,S=2,stride_h=2,pad_w=1,dilation_h=2,groups=3",
+		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,pad=1,groups=4,bias=false",
+		"N=2,C=3,H=6,W=4,K=6,R=2,S=3,stride_w=2,pad=1,groups=3",
+	} {
+		shape, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg, kg := shape.C/shape.Groups, shape.K/shape.Groups
+		for _, lay := range problem.Layouts {
+			p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: lay}
+			in, f, b := seeds(4)
+			P, Q := shape.P(), shape.Q()
+			for n := 0; n < shape.N; n++ {
+				for k := 0; k < shape.K; k++ {
+					for pp := 0; pp < P; pp++ {
+						for q := 0; q < Q; q++ {
+							want := 0.0
+							if shape.Bias {
+								want = hostValue(int64(k), b, true)
+							}
+							for ci := 0; ci < shape.C; ci++ {
+								if ci/cg != k/kg {
+									continue // another group's channel
+								}
+								c := ci % cg // the filter's channel within the group
+								for r := 0; r < shape.R; r++ {
+									for s := 0; s < shape.S; s++ {
+										h := pp*shape.StrideH - shape.PadH + r*shape.DilationH
+										w := q*shape.StrideW - shape.PadW + s*shape.DilationW
+										if h < 0 || h >= shape.H || w < 0 || w >= shape.W {
+											continue
+										}
+										xi := ((n*shape.C+ci)*shape.H+h)*shape.W + w
+										fi := ((k*cg+c)*shape.R+r)*shape.S + s
+										if lay == problem.NHWC {
+											xi = ((n*shape.H+h)*shape.W+w)*shape.C + ci
+											fi = ((k*shape.R+r)*shape.S+s)*cg + c
+										}
+										want += hostValue(int64(xi), in, false) * hostValue(int64(fi), f, true)
+									}
+								}
+							}
+							idx := ((n*shape.K+k)*P+pp)*Q + q
+							if lay == problem.NHWC {
+								idx = ((n*P+pp)*Q+q)*shape.K + k
+							}
+							if got := hostOutput(p, 4, int64(idx)); math.Abs(got-want) > 1e-12 {
+								t.Fatalf("%s %s output %d: %v, want %v", spec, lay, idx, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -232,9 +232,9 @@ func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		genericGeometry
-		Name, Config, Elem, PrecisionDoc              string
-		Groups, TileM, TileN, TileR, ThreadM, ThreadN int
-	}{newShapeData(p), g, name, cfg.String(), elem, prec, p.Shape.Groups, tm, tn, tr, xm, xn}
+		Name, Config, Elem, PrecisionDoc      string
+		TileM, TileN, TileR, ThreadM, ThreadN int
+	}{newShapeData(p), g, name, cfg.String(), elem, prec, tm, tn, tr, xm, xn}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

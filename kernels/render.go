@@ -16,6 +16,7 @@ type shapeData struct {
 	N, C, H, W, K, R, S, P, Q    int
 	StrideH, StrideW, PadH, PadW int
 	DilationH, DilationW         int
+	Groups                       int
 	Bias                         bool
 	Layout                       problem.Layout
 	NHWC, Half, BF16             bool
@@ -27,7 +28,7 @@ func newShapeData(p problem.Problem) shapeData {
 		Shape: s.String(),
 		N:     s.N, C: s.C, H: s.H, W: s.W, K: s.K, R: s.R, S: s.S, P: s.P(), Q: s.Q(),
 		StrideH: s.StrideH, StrideW: s.StrideW, PadH: s.PadH, PadW: s.PadW,
-		DilationH: s.DilationH, DilationW: s.DilationW, Bias: s.Bias,
+		DilationH: s.DilationH, DilationW: s.DilationW, Groups: s.Groups, Bias: s.Bias,
 		Layout: p.Layout, NHWC: p.Layout == problem.NHWC,
 		Half: p.Precision.ElementBytes() == 2, BF16: p.Precision == problem.BF16,
 	}
