@@ -294,12 +294,3 @@ func (s Shape) String() string {
 	fmt.Fprintf(&b, ",groups=%d,bias=%t", s.Groups, s.Bias)
 	return b.String()
 }
-
-// Supported says whether the current kernel templates can serve the shape;
-// the error says what is missing.
-func (s Shape) Supported() error {
-	if s.Groups != 1 {
-		return fmt.Errorf("shape: groups=%d is not supported yet (only groups=1)", s.Groups)
-	}
-	return nil
-}

@@ -275,22 +275,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestSupported(t *testing.T) {
-	if err := mustParse(t, flagship).Supported(); err != nil {
-		t.Errorf("flagship: Supported() = %v, want nil", err)
-	}
-	g2 := mustParse(t, "N=1,C=4,H=8,W=8,K=4,R=3,S=3,groups=2")
-	err := g2.Supported()
-	if err == nil {
-		t.Fatal("groups=2: Supported() = nil, want an error")
-	}
-	for _, w := range []string{"groups=2", "not supported yet"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("groups=2: Supported() = %q, want it to mention %q", err, w)
-		}
-	}
-}
-
 func TestParsePrecision(t *testing.T) {
 	for _, p := range Precisions {
 		for _, spelling := range []string{string(p), strings.ToUpper(string(p)), strings.ToUpper(string(p[:1])) + string(p[1:])} {

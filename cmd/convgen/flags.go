@@ -121,9 +121,6 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	if err != nil {
 		return c, usageError{err}
 	}
-	if err := shape.Supported(); err != nil {
-		return c, usageError{err}
-	}
 	c.problem.Shape = shape
 	if c.problem.Precision, err = problem.ParsePrecision(precision); err != nil {
 		return c, usageError{fmt.Errorf("-precision: %w", err)}
