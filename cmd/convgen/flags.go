@@ -3,16 +3,19 @@ package main
 import (
 	"errors"
 	"fmt"
-	"go/token"
 	"io"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
 	"github.com/convgen/convgen/autotune"
+	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/internal/clip"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
@@ -61,7 +64,7 @@ func (o *onceString) Type() string   { return "string" }
 
 func (o *onceString) Set(s string) error {
 	if o.set {
-		return fmt.Errorf("given twice (first %q)", *o.value)
+		return fmt.Errorf("given twice (first %s)", clip.Quote(*o.value))
 	}
 	*o.value, o.set = s, true
 	return nil
@@ -73,9 +76,80 @@ func once(fs *pflag.FlagSet, p *string, name, short, def, usage string) {
 	fs.VarP(&onceString{value: p}, name, short, usage)
 }
 
+// maxErrorLen bounds the text of every error parseFlags returns, whatever
+// the length of the arguments: each echoed argument is clipped (clip.Max)
+// and, as a last resort, the whole message is cut.
+const maxErrorLen = 512
+
 // parseFlags parses the command line; help goes to stdout (errHelp), and
-// nothing is printed on an error (the caller prints it).
+// nothing is printed on an error (the caller prints it). Its errors are
+// usage errors of at most maxErrorLen bytes.
 func parseFlags(args []string, stdout io.Writer) (config, error) {
+	c, err := parseArgs(args, stdout)
+	if err != nil && !errors.Is(err, errHelp) {
+		return c, usageError{boundedError{err}}
+	}
+	return c, err
+}
+
+// boundedError cuts the text of err to maxErrorLen bytes.
+type boundedError struct{ err error }
+
+func (e boundedError) Error() string {
+	msg := e.err.Error()
+	if len(msg) <= maxErrorLen {
+		return msg
+	}
+	const tail = "… (message cut)"
+	n := maxErrorLen - len(tail)
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + tail
+}
+
+func (e boundedError) Unwrap() error { return e.err }
+
+// flagError rewrites pflag's parse errors, which echo arguments of any
+// length, with every echoed argument clipped.
+func flagError(err error) error {
+	var (
+		notExist *pflag.NotExistError
+		noValue  *pflag.ValueRequiredError
+		invalid  *pflag.InvalidValueError
+		syntax   *pflag.InvalidSyntaxError
+	)
+	switch {
+	case errors.As(err, &notExist):
+		if short := notExist.GetSpecifiedShortnames(); short != "" {
+			return fmt.Errorf("unknown shorthand flag %s in -%s", clip.Quote(notExist.GetSpecifiedName()), clip.Text(short))
+		}
+		return fmt.Errorf("unknown flag --%s", clip.Text(notExist.GetSpecifiedName()))
+	case errors.As(err, &noValue):
+		name := noValue.GetSpecifiedName()
+		if f := noValue.GetFlag(); f != nil {
+			name = f.Name
+		}
+		return fmt.Errorf("flag needs an argument: --%s", clip.Text(name))
+	case errors.As(err, &invalid):
+		cause := errors.Unwrap(invalid)
+		var num *strconv.NumError
+		if errors.As(cause, &num) {
+			cause = num.Err // "invalid syntax" or "value out of range", without the value again
+		}
+		why := "invalid"
+		if cause != nil {
+			why = strings.ReplaceAll(cause.Error(), strconv.Quote(invalid.GetValue()), clip.Quote(invalid.GetValue()))
+		}
+		return fmt.Errorf("invalid argument %s for --%s: %s", clip.Quote(invalid.GetValue()), invalid.GetFlag().Name, why)
+	case errors.As(err, &syntax):
+		return fmt.Errorf("bad flag syntax: %s", clip.Quote(syntax.GetSpecifiedFlag()))
+	}
+	return err
+}
+
+// parseArgs is parseFlags without the bound on its errors' length.
+func parseArgs(args []string, stdout io.Writer) (config, error) {
 	var c config
 	var precision, layout string
 	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
@@ -105,14 +179,14 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 		fmt.Fprintf(stdout, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two; string flags given once, -pin repeatable):\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(longDashes(args, fs)); err != nil {
-		return c, usageError{err}
+		return c, usageError{flagError(err)}
 	}
 	if *help {
 		fs.Usage()
 		return c, errHelp
 	}
 	if fs.NArg() > 0 {
-		return c, usageError{fmt.Errorf("unexpected argument %q (flags are -name value)", fs.Arg(0))}
+		return c, usageError{fmt.Errorf("unexpected argument %s (flags are -name value)", clip.Quote(fs.Arg(0)))}
 	}
 	if c.shapeText == "" {
 		return c, usageError{errors.New("-shape is required, e.g. -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")}
@@ -137,21 +211,16 @@ func parseFlags(args []string, stdout io.Writer) (config, error) {
 	if c.out == "" && !c.compile {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
 	}
-	if c.pkg == "" && c.out != "" {
-		if c.pkg = packageName(filepath.Base(filepath.Clean(c.out))); c.pkg == "" && !c.compile {
-			return c, usageError{fmt.Errorf("-o %s: no package name can be derived from the directory's name; give one with -pkg", c.out)}
-		}
+	if err := c.setPackage(fs.Changed("pkg")); err != nil {
+		return c, usageError{err}
 	}
 	for _, f := range tuningFlags {
 		if fs.Changed(f) {
 			c.tuningSet = append(c.tuningSet, "-"+f)
 		}
 	}
-	if !c.compile && (!token.IsIdentifier(c.pkg) || token.IsKeyword(c.pkg) || c.pkg == "main" || c.pkg == "_" || c.pkg == "C") {
-		return c, usageError{fmt.Errorf("-pkg %q is not a valid Go package name", c.pkg)}
-	}
 	if c.arch != "" && !archPattern.MatchString(c.arch) {
-		return c, usageError{fmt.Errorf("-arch %q: want sm_XY, e.g. sm_90", c.arch)}
+		return c, usageError{fmt.Errorf("-arch %s: want sm_XY, e.g. sm_90", clip.Quote(c.arch))}
 	}
 	if c.trials < 0 {
 		return c, usageError{fmt.Errorf("-trials %d: must be 0 (all) or positive", c.trials)}
@@ -193,7 +262,38 @@ func longDashes(args []string, fs *pflag.FlagSet) []string {
 	return out
 }
 
-// packageName derives a package name from a directory name.
+// setPackage checks -pkg, or without it derives the package name from -o's
+// directory; with -compile-only, which writes no package, a name is not
+// needed. The error blames -pkg only when -pkg was given.
+func (c *config) setPackage(pkgGiven bool) error {
+	if pkgGiven {
+		if c.compile {
+			return nil
+		}
+		if err := gen.CheckPackageName(c.pkg); err != nil {
+			return fmt.Errorf("-pkg: %w", err)
+		}
+		return nil
+	}
+	if c.out == "" {
+		return nil
+	}
+	dir := filepath.Base(filepath.Clean(c.out))
+	c.pkg = packageName(dir)
+	if c.compile {
+		return nil
+	}
+	if c.pkg == "" {
+		return fmt.Errorf("-o %s: no package name can be derived from the directory's name %s; name the package with -pkg NAME", clip.Text(c.out), clip.Quote(dir))
+	}
+	if err := gen.CheckPackageName(c.pkg); err != nil {
+		return fmt.Errorf("-o %s: the package name derived from the directory's name is not usable (%w); name the package with -pkg NAME", clip.Text(c.out), err)
+	}
+	return nil
+}
+
+// packageName derives a package name from a directory name: lower-cased,
+// other than ASCII letters and digits dropped, no leading digit.
 func packageName(dir string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(dir) {
