@@ -16,9 +16,9 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestOddShapes tunes small shapes with odd sizes, unequal strides, dilation
-// and no bias, for every precision and layout a family serves, once per
-// serving family (pinned to the configurations pinsCovering picks): every
+// TestOddShapes tunes small shapes with odd sizes, unequal strides, dilation,
+// groups (depthwise too) and no bias, for every precision and layout a family
+// serves (generic serves them all), once per serving family (pinned to the configurations pinsCovering picks): every
 // measured candidate passed the float64 checks, and each run has a winner.
 func TestOddShapes(t *testing.T) {
 	lib, err := nvrtc.Open()
@@ -47,6 +47,17 @@ func TestOddShapes(t *testing.T) {
 		// winograd at stride 1 (one phase, 3x3 taps): odd sizes, partial
 		// 2x2 tiles at both edges, C=5 phase channels in one stage.
 		"N=2,C=5,H=19,W=23,K=20,R=3,S=3,pad=1",
+		// Shapes only the generic family serves (issue 19): grouped,
+		// depthwise, depthwise with a channel multiplier, prime channel
+		// counts, asymmetric stride/pad/dilation with K=17, a 1x1 on
+		// a 7x7 map with odd channels, and a single output pixel.
+		"N=2,C=12,H=15,W=17,K=18,R=3,S=3,stride_h=2,pad=1,dilation_w=2,groups=3",
+		"N=3,C=32,H=14,W=13,K=32,R=3,S=3,stride=2,pad=1,groups=32,bias=false",
+		"N=2,C=8,H=11,W=9,K=24,R=5,S=5,pad=2,groups=8",
+		"N=3,C=13,H=19,W=23,K=11,R=3,S=3,pad=1",
+		"N=2,C=6,H=21,W=25,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_h=2,bias=false",
+		"N=4,C=45,H=7,W=7,K=70,R=1,S=1",
+		"N=1,C=3,H=5,W=5,K=5,R=5,S=5,groups=1",
 	}
 	lim := kernels.DefaultLimits(90)
 	lim.SM90a = lib.SupportsArch("sm_90a") // the test runs on an sm_90 GPU
