@@ -49,15 +49,60 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "convgen %s: %s\n", version.Convgen, c.problem)
 	var rec tunecache.Record
+	fresh := false // a tuning result not yet saved anywhere
 	if onGPU {
-		rec, err = recordOnGPU(ctx, c, cache, stdout, stderr)
+		rec, fresh, err = recordOnGPU(ctx, c, cache, stdout, stderr)
 	} else {
 		rec, err = recordOffline(c, cache, stdout)
 	}
 	if err != nil {
 		return err
 	}
+	if fresh {
+		return keepAndWrite(c, rec, len(c.pin) > 0, stdout)
+	}
 	return writePackage(c, rec, stdout)
+}
+
+// keepAndWrite saves a fresh tuning result, then writes the package, so
+// that no failure loses the tuning: the record goes to the cache before the
+// package is written (a pinned run's goes to no cache), and a record that
+// cannot be kept where it belongs (Put fails, or a pinned run's package
+// cannot be written) is written to a rescue file in the temporary
+// directory, which the error names. A failed Put does not stop the package
+// from being written.
+func keepAndWrite(c config, rec tunecache.Record, pinned bool, stdout io.Writer) error {
+	var saveErr error
+	saved := false
+	if !pinned {
+		if err := tunecache.Put(c.cache, rec); err != nil {
+			saveErr = fmt.Errorf("save tuning record: %w%s", err, rescue(rec))
+		} else {
+			saved = true
+			fmt.Fprintf(stdout, "winner %s: %.3f ms median, rel. error %.2e; saved to %s\n",
+				kernels.Candidate{Family: rec.Winner.Family, Config: rec.Winner.Config}.ID(), rec.Winner.MedianMS, rec.Winner.RelError, c.cache)
+		}
+	}
+	werr := writePackage(c, rec, stdout)
+	switch {
+	case werr == nil:
+		return saveErr
+	case saved:
+		return fmt.Errorf("%w (the tuning record is saved in %s: run convgen again to write the package from it)", werr, c.cache)
+	case saveErr != nil:
+		return fmt.Errorf("%w; %w", saveErr, werr)
+	}
+	return fmt.Errorf("%w%s", werr, rescue(rec))
+}
+
+// rescue writes rec to a rescue file in the temporary directory and says
+// where, for the error of a failed save.
+func rescue(rec tunecache.Record) string {
+	path, err := tunecache.SaveRescue(os.TempDir(), rec)
+	if err != nil {
+		return fmt.Sprintf("; the tuning result is lost: %v", err)
+	}
+	return fmt.Sprintf("; the tuning record is kept in %s instead (a cache of that one record: -cache %s replays it)", path, path)
 }
 
 // workerArgv starts this binary as a tuning worker.
@@ -75,19 +120,20 @@ func baseKey(c config) tunecache.Key {
 }
 
 // recordOnGPU uses the cache's record for this exact device and toolchain, or
-// tunes and stores a new one.
-func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, stderr io.Writer) (tunecache.Record, error) {
+// tunes a new one, which it returns with fresh set: the caller saves it
+// (keepAndWrite).
+func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, stderr io.Writer) (rec tunecache.Record, fresh bool, err error) {
 	argv, err := workerArgv()
 	if err != nil {
-		return tunecache.Record{}, err
+		return tunecache.Record{}, false, err
 	}
 	lib, err := nvrtc.Open()
 	if err != nil {
-		return tunecache.Record{}, fmt.Errorf("tuning needs NVRTC: %w", err)
+		return tunecache.Record{}, false, fmt.Errorf("tuning needs NVRTC: %w", err)
 	}
 	info, err := autotune.Probe(argv)
 	if err != nil {
-		return tunecache.Record{}, err
+		return tunecache.Record{}, false, err
 	}
 	key := baseKey(c)
 	key.NVRTCVersion, key.Device, key.ComputeCapability, key.SMCount, key.Driver =
@@ -95,11 +141,11 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	pinned := len(c.pin) > 0 // measures only the pins: always tunes, never cached
 	if rec, ok := cache.Lookup(key); ok && !c.retune && !pinned {
 		fmt.Fprintf(stdout, "using the cache's record for %s (%s): %s, %.3f ms\n", info.Name, c.cache, rec.Winner.Family, rec.Winner.MedianMS)
-		return rec, nil
+		return rec, false, nil
 	}
 	if !pinned {
 		if err := tunecache.CheckWritable(c.cache); err != nil { // before tuning, not after
-			return tunecache.Record{}, err
+			return tunecache.Record{}, false, err
 		}
 	}
 	fmt.Fprintf(stdout, "tuning on %s (%s, %d SMs), NVRTC %s from %s\n", info.Name, info.Arch, info.SMs, lib.VersionString(), lib.Path())
@@ -110,19 +156,19 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	res, err := autotune.Tune(ctx, lib, autotune.Options{Problem: c.problem, Worker: argv, Trials: c.trials,
 		Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, Only: c.pin, CompileTimeout: c.compileTO, Progress: progress})
 	if err != nil {
-		return tunecache.Record{}, fmt.Errorf("tune: %w", err)
+		return tunecache.Record{}, false, fmt.Errorf("tune: %w", err)
 	}
 	data := report.New(res, c.command(), version.Convgen)
 	data.Rejected = nil // recomputed from the templates when the package is written
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return tunecache.Record{}, fmt.Errorf("encode report: %w", err)
+		return tunecache.Record{}, false, fmt.Errorf("encode report: %w", err)
 	}
 	w := res.Winner
 	timing := func(t autotune.Trial) tunecache.Timing {
 		return tunecache.Timing{Family: t.Family, Config: t.Config, MedianMS: t.MedianMS, SpreadMS: t.P90MS - t.P10MS, RelError: t.RelError}
 	}
-	rec := tunecache.Record{Key: key, Winner: timing(*w), Kernel: res.Kernel.Name, Grid: res.Kernel.Grid,
+	rec = tunecache.Record{Key: key, Winner: timing(*w), Kernel: res.Kernel.Name, Grid: res.Kernel.Grid,
 		Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes, Arch: res.Arch, CUBIN: res.CUBIN,
 		PTX: res.PTX, Command: c.command(), Report: raw}
 	for _, t := range bestOthers(res, 5) {
@@ -135,13 +181,8 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	if pinned {
 		fmt.Fprintf(stdout, "winner of the %d pinned candidates %s: %.3f ms median, rel. error %.2e; not saved to %s (a pinned run is no full search)\n",
 			len(c.pin), w.ID, w.MedianMS, w.RelError, c.cache)
-		return rec, nil
 	}
-	if err := tunecache.Put(c.cache, rec); err != nil {
-		return tunecache.Record{}, fmt.Errorf("save tuning record: %w", err)
-	}
-	fmt.Fprintf(stdout, "winner %s: %.3f ms median, rel. error %.2e; saved to %s\n", w.ID, w.MedianMS, w.RelError, c.cache)
-	return rec, nil
+	return rec, true, nil
 }
 
 // bestOthers lists up to n measured candidates after the winner, fastest first.
@@ -156,12 +197,18 @@ func bestOthers(res *autotune.Result, n int) []autotune.Trial {
 	return ok[:min(n, len(ok))]
 }
 
-// recordOffline picks the cache's record for this problem without a GPU.
+// recordOffline picks the cache's record for this problem without a GPU:
+// the newest of each device model (tunecache's Replay), and among several
+// device models the one -device and -arch select.
 func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecache.Record, error) {
 	k := baseKey(c)
 	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, TemplateVersion: k.TemplateVersion,
 		ConvgenVersion: k.ConvgenVersion, Arch: c.arch, Device: c.device}
-	recs := cache.Match(q)
+	recs := cache.Replay(q)
+	if n := len(cache.Match(q)); n > len(recs) && len(recs) == 1 {
+		r := recs[0].Key
+		fmt.Fprintf(stdout, "%d records of %s match: replaying the newest, NVRTC %s, driver %s\n", n, r.Device, r.NVRTCVersion, r.Driver)
+	}
 	switch len(recs) {
 	case 0:
 		where := c.cache
