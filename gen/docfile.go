@@ -66,8 +66,8 @@ func genDoc(s *spec) *jen.File {
 		fmt.Sprintf("layout     %s: input %s, filter %s, output %s", s.Problem.Layout, in, filter, out),
 		fmt.Sprintf("kernel     %s, grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory",
 			s.Kernel, s.Grid[0], s.Grid[1], s.Grid[2], s.Block[0], s.Block[1], s.Block[2], s.SharedBytes),
+		"tuning     "+strings.TrimSuffix(s.Summary, "."),
 	)
-	para("Tuning: %s.", strings.TrimSuffix(s.Summary, "."))
 
 	b.WriteString("# What it computes\n\n")
 	para("The forward 2-D convolution (cross-correlation, as in cuDNN and PyTorch) of an N×C×H×W = %d×%d×%d×%d input with a K×(C/Groups)×R×S = %d×%d×%d×%d filter into an N×K×P×Q = %d×%d×%d×%d output, with the constants of this package:",
@@ -106,44 +106,30 @@ func genDoc(s *spec) *jen.File {
 	code(append(mem, fmt.Sprintf("out     %s  OutputElems = %d", out, output))...)
 
 	b.WriteString("# Usage\n\n")
-	para("The kernel runs only in builds with the cuda build tag (go build -tags cuda, go test -tags cuda), which need cgo, cuda.h and libcuda (point CGO_CFLAGS and CGO_LDFLAGS at them when they are not under /usr/local/cuda). Without the tag the package still compiles, and Load, Forward and Close return an error.")
-	para("CUDA contexts belong to OS threads: lock the goroutine's thread and make a context current before Load, Forward and Close. With gorgonia.org/cu:")
-	argBias := s.Package + ".PtrOf(bias)"
+	para("The kernel runs in builds with the cuda build tag (cgo, cuda.h, libcuda); without it Load returns an error wrapping convrt.ErrNoCUDA. With gorgonia.org/cu, on a locked OS thread with a CUDA context current:")
+	argBias := "convrt.PtrOf(bias)"
 	if !sh.Bias {
 		argBias = "0"
 	}
 	code(
-		"runtime.LockOSThread()",
-		"defer runtime.UnlockOSThread()",
-		"dev, err := cu.GetDevice(0)",
-		"// ...",
-		"ctx, err := dev.MakeContext(cu.SchedAuto) // current on this thread",
-		"// ...",
-		"defer ctx.Destroy()",
-		"k, err := "+s.Package+".Load()",
-		"if err != nil {",
-		"\treturn err",
-		"}",
-		"defer k.Close()",
-		fmt.Sprintf("err = k.Forward(%[1]s.StreamOf(stream), %[1]s.PtrOf(out), %[1]s.PtrOf(in), %[1]s.PtrOf(filter), %[2]s)", s.Package, argBias),
-		"// ...",
-		"err = stream.Synchronize() // out is ready",
+		"k, err := "+s.Package+".Load() // a convrt.Conv; check err, defer k.Close()",
+		"err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), "+argBias+")",
+		"// ... stream.Synchronize(): out is ready",
 	)
-	load := fmt.Sprintf("Load picks the embedded %s CUBIN when the current device is %s and otherwise has the driver compile the embedded PTX (for compute capability %d.%d or more).", s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10)
+	load := fmt.Sprintf("Load picks the embedded %s CUBIN on a %s device and otherwise has the driver compile the embedded PTX (for compute capability %d.%d or more).", s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10)
 	switch fb := s.Fallback; {
 	case s.ptx == "":
 		load = fmt.Sprintf("Load needs a %s device: the package embeds no PTX for other GPUs.", s.Arch)
 	case fb != nil:
-		load = fmt.Sprintf("Load picks the embedded %s CUBIN when the current device is %s. On any other GPU of compute capability %d.%d or more it runs a fallback instead, a portable kernel embedded as PTX for %s that the driver compiles for the device: %s (%s, grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory). LoadPTX loads the fallback on any GPU.",
-			s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10, fb.Arch, strings.TrimSuffix(fb.Summary, "."), fb.Kernel,
-			fb.Grid[0], fb.Grid[1], fb.Grid[2], fb.Block[0], fb.Block[1], fb.Block[2], fb.SharedBytes)
+		load = fmt.Sprintf("Load picks the embedded %s CUBIN on a %s device; on any other GPU of compute capability %d.%d or more it runs a fallback, %s embedded as PTX for %s (LoadPTX says more).",
+			s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10, fb.Kernel, fb.Arch)
 	}
-	para("%s Forward only enqueues the kernel on the stream (0 is the legacy default stream): synchronize before reading out. Forward may run from several goroutines at once, each with the context current on its locked thread; Close must not overlap it.", load)
-	check := "go test -tags cuda checks the kernel on GPU 0 against a float64 reference (relative L2 error at most %g over %d random outputs and the corners)"
+	para("%s Forward only enqueues the kernel; a Kernel is safe for concurrent use (package convrt states the contract).", load)
+	check := "go test -tags cuda checks the kernel on GPU 0 against a float64 reference (relative L2 error at most %g)"
 	if s.ptx != "" {
-		check += ", the PTX's kernel too"
+		check += ", the PTX's kernel too,"
 	}
-	para(check+".", s.Problem.Precision.ErrorBound(), testSamples)
+	para(check+" and Forward from several goroutines at once (run it with -race).", s.Problem.Precision.ErrorBound())
 	f.PackageComment(docText(b.String()))
 	return f
 }

@@ -1,7 +1,8 @@
 // Package gen writes the Go package that carries one tuned convolution
-// kernel: its shape as constants, the embedded CUBIN and PTX, a loader and
-// launcher over gorgonia.org/cu behind the cuda build tag, a tag-free twin
-// that compiles everywhere, and a GPU test against a float64 reference.
+// kernel: its shape as constants, the CUBIN and PTX embedded behind the cuda
+// build tag, and a thin wrapper that hands them to the runtime package
+// convrt (loader, launcher, checks, reference), with a GPU test through
+// convrt/convrttest.
 //
 // Files renders the package in memory (deterministically: the same Binding
 // always gives the same bytes); Write puts it on disk atomically.
@@ -55,32 +56,25 @@ type Fallback struct {
 const (
 	docFile        = "doc.go"
 	shapeFile      = "shape.go"
-	kernelCUDAFile = "kernel_cuda.go"
-	funcAttrFile   = "funcattr_cuda.go"
-	kernelStubFile = "kernel_nocuda.go"
+	kernelFile     = "kernel.go"
 	kernelTestFile = "kernel_cuda_test.go"
 	shapeTestFile  = "shape_test.go"
 	ptxFile        = "kernel.ptx"
+	// Packages from before convrt also had these files: the loader, its
+	// twin without the cuda tag and the cgo shim of the shared-memory
+	// opt-in, all in convrt now. Write still knows their names.
+	kernelCUDAFile = "kernel_cuda.go"
+	kernelStubFile = "kernel_nocuda.go"
+	funcAttrFile   = "funcattr_cuda.go"
 )
-
-// defaultSharedLimit is the dynamic shared memory a block may use without
-// opting in through CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
-const defaultSharedLimit = 48 * 1024
 
 // Import paths of the generated code.
 const (
-	cuPath      = "gorgonia.org/cu"
-	cgoPath     = "C"
-	embedPath   = "embed"
-	errorsPath  = "errors"
-	fmtPath     = "fmt"
-	mathPath    = "math"
-	randPath    = "math/rand/v2"
-	runtimePath = "runtime"
-	stringsPath = "strings"
-	testPath    = "testing"
-	timePath    = "time"
-	unsafePath  = "unsafe"
+	convrtPath     = "github.com/convgen/convgen/convrt"
+	convrttestPath = "github.com/convgen/convgen/convrt/convrttest"
+	problemPath    = "github.com/convgen/convgen/problem"
+	embedPath      = "embed"
+	testPath       = "testing"
 )
 
 // spec is a validated Binding with everything derived from it that more
@@ -91,7 +85,6 @@ type spec struct {
 	elem      element
 	cubinName string // file name of the embedded CUBIN
 	cubinCC   int    // compute capability of the CUBIN as major*10+minor, e.g. 90
-	optIn     bool   // a kernel's shared memory needs the opt-in attribute
 	// ptx is the embedded PTX: the fallback's, else the winner's (none for
 	// an architecture-specific winner); ptxCC the least compute capability
 	// it runs on.
@@ -112,13 +105,9 @@ func Files(b Binding) (map[string][]byte, error) {
 	gens := []fileGen{
 		{docFile, genDoc},
 		{shapeFile, genShape},
-		{kernelCUDAFile, genKernelCUDA},
-		{kernelStubFile, genKernelStub},
+		{kernelFile, genKernel},
 		{kernelTestFile, genKernelTest},
 		{shapeTestFile, genShapeTest},
-	}
-	if s.optIn {
-		gens = append(gens, fileGen{funcAttrFile, genFuncAttr})
 	}
 	files := make(map[string][]byte, len(gens)+2)
 	for _, g := range gens {
@@ -235,7 +224,6 @@ func newSpec(b Binding) (*spec, error) {
 		elem:      elem,
 		cubinName: "kernel_" + b.Arch + ".cubin",
 		cubinCC:   cc,
-		optIn:     b.SharedBytes > defaultSharedLimit,
 		ptx:       b.PTX,
 		ptxCC:     cc,
 	}
@@ -255,7 +243,6 @@ func newSpec(b Binding) (*spec, error) {
 			return nil, errors.New("gen: fallback has no PTX")
 		}
 		s.ptx, s.ptxCC = fb.PTX, fcc
-		s.optIn = s.optIn || fb.SharedBytes > defaultSharedLimit
 	}
 	return s, nil
 }
@@ -272,24 +259,12 @@ func (s *spec) newFile(buildTag string) *jen.File {
 	}
 	f.HeaderComment(regen)
 	f.ImportNames(map[string]string{
-		cuPath:      "cu",
-		errorsPath:  "errors",
-		fmtPath:     "fmt",
-		stringsPath: "strings",
-		mathPath:    "math",
-		randPath:    "rand",
-		runtimePath: "runtime",
-		testPath:    "testing",
-		timePath:    "time",
-		unsafePath:  "unsafe",
+		convrtPath:     "convrt",
+		convrttestPath: "convrttest",
+		problemPath:    "problem",
+		testPath:       "testing",
 	})
 	return f
-}
-
-// errorf is fmt.Errorf in the generated code, with the package name in
-// front of the message.
-func (s *spec) errorf(format string, args ...jen.Code) *jen.Statement {
-	return jen.Qual(fmtPath, "Errorf").Call(append([]jen.Code{jen.Lit(s.Package + ": " + format)}, args...)...)
 }
 
 // render formats f; a formatting failure carries the numbered source.

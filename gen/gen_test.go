@@ -129,8 +129,8 @@ func TestGolden(t *testing.T) {
 		b    Binding
 		want []string
 	}{
-		{alexNet(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
-		{fp16NHWC(t), []string{"doc.go", "funcattr_cuda.go", "kernel.ptx", "kernel_cuda.go", "kernel_cuda_test.go", "kernel_nocuda.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
+		{alexNet(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
+		{fp16NHWC(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 	} {
 		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
 	}
@@ -201,10 +201,8 @@ func TestHeader(t *testing.T) {
 	tags := map[string]string{
 		"doc.go":              "",
 		"shape.go":            "",
-		"kernel_cuda.go":      "//go:build cuda",
-		"funcattr_cuda.go":    "//go:build cuda",
+		"kernel.go":           "",
 		"kernel_cuda_test.go": "//go:build cuda",
-		"kernel_nocuda.go":    "//go:build !cuda",
 		"shape_test.go":       "",
 	}
 	for _, b := range allBindings(t) {
@@ -262,16 +260,39 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func TestFilesOmitsShimBelow48KiB(t *testing.T) {
-	fs := files(t, oddShape(t))
-	if _, ok := fs[funcAttrFile]; ok {
-		t.Errorf("%s generated for %d bytes of shared memory", funcAttrFile, oddShape(t).SharedBytes)
+// TestGoLines checks the size of a generated package: at most 200 lines of
+// Go, embedded images excluded, for every test binding.
+func TestGoLines(t *testing.T) {
+	for _, b := range allBindings(t) {
+		lines := 0
+		for name, src := range files(t, b) {
+			if strings.HasSuffix(name, ".go") {
+				lines += bytes.Count(src, []byte("\n"))
+			}
+		}
+		if lines > 200 {
+			t.Errorf("%s: %d lines of Go, want at most 200", b.Package, lines)
+		}
 	}
-	if src := string(fs[kernelCUDAFile]); strings.Contains(src, "setMaxDynamicShared") {
-		t.Errorf("%s calls setMaxDynamicShared without the shim", kernelCUDAFile)
-	}
-	if _, ok := fs["kernel_sm_90a.cubin"]; !ok {
-		t.Errorf("no kernel_sm_90a.cubin in %v", sortedNames(fs))
+}
+
+// TestFilesGuardAndSpec checks what ties a generated package to convrt: the
+// version guard, the spec's images and the shared types.
+func TestFilesGuardAndSpec(t *testing.T) {
+	src := string(files(t, fp16NHWC(t))[kernelFile])
+	for _, want := range []string{
+		"const _ = convrt.SupportVersion1\n",
+		"type Kernel = convrt.Kernel\n",
+		"var _ convrt.Conv = (*Kernel)(nil)\n",
+		"//go:embed kernel_sm_90a.cubin\nvar cubin string\n",
+		"//go:embed kernel.ptx\nvar ptx string\n",
+		`CUBIN:     convrt.Image{Code: cubin, CC: 90, Launch: convrt.Launch{Kernel: "convgen_wgmmahalf_fp16_golden", Grid: [3]int{448, 1, 1}, Block: [3]int{256, 1, 1}, SharedBytes: 40960}},`,
+		`PTX:       convrt.Image{Code: ptx, CC: 80, Launch: convrt.Launch{Kernel: "convgen_mmahalf_fp16_golden", Grid: [3]int{196, 2, 1}, Block: [3]int{256, 1, 1}, SharedBytes: 65536}},`,
+		"return convrt.Load(&spec)",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("%s lacks %q", kernelFile, want)
+		}
 	}
 }
 
@@ -325,7 +346,7 @@ func TestCompile(t *testing.T) {
 	for _, b := range allBindings(t) {
 		t.Run(b.Package, func(t *testing.T) {
 			root := t.TempDir()
-			gomod := "module example.com/gentest\n\ngo 1.26\n\nrequire gorgonia.org/cu v0.9.6\n"
+			gomod := "module example.com/gentest\n\ngo 1.26\n\nrequire (\n\tgithub.com/convgen/convgen v0.0.0\n\tgorgonia.org/cu v0.9.6\n)\n\nreplace github.com/convgen/convgen => " + moduleRoot(t) + "\n"
 			if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte(gomod), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -352,6 +373,17 @@ func TestCompile(t *testing.T) {
 			goCmd(t, pkg, cuda, "test", "-tags", "cuda", "-c", "-o", os.DevNull)
 		})
 	}
+}
+
+// moduleRoot returns the directory of convgen's go.mod, which the throwaway
+// module replaces github.com/convgen/convgen with (for convrt).
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
 }
 
 // mainGoSum returns convgen's go.sum, which holds every checksum the
@@ -610,8 +642,8 @@ func TestFilesArchSpecificEmbedsNoPTX(t *testing.T) {
 	if ptx := fs[ptxFile]; len(ptx) != 0 {
 		t.Errorf("%s holds %d bytes for arch %s, want none", ptxFile, len(ptx), b.Arch)
 	}
-	if src := string(fs[kernelCUDAFile]); !strings.Contains(src, "It needs a GPU of TunedArch") {
-		t.Errorf("%s does not say it needs the tuned arch", kernelCUDAFile)
+	if src := string(fs[kernelFile]); !strings.Contains(src, "It needs a GPU of TunedArch") || !strings.Contains(src, "PTX:       convrt.Image{},") {
+		t.Errorf("%s does not say it needs the tuned arch, or has a PTX image", kernelFile)
 	}
 	b.Arch = "sm_90"
 	if ptx := files(t, b)[ptxFile]; string(ptx) != b.PTX {
