@@ -346,9 +346,9 @@ func Put(path string, rec Record) error {
 
 // CheckWritable says whether Put could write a cache at path, doing what
 // Put does short of replacing the file: it makes the directory, takes the
-// lock, reads the cache (a corrupt or non-regular one is refused), creates
-// a temporary file beside it, as Put does, and renames it within the
-// directory before removing it. Callers check it before tuning, so that a
+// lock, reads the cache (a corrupt or non-regular one is refused), and
+// creates temporary files beside it, as Put does, renaming one over the
+// other before removing it. Callers check it before tuning, so that a
 // bad path is refused before the work rather than after.
 func CheckWritable(path string) error {
 	target, err := resolve(path)
@@ -372,29 +372,35 @@ func CheckWritable(path string) error {
 	return nil
 }
 
-// probeDir creates a temporary file named as writeAtomic names them for
-// path, renames it within the directory and removes it.
+// probeDir does in path's directory what writeAtomic does: it creates two
+// temporary files named as writeAtomic names them, renames one over the
+// other, as writeAtomic renames over path, and removes what is left.
 func probeDir(path string) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	err = tmp.Close()
-	if err == nil {
-		err = os.Rename(name, name+"-probe")
-		if err == nil {
-			name += "-probe"
+	var names []string
+	defer func() {
+		for _, n := range names {
+			os.Remove(n)
+		}
+	}()
+	for range 2 {
+		tmp, err := os.CreateTemp(dir, base+".tmp-*")
+		if err != nil {
+			return err
+		}
+		names = append(names, tmp.Name())
+		if err := tmp.Close(); err != nil {
+			return err
 		}
 	}
-	if rerr := os.Remove(name); err == nil {
-		err = rerr
+	if err := os.Rename(names[0], names[1]); err != nil {
+		return err
 	}
-	return err
+	names = names[1:]
+	return nil
 }
 
 // resolve follows path while it is a symbolic link and returns the file it
