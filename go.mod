@@ -6,6 +6,7 @@ require (
 	github.com/dave/jennifer v1.7.1
 	github.com/ebitengine/purego v0.11.3
 	github.com/spf13/pflag v1.0.10
+	golang.org/x/sys v0.41.0
 	gorgonia.org/cu v0.9.6
 )
 
