@@ -39,7 +39,8 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "convgen: %s: no effect without a GPU, where the package is replayed from the cache\n", strings.Join(c.tuningSet, ", "))
 		}
 	}
-	// Refuse a bad output directory before tuning, not after.
+	// Refuse a bad output directory before tuning (the -pin path included),
+	// not after: one holding foreign files, or a parent Write cannot use.
 	if err := gen.CheckTarget(c.out); err != nil {
 		return err
 	}
