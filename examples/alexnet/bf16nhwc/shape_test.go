@@ -3,28 +3,15 @@
 
 package bf16nhwc
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
-// TestCheckPtrs checks what Forward refuses before launching: a null or
-// misaligned device address.
-func TestCheckPtrs(t *testing.T) {
-	const base DevicePtr = 1048576
-	ok := [4]DevicePtr{base, base + Alignment, base + 2*Alignment, base + 3*Alignment}
-	if err := checkPtrs(ok[0], ok[1], ok[2], ok[3]); err != nil {
-		t.Errorf("aligned addresses refused: %v", err)
+// TestSpec checks that the spec Load hands to convrt agrees with the constants.
+func TestSpec(t *testing.T) {
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
 	}
-	for i, name := range []string{"out", "in", "filter", "bias"} {
-		p := ok
-		p[i] += Alignment / 2
-		if err := checkPtrs(p[0], p[1], p[2], p[3]); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "aligned") {
-			t.Errorf("%s misaligned: got %v, want an error naming it", name, err)
-		}
-		p[i] = 0
-		if err := checkPtrs(p[0], p[1], p[2], p[3]); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "null") {
-			t.Errorf("%s null: got %v, want an error naming it", name, err)
-		}
+	in, filter, bias, out := spec.Problem.Shape.Elements()
+	if [6]int{in, filter, bias, out, spec.Problem.Shape.P(), spec.Problem.Shape.Q()} != [6]int{InputElems, FilterElems, BiasElems, OutputElems, P, Q} || spec.Problem.Shape.String() != Shape || spec.Problem.Shape.FLOPs() != FLOPs || Precision.ElementBytes() != ElementBytes {
+		t.Errorf("the spec's problem %+v disagrees with the constants", spec.Problem)
 	}
 }

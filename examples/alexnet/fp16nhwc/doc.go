@@ -8,9 +8,7 @@
 //	precision  fp16: FP16 operands with FP32 accumulation, fp16 (IEEE binary16) data
 //	layout     nhwc: input NHWC, filter KRSC, output NPQK
 //	kernel     convgen_wgmmahalf_fp16_a40a9745, grid 131x1x1, block 640x1x1, 157536 bytes of dynamic shared memory
-//
-// Tuning: tuned on NVIDIA H200 (sm_90a): wgmmahalf, median 0.172 ms, rel.
-// error 2.1e-04.
+//	tuning     tuned on NVIDIA H200 (sm_90a): wgmmahalf, median 0.172 ms, rel. error 2.1e-04
 //
 // # What it computes
 //
@@ -27,9 +25,9 @@
 //
 // # Memory
 //
-// Every tensor is one dense array of fp16 (ElementBytes = 2 bytes each; Go
-// code holds one as the uint16 of its bits) in device memory, in the layout's
-// order, outermost index first:
+// Every tensor is one dense array of fp16 (ElementBytes = 2 bytes each; in Go
+// the uint16 of its bits: convrt.FP16FromFloat32 and convrt.FP16ToFloat64) in
+// device memory, in the layout's order, outermost index first:
 //
 //	in      NHWC  InputElems  = 38535168
 //	filter  KRSC  FilterElems = 34848
@@ -38,44 +36,21 @@
 //
 // # Usage
 //
-// The kernel runs only in builds with the cuda build tag (go build -tags cuda,
-// go test -tags cuda), which need cgo, cuda.h and libcuda (point CGO_CFLAGS
-// and CGO_LDFLAGS at them when they are not under /usr/local/cuda). Without
-// the tag the package still compiles, and Load, Forward and Close return an
-// error.
+// The kernel runs in builds with the cuda build tag (cgo, cuda.h, libcuda);
+// without it Load returns an error wrapping convrt.ErrNoCUDA. With
+// gorgonia.org/cu, on a locked OS thread with a CUDA context current:
 //
-// CUDA contexts belong to OS threads: lock the goroutine's thread and make a
-// context current before Load, Forward and Close. With gorgonia.org/cu:
+//	k, err := fp16nhwc.Load() // a convrt.Conv; check err, defer k.Close()
+//	err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), convrt.PtrOf(bias))
+//	// ... stream.Synchronize(): out is ready
 //
-//	runtime.LockOSThread()
-//	defer runtime.UnlockOSThread()
-//	dev, err := cu.GetDevice(0)
-//	// ...
-//	ctx, err := dev.MakeContext(cu.SchedAuto) // current on this thread
-//	// ...
-//	defer ctx.Destroy()
-//	k, err := fp16nhwc.Load()
-//	if err != nil {
-//		return err
-//	}
-//	defer k.Close()
-//	err = k.Forward(fp16nhwc.StreamOf(stream), fp16nhwc.PtrOf(out), fp16nhwc.PtrOf(in), fp16nhwc.PtrOf(filter), fp16nhwc.PtrOf(bias))
-//	// ...
-//	err = stream.Synchronize() // out is ready
-//
-// Load picks the embedded sm_90a CUBIN when the current device is sm_90a. On
-// any other GPU of compute capability 8.0 or more it runs a fallback instead,
-// a portable kernel embedded as PTX for compute_80 that the driver compiles
-// for the device:
-// mmahalf/TileK=48,TileP=8,TileQ=16,TilesPerBlock=8,WarpM=32,WarpN=48, median
-// 0.615 ms, rel. error 2.1e-04 on NVIDIA H200 (convgen_mmahalf_fp16_5d2c3185,
-// grid 896x2x1, block 128x1x1, 65280 bytes of dynamic shared memory). LoadPTX
-// loads the fallback on any GPU. Forward only enqueues the kernel on the
-// stream (0 is the legacy default stream): synchronize before reading out.
-// Forward may run from several goroutines at once, each with the context
-// current on its locked thread; Close must not overlap it.
+// Load picks the embedded sm_90a CUBIN on a sm_90a device; on any other GPU of
+// compute capability 8.0 or more it runs a fallback,
+// convgen_mmahalf_fp16_5d2c3185 embedded as PTX for compute_80 (LoadPTX says
+// more). Forward only enqueues the kernel; a Kernel is safe for concurrent use
+// (package convrt states the contract).
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
-// (relative L2 error at most 0.002 over 4096 random outputs and the corners),
-// the PTX's kernel too.
+// (relative L2 error at most 0.002), the PTX's kernel too, and Forward from
+// several goroutines at once (run it with -race).
 package fp16nhwc

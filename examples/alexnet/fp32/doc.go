@@ -8,9 +8,7 @@
 //	precision  fp32: strict FP32 arithmetic (FFMA), float32 data
 //	layout     nchw: input NCHW, filter KCRS, output NKPQ
 //	kernel     convgen_winograd_4f300814, grid 132x1x1, block 384x1x1, 208896 bytes of dynamic shared memory
-//
-// Tuning: tuned on NVIDIA H200 (sm_90): winograd, median 0.998 ms, rel. error
-// 1.7e-07.
+//	tuning     tuned on NVIDIA H200 (sm_90): winograd, median 0.998 ms, rel. error 1.7e-07
 //
 // # What it computes
 //
@@ -37,45 +35,21 @@
 //
 // # Usage
 //
-// The kernel runs only in builds with the cuda build tag (go build -tags cuda,
-// go test -tags cuda), which need cgo, cuda.h and libcuda (point CGO_CFLAGS
-// and CGO_LDFLAGS at them when they are not under /usr/local/cuda). Without
-// the tag the package still compiles, and Load, Forward and Close return an
-// error.
+// The kernel runs in builds with the cuda build tag (cgo, cuda.h, libcuda);
+// without it Load returns an error wrapping convrt.ErrNoCUDA. With
+// gorgonia.org/cu, on a locked OS thread with a CUDA context current:
 //
-// CUDA contexts belong to OS threads: lock the goroutine's thread and make a
-// context current before Load, Forward and Close. With gorgonia.org/cu:
+//	k, err := fp32.Load() // a convrt.Conv; check err, defer k.Close()
+//	err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), convrt.PtrOf(bias))
+//	// ... stream.Synchronize(): out is ready
 //
-//	runtime.LockOSThread()
-//	defer runtime.UnlockOSThread()
-//	dev, err := cu.GetDevice(0)
-//	// ...
-//	ctx, err := dev.MakeContext(cu.SchedAuto) // current on this thread
-//	// ...
-//	defer ctx.Destroy()
-//	k, err := fp32.Load()
-//	if err != nil {
-//		return err
-//	}
-//	defer k.Close()
-//	err = k.Forward(fp32.StreamOf(stream), fp32.PtrOf(out), fp32.PtrOf(in), fp32.PtrOf(filter), fp32.PtrOf(bias))
-//	// ...
-//	err = stream.Synchronize() // out is ready
-//
-// Load picks the embedded sm_90 CUBIN when the current device is sm_90. On any
-// other GPU of compute capability 8.0 or more it runs a fallback instead, a
-// portable kernel embedded as PTX for compute_80 that the driver compiles for
-// the device:
-// winograd/Chunk=8,StepsPerBlock=143,ThreadK=4,ThreadT=8,TileK=16,TileT=32,
-// median 1.353 ms, rel. error 1.8e-07 on NVIDIA H200
-// (convgen_winograd_07d70b45, grid 264x1x1, block 256x1x1, 90112 bytes of
-// dynamic shared memory). LoadPTX loads the fallback on any GPU. Forward only
-// enqueues the kernel on the stream (0 is the legacy default stream):
-// synchronize before reading out. Forward may run from several goroutines at
-// once, each with the context current on its locked thread; Close must not
-// overlap it.
+// Load picks the embedded sm_90 CUBIN on a sm_90 device; on any other GPU of
+// compute capability 8.0 or more it runs a fallback, convgen_winograd_07d70b45
+// embedded as PTX for compute_80 (LoadPTX says more). Forward only enqueues
+// the kernel; a Kernel is safe for concurrent use (package convrt states the
+// contract).
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
-// (relative L2 error at most 1e-05 over 4096 random outputs and the corners),
-// the PTX's kernel too.
+// (relative L2 error at most 1e-05), the PTX's kernel too, and Forward from
+// several goroutines at once (run it with -race).
 package fp32

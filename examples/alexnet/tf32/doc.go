@@ -8,9 +8,7 @@
 //	precision  tf32: TF32 tensor cores (operands rounded to TF32) with FP32 accumulation, float32 data
 //	layout     nchw: input NCHW, filter KCRS, output NKPQ
 //	kernel     convgen_wgmmarow_tf32_38b2e948, grid 132x1x1, block 512x1x1, 230464 bytes of dynamic shared memory
-//
-// Tuning: tuned on NVIDIA H200 (sm_90a): wgmmarow, median 0.253 ms, rel. error
-// 3.9e-04.
+//	tuning     tuned on NVIDIA H200 (sm_90a): wgmmarow, median 0.253 ms, rel. error 3.9e-04
 //
 // # What it computes
 //
@@ -37,45 +35,21 @@
 //
 // # Usage
 //
-// The kernel runs only in builds with the cuda build tag (go build -tags cuda,
-// go test -tags cuda), which need cgo, cuda.h and libcuda (point CGO_CFLAGS
-// and CGO_LDFLAGS at them when they are not under /usr/local/cuda). Without
-// the tag the package still compiles, and Load, Forward and Close return an
-// error.
+// The kernel runs in builds with the cuda build tag (cgo, cuda.h, libcuda);
+// without it Load returns an error wrapping convrt.ErrNoCUDA. With
+// gorgonia.org/cu, on a locked OS thread with a CUDA context current:
 //
-// CUDA contexts belong to OS threads: lock the goroutine's thread and make a
-// context current before Load, Forward and Close. With gorgonia.org/cu:
+//	k, err := tf32.Load() // a convrt.Conv; check err, defer k.Close()
+//	err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), convrt.PtrOf(bias))
+//	// ... stream.Synchronize(): out is ready
 //
-//	runtime.LockOSThread()
-//	defer runtime.UnlockOSThread()
-//	dev, err := cu.GetDevice(0)
-//	// ...
-//	ctx, err := dev.MakeContext(cu.SchedAuto) // current on this thread
-//	// ...
-//	defer ctx.Destroy()
-//	k, err := tf32.Load()
-//	if err != nil {
-//		return err
-//	}
-//	defer k.Close()
-//	err = k.Forward(tf32.StreamOf(stream), tf32.PtrOf(out), tf32.PtrOf(in), tf32.PtrOf(filter), tf32.PtrOf(bias))
-//	// ...
-//	err = stream.Synchronize() // out is ready
-//
-// Load picks the embedded sm_90a CUBIN when the current device is sm_90a. On
-// any other GPU of compute capability 8.0 or more it runs a fallback instead,
-// a portable kernel embedded as PTX for compute_80 that the driver compiles
-// for the device:
-// mma/Stages=1,TileK=48,TileP=8,TileQ=8,TilesPerBlock=8,WarpM=32,WarpN=48,
-// median 1.212 ms, rel. error 2.8e-04 on NVIDIA H200
-// (convgen_mma_tf32_fbdaaac7, grid 1568x2x1, block 64x1x1, 99360 bytes of
-// dynamic shared memory). LoadPTX loads the fallback on any GPU. Forward only
-// enqueues the kernel on the stream (0 is the legacy default stream):
-// synchronize before reading out. Forward may run from several goroutines at
-// once, each with the context current on its locked thread; Close must not
-// overlap it.
+// Load picks the embedded sm_90a CUBIN on a sm_90a device; on any other GPU of
+// compute capability 8.0 or more it runs a fallback, convgen_mma_tf32_fbdaaac7
+// embedded as PTX for compute_80 (LoadPTX says more). Forward only enqueues
+// the kernel; a Kernel is safe for concurrent use (package convrt states the
+// contract).
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
-// (relative L2 error at most 0.001 over 4096 random outputs and the corners),
-// the PTX's kernel too.
+// (relative L2 error at most 0.001), the PTX's kernel too, and Forward from
+// several goroutines at once (run it with -race).
 package tf32

@@ -3,120 +3,40 @@
 
 package tf32
 
-import "fmt"
+import "github.com/convgen/convgen/problem"
 
-// The convolution's sizes.
+// The convolution's sizes (the package documentation says what it computes).
 const (
-	// N is the batch size.
-	N = 256
-	// C is the number of input channels.
-	C = 3
-	// H is the input height.
-	H = 224
-	// W is the input width.
-	W = 224
-	// K is the number of output channels (filters).
-	K = 96
-	// R is the filter height.
-	R = 11
-	// S is the filter width.
-	S = 11
-	// P is the output height, (H+2*PadH-DilationH*(R-1)-1)/StrideH + 1.
-	P = 55
-	// Q is the output width, (W+2*PadW-DilationW*(S-1)-1)/StrideW + 1.
-	Q = 55
-	// StrideH is the vertical step between filter positions.
-	StrideH = 4
-	// StrideW is the horizontal step between filter positions.
-	StrideW = 4
-	// PadH is the number of zero rows added above and below the input.
-	PadH = 2
-	// PadW is the number of zero columns added left and right of the input.
-	PadW = 2
-	// DilationH is the vertical step between filter taps.
-	DilationH = 1
-	// DilationW is the horizontal step between filter taps.
-	DilationW = 1
-	// Groups is the number of channel groups; each filter sees C/Groups input channels.
-	Groups = 1
-	// HasBias says whether a bias of K elements is added to the output.
-	HasBias = true
+	N         = 256  // batch size
+	C         = 3    // input channels
+	H         = 224  // input height
+	W         = 224  // input width
+	K         = 96   // output channels (filters)
+	R         = 11   // filter height
+	S         = 11   // filter width
+	P         = 55   // output height, (H+2*PadH-DilationH*(R-1)-1)/StrideH + 1
+	Q         = 55   // output width, (W+2*PadW-DilationW*(S-1)-1)/StrideW + 1
+	StrideH   = 4    // vertical step between filter positions
+	StrideW   = 4    // horizontal step between filter positions
+	PadH      = 2    // zero rows added above and below the input
+	PadW      = 2    // zero columns added left and right of the input
+	DilationH = 1    // vertical step between filter taps
+	DilationW = 1    // horizontal step between filter taps
+	Groups    = 1    // channel groups; each filter sees C/Groups input channels
+	HasBias   = true // whether a bias of K elements is added to the output
 )
 
-// Element counts of the tensors, and the work of one Forward.
+// The tensors and the work of one Forward, and what the kernel was tuned for.
 const (
-	// ElementBytes is the size in bytes of one element of every tensor.
-	ElementBytes = 4
-	// InputElems is the number of input elements, N*C*H*W.
-	InputElems = 38535168
-	// FilterElems is the number of filter elements, K*(C/Groups)*R*S.
-	FilterElems = 34848
-	// BiasElems is the number of bias elements: K, or 0 without bias.
-	BiasElems = 96
-	// OutputElems is the number of output elements, N*K*P*Q.
-	OutputElems = 74342400
-	// FLOPs counts the multiply-adds of one Forward as two operations each (bias adds not counted).
-	FLOPs = 5.39725824e+10
+	ElementBytes                   = 4                                                                                   // bytes of one element of every tensor
+	InputElems                     = 38535168                                                                            // N*C*H*W
+	FilterElems                    = 34848                                                                               // K*(C/Groups)*R*S
+	BiasElems                      = 96                                                                                  // K, or 0 without bias
+	OutputElems                    = 74342400                                                                            // N*K*P*Q
+	FLOPs                          = 5.39725824e+10                                                                      // multiply-adds of one Forward, two operations each
+	Shape                          = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true" // canonical shape
+	Precision    problem.Precision = "tf32"                                                                              // TF32 tensor cores (operands rounded to TF32) with FP32 accumulation
+	Layout       problem.Layout    = "nchw"                                                                              // filter kcrs
+	TunedArch                      = "sm_90a"                                                                            // architecture of the embedded CUBIN; other GPUs load the PTX
+	KernelName                     = "convgen_wgmmarow_tf32_38b2e948"                                                    // the CUBIN's __global__ function
 )
-
-// What the kernel was generated and tuned for.
-const (
-	// Shape is the canonical shape string (problem.Shape.String in convgen).
-	Shape = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true"
-	// Precision is the arithmetic precision: TF32 tensor cores (operands rounded to TF32) with FP32 accumulation.
-	Precision = "tf32"
-	// Layout is the tensor layout; the filter's is kcrs.
-	Layout = "nchw"
-	// TunedArch is the GPU architecture of the embedded CUBIN; other GPUs load the PTX.
-	TunedArch = "sm_90a"
-	// KernelName is the name of the kernel's __global__ function.
-	KernelName = "convgen_wgmmarow_tf32_38b2e948"
-)
-
-// The launch geometry Forward uses.
-const (
-	// GridX is the number of blocks along x.
-	GridX = 132
-	// GridY is the number of blocks along y.
-	GridY = 1
-	// GridZ is the number of blocks along z.
-	GridZ = 1
-	// BlockX is the number of threads per block along x.
-	BlockX = 512
-	// BlockY is the number of threads per block along y.
-	BlockY = 1
-	// BlockZ is the number of threads per block along z.
-	BlockZ = 1
-	// SharedBytes is the dynamic shared memory per block, in bytes.
-	SharedBytes = 230464
-)
-
-// DevicePtr is a device memory address. A gorgonia.org/cu DevicePtr converts
-// with DevicePtr(p), or PtrOf(p) in cuda builds.
-type DevicePtr uintptr
-
-// Alignment is the byte alignment Forward requires of every device address
-// (the kernels load and store up to 16 bytes at a time; cuMemAlloc returns
-// 256-byte aligned memory).
-const Alignment = 16
-
-// checkPtrs returns an error naming the first of out, in, filter and bias
-// that is 0 or not Alignment-aligned, or nil.
-func checkPtrs(out, in, filter, bias DevicePtr) error {
-	for _, a := range [...]struct {
-		name string
-		p    DevicePtr
-	}{{"out", out}, {"in", in}, {"filter", filter}, {"bias", bias}} {
-		if a.p == 0 {
-			return fmt.Errorf("tf32: forward: %s is a null device address", a.name)
-		}
-		if a.p%Alignment != 0 {
-			return fmt.Errorf("tf32: forward: %s (%#x) is not %d-byte aligned", a.name, uintptr(a.p), Alignment)
-		}
-	}
-	return nil
-}
-
-// Stream is a raw CUstream handle; 0 is the legacy default stream. In cuda
-// builds StreamOf converts a gorgonia.org/cu Stream.
-type Stream uintptr
