@@ -1,0 +1,228 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// IGEMM is the multistage implicit-GEMM tensor-core family
+// (templates/igemm.cu.tmpl) for channel-heavy layers on sm_80 and newer:
+// mma.sync m16n8k16 with FP16 or BF16 operands, or m16n8k8 with TF32
+// operands (3xtf32: each operand split into a TF32 big part and a TF32
+// residual, three products each), FP32 accumulation, both layouts, groups=1,
+// and any C, K, stride, padding and dilation (every edge is zero-filled or
+// predicated). Its PTX for sm_80 runs on every later GPU, so it is also the
+// portable fallback for channel-heavy shapes.
+//
+// The GEMM has M = N·P·Q output pixels, N = K output channels and a
+// reduction over C·R·S taps in the filter's order ((r, s, c) for KRSC,
+// (c, r, s) for KCRS). Operands come through a Stages-deep cp.async pipeline:
+// 16-byte copies where the channel count allows (NHWC with C·elemsize a
+// multiple of 16; the filter with C·R·S·elemsize a multiple of 16), 8- or
+// 4-byte copies otherwise, and element loads for 2-byte data where not even
+// 4 bytes are contiguous.
+//
+// Knobs:
+//   - BM, BN: output pixels and output channels per block tile;
+//   - BK: taps per pipeline stage (k-tile);
+//   - WarpsM, WarpsN: the block's warps along pixels and channels;
+//   - Stages: k-tiles in flight (2 to 4).
+type IGEMM struct{}
+
+// Name implements Family.
+func (IGEMM) Name() string { return "igemm" }
+
+// Template implements Family.
+func (IGEMM) Template() string { return "igemm.cu.tmpl" }
+
+// Serves implements Family: groups=1 in fp16, bf16, tf32 and 3xtf32.
+func (IGEMM) Serves(p problem.Problem) error {
+	if err := p.Shape.Validate(); err != nil {
+		return err
+	}
+	if err := oneGroup("igemm", p.Shape); err != nil {
+		return err
+	}
+	switch p.Precision {
+	case problem.FP16, problem.BF16, problem.TF32, problem.TF32x3:
+	default:
+		return fmt.Errorf("igemm serves fp16, bf16, tf32 and 3xtf32, not %s", p.Precision)
+	}
+	if _, err := problem.ParseLayout(string(p.Layout)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// igemmConfig is a configuration's knobs, typed.
+type igemmConfig struct {
+	BM, BN, BK, WarpsM, WarpsN, Stages int
+}
+
+func parseIGEMMConfig(cfg Config) (igemmConfig, error) {
+	if err := requireKnobs("igemm", cfg, "BM", "BN", "BK", "WarpsM", "WarpsN", "Stages"); err != nil {
+		return igemmConfig{}, err
+	}
+	c := igemmConfig{BM: cfg["BM"], BN: cfg["BN"], BK: cfg["BK"], WarpsM: cfg["WarpsM"], WarpsN: cfg["WarpsN"], Stages: cfg["Stages"]}
+	switch {
+	case c.WarpsM < 1 || c.WarpsN < 1 || c.BM < 16 || c.BN < 16:
+		return c, fmt.Errorf("igemm: config %s: want positive warps and tiles of at least 16", cfg)
+	case c.BM%c.WarpsM != 0 || c.BN%c.WarpsN != 0 || (c.BM/c.WarpsM)%32 != 0 || (c.BN/c.WarpsN)%16 != 0:
+		return c, fmt.Errorf("igemm: config %s: warp tiles BM/WarpsM and BN/WarpsN must be multiples of 32 and 16", cfg)
+	case c.BK < 16 || c.BK%16 != 0:
+		return c, fmt.Errorf("igemm: config %s: BK must be a positive multiple of 16", cfg)
+	case c.Stages < 2 || c.Stages > 8:
+		return c, fmt.Errorf("igemm: config %s: Stages must be 2 to 8", cfg)
+	}
+	return c, nil
+}
+
+func (c igemmConfig) knobs() Config {
+	return Config{"BM": c.BM, "BN": c.BN, "BK": c.BK, "WarpsM": c.WarpsM, "WarpsN": c.WarpsN, "Stages": c.Stages}
+}
+
+// igemmGeometry holds a configuration's derived sizes; the template asserts
+// each one it uses.
+type igemmGeometry struct {
+	M, KRed, KTiles, TilesM, TilesN int
+	Threads, WTM, WTN, ElemBytes    int
+	Pitch, VecA, VecB               int // tile row in elements; taps per A and B load
+	SharedBytes, Registers          int // per block; a per-thread estimate
+	Split3                          bool
+}
+
+// igemmVec is the number of elements of one load: the widest of 16, 8 and 4
+// bytes that divides run contiguous elements, else one element.
+func igemmVec(run, elemBytes int) int {
+	for _, bytes := range []int{16, 8, 4} {
+		if v := bytes / elemBytes; v >= 1 && run%v == 0 {
+			return v
+		}
+	}
+	return 1
+}
+
+func igemmGeom(p problem.Problem, c igemmConfig) igemmGeometry {
+	s := p.Shape
+	eb := p.Precision.ElementBytes()
+	var g igemmGeometry
+	g.M = s.N * s.P() * s.Q()
+	g.KRed = s.C * s.R * s.S
+	g.KTiles = ceilDiv(g.KRed, c.BK)
+	g.TilesM, g.TilesN = ceilDiv(g.M, c.BM), ceilDiv(s.K, c.BN)
+	g.Threads = 32 * c.WarpsM * c.WarpsN
+	g.ElemBytes = eb
+	g.WTM, g.WTN = c.BM/c.WarpsM, c.BN/c.WarpsN
+	// 16 bytes of padding per row: 8 rows of a fragment load start in 8
+	// different 16-byte bank groups (rows of 64 or 128 bytes + 16).
+	g.Pitch = c.BK + 16/eb
+	g.VecA = 1
+	if p.Layout == problem.NHWC {
+		g.VecA = igemmVec(s.C, eb)
+	}
+	g.VecB = igemmVec(g.KRed, eb)
+	g.SharedBytes = c.Stages*(c.BM+c.BN)*g.Pitch*eb + 16*c.BM
+	g.Split3 = p.Precision == problem.TF32x3
+	fm, fn := g.WTM/16, g.WTN/8
+	acc := fm * fn * 4
+	frags := fm*4 + fn*2
+	if g.Split3 {
+		frags *= 2
+	}
+	g.Registers = acc + frags + 40
+	return g
+}
+
+// The knob values the space takes: block tiles, warp grids, and (BK,
+// Stages) pairs per element size.
+var (
+	igemmTiles  = [][2]int{{128, 128}, {128, 64}, {64, 128}, {64, 64}}
+	igemmWarps  = [][2]int{{2, 2}, {4, 2}, {2, 4}, {4, 1}, {1, 4}}
+	igemmStages = map[int][][2]int{ // element bytes → (BK, Stages)
+		2: {{32, 2}, {32, 3}, {32, 4}},
+		4: {{16, 3}, {16, 4}, {32, 2}, {32, 3}},
+	}
+)
+
+// Space implements Family: warp tiles of 32 or 64 pixels by 32 or 64
+// channels, 4 or 8 warps.
+func (f IGEMM) Space(p problem.Problem, lim Limits) []Candidate {
+	var out []Candidate
+	for _, tile := range igemmTiles {
+		for _, wg := range igemmWarps {
+			wtm, wtn := tile[0]/wg[0], tile[1]/wg[1]
+			if (wtm != 32 && wtm != 64) || (wtn != 32 && wtn != 64) {
+				continue
+			}
+			for _, ks := range igemmStages[p.Precision.ElementBytes()] {
+				c := igemmConfig{BM: tile[0], BN: tile[1], BK: ks[0], WarpsM: wg[0], WarpsN: wg[1], Stages: ks[1]}
+				out = append(out, Candidate{Family: f.Name(), Config: c.knobs(), Rejected: f.reject(p, c, lim)})
+			}
+		}
+	}
+	return out
+}
+
+// reject returns why a configuration is not worth compiling, or "": the
+// device's limits reject hard; tiles more than twice the problem's extent
+// are pruned by a soft rule (kernels.softRules).
+func (IGEMM) reject(p problem.Problem, c igemmConfig, lim Limits) string {
+	g := igemmGeom(p, c)
+	switch {
+	case lim.Arch > 0 && lim.Arch < 80:
+		return fmt.Sprintf("arch: mma.sync with FP16/BF16 m16n8k16 or TF32 operands, ldmatrix and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
+	case g.Threads > lim.MaxThreadsPerBlock:
+		return fmt.Sprintf("threads: %d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case g.Registers > lim.MaxRegsPerThread:
+		return fmt.Sprintf("registers: about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+	case g.Registers*g.Threads > lim.RegistersPerSM:
+		return fmt.Sprintf("registers: about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+	case c.BN > 64 && 2*p.Shape.K <= c.BN:
+		return fmt.Sprintf("waste: BN=%d is more than twice K=%d", c.BN, p.Shape.K)
+	case c.BM > 64 && 2*g.M <= c.BM:
+		return fmt.Sprintf("waste: BM=%d is more than twice M=%d", c.BM, g.M)
+	}
+	return ""
+}
+
+// Render implements Family.
+func (f IGEMM) Render(p problem.Problem, cfg Config) (Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return Kernel{}, err
+	}
+	c, err := parseIGEMMConfig(cfg)
+	if err != nil {
+		return Kernel{}, err
+	}
+	g := igemmGeom(p, c)
+	if g.Threads > 1024 {
+		return Kernel{}, fmt.Errorf("igemm: config %s: %d threads per block > 1024", cfg, g.Threads)
+	}
+	var doc string
+	switch p.Precision {
+	case problem.FP16:
+		doc = "FP16 operands and output, FP32 accumulation"
+	case problem.BF16:
+		doc = "BF16 operands and output, FP32 accumulation"
+	case problem.TF32:
+		doc = "FP32 data rounded to TF32 operands, FP32 accumulation and output"
+	case problem.TF32x3:
+		doc = "3xTF32: FP32 data split into TF32 big and small parts, three products, FP32 accumulation and output"
+	}
+	name := fmt.Sprintf("convgen_igemm_%s_%s", p.Precision, kernelSuffix(cfg))
+	data := struct {
+		shapeData
+		igemmGeometry
+		igemmConfig
+		Name, Config, PrecisionDoc, FilterLayout string
+	}{newShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout()}
+	src, err := render(f.Template(), data)
+	if err != nil {
+		return Kernel{}, err
+	}
+	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}, nil
+}

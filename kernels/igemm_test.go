@@ -1,0 +1,329 @@
+package kernels
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// igemmPrecisions are the precisions igemm serves.
+var igemmPrecisions = []problem.Precision{problem.FP16, problem.BF16, problem.TF32, problem.TF32x3}
+
+// igemmShapes are channel-heavy and odd groups=1 shapes igemm must serve:
+// VGG and ResNet 3x3 layers, 1x1 (strided, on a 7x7 map), odd and prime
+// channel counts, asymmetric stride/pad/dilation, a single output pixel.
+var igemmShapes = []string{
+	"N=16,C=64,H=224,W=224,K=64,R=3,S=3,pad=1",
+	"N=32,C=256,H=56,W=56,K=512,R=1,S=1,stride=2",
+	"N=32,C=512,H=7,W=7,K=2048,R=1,S=1",
+	"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1",
+	"N=3,C=13,H=19,W=23,K=11,R=3,S=3,pad=1",
+	"N=2,C=6,H=21,W=25,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_h=2,dilation_w=1,bias=false",
+	"N=1,C=1,H=1,W=1,K=1,R=1,S=1",
+	"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2",
+}
+
+func igemmKept(p problem.Problem, lim Limits) []Candidate {
+	return kept(admitSoft(IGEMM{}.Space(p, lim)))
+}
+
+// TestIGEMMServes: igemm serves groups=1 in its four precisions and both
+// layouts, and declines fp32, groups ≠ 1 and invalid shapes with a reason.
+func TestIGEMMServes(t *testing.T) {
+	for _, s := range parseShapes(t, igemmShapes) {
+		for _, lay := range problem.Layouts {
+			for _, prec := range igemmPrecisions {
+				p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
+				if err := (IGEMM{}).Serves(p); err != nil {
+					t.Errorf("%s: %v", p, err)
+				}
+			}
+			p := problem.Problem{Shape: s, Precision: problem.FP32, Layout: lay}
+			if err := (IGEMM{}).Serves(p); err == nil || !strings.Contains(err.Error(), "fp32") {
+				t.Errorf("%s: Serves = %v, want a refusal naming fp32", p, err)
+			}
+		}
+	}
+	grouped := parseShapes(t, []string{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,groups=32"})[0]
+	p := problem.Problem{Shape: grouped, Precision: problem.FP16, Layout: problem.NHWC}
+	if err := (IGEMM{}).Serves(p); err == nil || !strings.Contains(err.Error(), "groups=32") {
+		t.Errorf("%s: Serves = %v, want a refusal naming groups=32", p, err)
+	}
+	if _, err := (IGEMM{}).Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3}); err == nil {
+		t.Errorf("%s: Render succeeded for a grouped problem", p)
+	}
+	bad := grouped
+	bad.Groups, bad.C = 1, 0
+	p = problem.Problem{Shape: bad, Precision: problem.FP16, Layout: problem.NHWC}
+	if err := (IGEMM{}).Serves(p); err == nil {
+		t.Errorf("%s: Serves accepts an invalid shape", p)
+	}
+}
+
+// TestIGEMMRenderRejectsBadConfigs: configurations whose warp tiles are not
+// whole fragments, or that lack a knob, fail to render with an error.
+func TestIGEMMRenderRejectsBadConfigs(t *testing.T) {
+	s := parseShapes(t, igemmShapes[:1])[0]
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
+	for _, cfg := range []Config{
+		{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2},                // no Stages
+		{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 4, "WarpsN": 2, "Stages": 3},   // 16-row warp tile
+		{"BM": 64, "BN": 40, "BK": 32, "WarpsM": 2, "WarpsN": 1, "Stages": 3},   // 40 channels
+		{"BM": 64, "BN": 64, "BK": 24, "WarpsM": 2, "WarpsN": 2, "Stages": 3},   // BK
+		{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 1},   // one stage
+		{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 0, "WarpsN": 2, "Stages": 3},   // no warps
+		{"BM": 512, "BN": 512, "BK": 32, "WarpsM": 8, "WarpsN": 8, "Stages": 3}, // 2048 threads
+	} {
+		if _, err := (IGEMM{}).Render(p, cfg); err == nil {
+			t.Errorf("Render(%s) succeeded, want an error", cfg)
+		}
+	}
+}
+
+// TestIGEMMVectorWidth: loads are 16 bytes where C (NHWC input) or C·R·S
+// (filter) allows, narrower otherwise, one element for odd 2-byte runs.
+func TestIGEMMVectorWidth(t *testing.T) {
+	for _, tc := range []struct{ run, eb, want int }{
+		{64, 2, 8}, {12, 2, 4}, {6, 2, 2}, {13, 2, 1}, {27, 2, 1},
+		{64, 4, 4}, {6, 4, 2}, {13, 4, 1}, {3, 4, 1},
+	} {
+		if got := igemmVec(tc.run, tc.eb); got != tc.want {
+			t.Errorf("igemmVec(%d, %d) = %d, want %d", tc.run, tc.eb, got, tc.want)
+		}
+	}
+	s := parseShapes(t, []string{"N=1,C=13,H=8,W=8,K=8,R=3,S=3"})[0]
+	for _, lay := range problem.Layouts {
+		g := igemmGeom(problem.Problem{Shape: s, Precision: problem.FP16, Layout: lay}, igemmConfig{BM: 64, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2, Stages: 3})
+		if g.VecA != 1 || g.VecB != 1 {
+			t.Errorf("%s C=13 fp16: VecA=%d VecB=%d, want element loads", lay, g.VecA, g.VecB)
+		}
+	}
+}
+
+// TestIGEMMSpaceProperty: for 300 random valid groups=1 problems of the
+// served precisions, under the default and under tight limits, the space
+// is at most 40 candidates, at least one is kept, rejections are
+// "class: detail", and every kept candidate renders with a launch that
+// covers the output and respects the limits. Under sm_75 limits every
+// candidate is rejected for the architecture.
+func TestIGEMMSpaceProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 9))
+	tight := Limits{MaxThreadsPerBlock: 256, MaxSharedPerBlock: 48 * 1024, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 16}
+	n := 0
+	for n < 300 {
+		s := randomShape(rng)
+		if s.Groups != 1 {
+			continue
+		}
+		n++
+		p := problem.Problem{Shape: s, Precision: igemmPrecisions[rng.IntN(len(igemmPrecisions))],
+			Layout: problem.Layouts[rng.IntN(len(problem.Layouts))]}
+		if err := (IGEMM{}).Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, lim := range []Limits{DefaultLimits(90), DefaultLimits(80), tight} {
+			space := IGEMM{}.Space(p, lim)
+			keep := igemmKept(p, lim)
+			if len(space) > 40 || len(keep) == 0 {
+				t.Fatalf("%s: %d candidates, %d kept", p, len(space), len(keep))
+			}
+			for _, c := range space {
+				if c.Rejected != "" && !reasonClass.MatchString(c.Rejected) {
+					t.Errorf("%s: rejection %q is not \"class: detail\"", c.ID(), c.Rejected)
+				}
+			}
+			for _, c := range keep {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				threads := k.Block[0] * k.Block[1] * k.Block[2]
+				bm, bn := c.Config["BM"], c.Config["BN"]
+				if threads%32 != 0 || threads > lim.MaxThreadsPerBlock || k.SharedBytes > lim.MaxSharedPerBlock {
+					t.Errorf("%s %s: %d threads, %d B shared", p, c.ID(), threads, k.SharedBytes)
+				}
+				if k.Grid[0]*bm < s.N*s.P()*s.Q() || (k.Grid[0]-1)*bm >= s.N*s.P()*s.Q() ||
+					k.Grid[1]*bn < s.K || (k.Grid[1]-1)*bn >= s.K || k.Grid[2] != 1 {
+					t.Errorf("%s %s: grid %v does not tile M=%d x K=%d by %dx%d", p, c.ID(), k.Grid, s.N*s.P()*s.Q(), s.K, bm, bn)
+				}
+			}
+		}
+		for _, c := range (IGEMM{}).Space(p, DefaultLimits(75)) {
+			if !strings.HasPrefix(c.Rejected, "arch: ") {
+				t.Errorf("%s %s on sm_75: rejection %q, want arch", p, c.ID(), c.Rejected)
+			}
+		}
+	}
+}
+
+// TestIGEMMServesChannelHeavy: the shapes of issue 19 that every
+// tensor-core family rejected have kept igemm candidates in every precision
+// igemm serves and both layouts, through Enumerate.
+func TestIGEMMServesChannelHeavy(t *testing.T) {
+	for _, s := range parseShapes(t, igemmShapes) {
+		for _, prec := range igemmPrecisions {
+			for _, lay := range problem.Layouts {
+				p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
+				cands, err := Enumerate(p, DefaultLimits(80))
+				if err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				n := 0
+				for _, c := range kept(cands) {
+					if c.Family == "igemm" {
+						n++
+					}
+				}
+				if n == 0 {
+					t.Errorf("%s: no kept igemm candidate", p)
+				}
+			}
+		}
+	}
+}
+
+// TestIGEMMCompileSample NVRTC-compiles for sm_80 and sm_90 one kept
+// candidate of each of 12 problems (the channel-heavy list and random
+// shapes; every precision, both layouts, every load width among them) and
+// the golden kernel, and checks that the PTX holds mma.sync.
+func TestIGEMMCompileSample(t *testing.T) {
+	lib := openNVRTC(t)
+	rng := rand.New(rand.NewPCG(19, 10))
+	shapes := parseShapes(t, igemmShapes[:6])
+	for len(shapes) < 12 {
+		if s := randomShape(rng); s.Groups == 1 {
+			shapes = append(shapes, s)
+		}
+	}
+	var jobs []compileJob
+	for i, s := range shapes {
+		p := problem.Problem{Shape: s, Precision: igemmPrecisions[i%len(igemmPrecisions)], Layout: problem.Layouts[i/2%2]}
+		keep := igemmKept(p, DefaultLimits(80))
+		c := keep[rng.IntN(len(keep))]
+		k, err := RenderCandidate(p, c)
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, c.ID(), err)
+		}
+		jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
+	}
+	jobs = append(jobs, compileJob{"golden igemm", goldenIGEMM(t)})
+	type result struct{ id, arch, err string }
+	var (
+		mu   sync.Mutex
+		errs []result
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	archs := []string{"sm_80", "sm_90"}
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				arch := archs[i%2]
+				lim := DefaultLimits(80)
+				if arch == "sm_90" {
+					lim = DefaultLimits(90)
+				}
+				j := jobs[i/2]
+				e := compileIGEMM(lib, arch, lim, j)
+				if e != "" {
+					mu.Lock()
+					errs = append(errs, result{j.id, arch, e})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range 2 * len(jobs) {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, e := range errs {
+		t.Errorf("%s for %s: %s", e.id, e.arch, e.err)
+	}
+}
+
+// goldenIGEMM is the igemm kernel whose source is kept in testdata: fp16
+// NHWC with C=13 (element loads), K=11 and a dilated, padded 3x3 filter.
+func goldenIGEMM(t *testing.T) Kernel {
+	t.Helper()
+	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
+	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestIGEMMGoldenSource(t *testing.T) {
+	path := filepath.Join("testdata", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3.cu.golden")
+	got := []byte(goldenIGEMM(t).Source)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./kernels -run TestIGEMMGoldenSource -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendered source (-update rewrites it): %s", path, firstDiff(got, want))
+	}
+}
+
+// compileIGEMM compiles one job for arch: compileOne's checks (CUBIN, PTX
+// target, registers, shared memory) plus mma.sync in the PTX and no local
+// memory spills.
+func compileIGEMM(lib *nvrtc.Library, arch string, lim Limits, j compileJob) string {
+	k := j.kernel
+	res, err := lib.Compile(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		return "compile: " + msg
+	}
+	var problems []string
+	if len(res.CUBIN) == 0 {
+		problems = append(problems, "empty CUBIN")
+	}
+	if !strings.Contains(res.PTX, ".target "+arch) {
+		problems = append(problems, "PTX lacks .target "+arch)
+	}
+	if !strings.Contains(res.PTX, "mma.sync.aligned.m16n8k") {
+		problems = append(problems, "PTX has no mma.sync")
+	}
+	r, ok := res.Resources[k.Name]
+	threads := k.Block[0] * k.Block[1] * k.Block[2]
+	switch {
+	case !ok:
+		problems = append(problems, fmt.Sprintf("no resources for %s", k.Name))
+	case r.Registers <= 0 || r.Registers > lim.MaxRegsPerThread:
+		problems = append(problems, fmt.Sprintf("%d registers per thread, want 1..%d", r.Registers, lim.MaxRegsPerThread))
+	case r.Registers*threads > lim.RegistersPerSM:
+		problems = append(problems, fmt.Sprintf("%d registers × %d threads > %d per SM", r.Registers, threads, lim.RegistersPerSM))
+	case r.SharedBytes+k.SharedBytes > lim.MaxSharedPerBlock:
+		problems = append(problems, fmt.Sprintf("%d B static + %d B dynamic shared memory > %d", r.SharedBytes, k.SharedBytes, lim.MaxSharedPerBlock))
+	case r.SpillStores > 0 || r.SpillLoads > 0:
+		problems = append(problems, fmt.Sprintf("register spills: %d B stored, %d B loaded", r.SpillStores, r.SpillLoads))
+	}
+	return strings.Join(problems, "; ")
+}
