@@ -86,17 +86,16 @@ type Trial struct {
 
 // Result is a finished tuning run.
 type Result struct {
-	Problem         problem.Problem
-	Device          gpu.Info
-	NVRTC           string
-	TemplateVersion string
-	Trials          []Trial // every candidate, in enumeration order
-	Winner          *Trial
-	Kernel          kernels.Kernel // the winner's launch geometry
-	Arch            string         // the winner's CUBIN architecture, e.g. "sm_90" or "sm_90a"
-	CUBIN           []byte
-	PTX             string
-	TieNote         string // how a near-tie was broken, if there was one
+	Problem problem.Problem
+	Device  gpu.Info
+	NVRTC   string
+	Trials  []Trial // every candidate, in enumeration order
+	Winner  *Trial
+	Kernel  kernels.Kernel // the winner's launch geometry
+	Arch    string         // the winner's CUBIN architecture, e.g. "sm_90" or "sm_90a"
+	CUBIN   []byte
+	PTX     string
+	TieNote string // how a near-tie was broken, if there was one
 	// Fallback is the kernel for GPUs other than Arch's, nil when none
 	// qualified; FallbackNote then says why.
 	Fallback     *Fallback
@@ -164,7 +163,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Problem: opt.Problem, Device: info, NVRTC: lib.VersionString(), TemplateVersion: kernels.TemplateVersion(opt.Problem)}
+	res := &Result{Problem: opt.Problem, Device: info, NVRTC: lib.VersionString()}
 	trials := make([]Trial, len(cands))
 	var kept []int
 	for i, c := range cands {

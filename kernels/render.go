@@ -2,10 +2,14 @@ package kernels
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 	"text/template"
 
+	"github.com/convgen/convgen/internal/csource"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/templates"
 )
@@ -91,18 +95,18 @@ func FamilyByName(name string) (Family, error) {
 // referenceTemplate holds the checking kernels.
 const referenceTemplate = "reference.cu.tmpl"
 
-// TemplateVersion hashes the templates that can produce p's kernels: the
-// checking kernels' and those of every family serving p. It is part of the
-// tuning cache's key, so a change to one family's template leaves the
-// records of problems it cannot serve valid.
-func TemplateVersion(p problem.Problem) string {
-	files := []string{referenceTemplate}
-	for _, f := range Families() {
-		if f.Serves(p) == nil {
-			files = append(files, f.Template())
-		}
-	}
-	return templates.Version(files...)
+// Hash identifies what decides a kernel, for the tuning cache: the
+// SHA-256, in hex, of its CUDA source without comments and with white space
+// normalised (csource.Normalize), its name, launch geometry (grid, block,
+// dynamic shared memory) and architecture suffix. A comment or indentation
+// edit in a template keeps it; any change to the code or to the geometry
+// that the Go side computes alters it.
+func Hash(k Kernel) string {
+	h := sha256.New()
+	io.WriteString(h, csource.Normalize(k.Source))
+	fmt.Fprintf(h, "\x00kernel %s grid %d,%d,%d block %d,%d,%d shared %d arch-suffix %q\n",
+		k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block[0], k.Block[1], k.Block[2], k.SharedBytes, k.ArchSuffix)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Serves returns nil when some kernel family can compute p, otherwise a

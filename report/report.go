@@ -1,57 +1,70 @@
-// Package report writes a tuning run's report: REPORT.md for people and
-// report.json for programs, both from one Data value that the tuning cache
-// keeps, so that a replay without a GPU writes the same bytes.
+// Package report writes a tuning record's report: REPORT.md for people and
+// report.json for programs, both from one Data value built from the record
+// alone (New), so that a replay without a GPU writes the same bytes as the
+// tuning run did, without enumerating or measuring anything.
 package report
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
+	"time"
 
-	"github.com/convgen/convgen/autotune"
-	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
+	"github.com/convgen/convgen/tunecache"
 )
 
-// Candidate is one row of the report.
-type Candidate struct {
-	autotune.Trial
+// SchemaVersion is the version of report.json's layout, its
+// "schema_version" field; it changes when fields change meaning or go.
+const SchemaVersion = 2
+
+// Row is one measured candidate of the report.
+type Row struct {
+	tunecache.Measured
 	GFLOPS   float64 `json:"gflops,omitempty"`
 	Roofline float64 `json:"roofline_fraction,omitempty"` // floor time / median time
 }
 
+// Device is the tuning device as the report describes it.
+type Device struct {
+	Name       string  `json:"name"` // "NVIDIA H200"
+	Arch       string  `json:"arch"` // "sm_90"
+	SMs        int     `json:"sms"`
+	ClockMHz   int     `json:"clock_mhz"`
+	Driver     string  `json:"driver"`      // the driver's CUDA version
+	MemoryGBps float64 `json:"memory_gbps"` // measured copy bandwidth, bytes read + written
+}
+
 // Data is everything a report shows.
 type Data struct {
-	Shape           string      `json:"shape"`
-	Precision       string      `json:"precision"`
-	Layout          string      `json:"layout"`
-	Device          gpu.Info    `json:"device"`
-	NVRTC           string      `json:"nvrtc"`
-	TemplateVersion string      `json:"template_version"`
-	ConvgenVersion  string      `json:"convgen_version"`
-	Command         string      `json:"command"`
-	GFLOP           float64     `json:"gflop"`
-	MBytes          float64     `json:"mbytes"`           // fewest bytes moved: inputs read once, output written once
-	ComputeFloorMS  float64     `json:"compute_floor_ms"` // FLOPs at the precision's peak
-	MemoryFloorMS   float64     `json:"memory_floor_ms"`  // bytes at the measured copy bandwidth
-	PeakTFLOPS      float64     `json:"peak_tflops"`
-	PeakSource      string      `json:"peak_source"`
-	Winner          string      `json:"winner"`
-	TieNote         string      `json:"tie_note,omitempty"`
-	Counts          []Count     `json:"counts"`
-	Candidates      []Candidate `json:"candidates"` // every candidate that reached the compiler
-	Skipped         int         `json:"skipped"`    // kept but not measured within the budget
-	// Rejected lists the statically rejected configurations. The tuning
-	// cache does not store it: SetRejected recomputes it from the templates.
-	Rejected []Rejection `json:"rejected,omitempty"`
+	SchemaVersion  int               `json:"schema_version"` // SchemaVersion
+	Shape          string            `json:"shape"`
+	Precision      string            `json:"precision"`
+	Layout         string            `json:"layout"`
+	Device         Device            `json:"device"`
+	NVRTC          string            `json:"nvrtc"`
+	ConvgenVersion string            `json:"convgen_version"` // the convgen that tuned it
+	KernelSHA256   string            `json:"kernel_sha256"`   // the winner's kernel hash
+	Command        string            `json:"command"`
+	TunedAt        time.Time         `json:"tuned_at,omitzero"`   // zero when not recorded
+	DurationS      float64           `json:"duration_s,omitzero"` // 0 when not recorded
+	GFLOP          float64           `json:"gflop"`
+	MBytes         float64           `json:"mbytes"`           // fewest bytes moved: inputs read once, output written once
+	ComputeFloorMS float64           `json:"compute_floor_ms"` // FLOPs at the precision's peak
+	MemoryFloorMS  float64           `json:"memory_floor_ms"`  // bytes at the measured copy bandwidth
+	PeakTFLOPS     float64           `json:"peak_tflops"`
+	PeakSource     string            `json:"peak_source"`
+	Winner         string            `json:"winner"`
+	WinnerConfig   kernels.Config    `json:"winner_config"`
+	TieNote        string            `json:"tie_note,omitempty"`
+	Counts         []tunecache.Count `json:"counts"`
+	Top            []Row             `json:"top"`             // the fastest candidates, fastest first (and the winner)
+	BestPerFamily  []Row             `json:"best_per_family"` // the fastest of each family
 	// Fallback is the kernel generated packages run on other GPUs;
-	// NoFallback says why there is none. Both are empty in reports from
-	// before fallbacks.
+	// NoFallback says why there is none.
 	Fallback   *Fallback `json:"fallback,omitempty"`
 	NoFallback string    `json:"no_fallback,omitempty"`
 }
@@ -66,82 +79,55 @@ type Fallback struct {
 	RelError    float64 `json:"rel_error"`
 }
 
-// Rejection is a configuration rejected before compiling, and why.
-type Rejection struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
-
-// SetRejected fills Rejected from the problem's enumerated candidates.
-func (d *Data) SetRejected(cands []kernels.Candidate) {
-	d.Rejected = nil
-	for _, c := range cands {
-		if c.Rejected != "" {
-			d.Rejected = append(d.Rejected, Rejection{c.ID(), c.Rejected})
-		}
-	}
-}
-
-// Count is how many candidates ended with one status.
-type Count struct {
-	Status autotune.Status `json:"status"`
-	N      int             `json:"n"`
-}
-
-// New builds the report data of a finished run.
-func New(res *autotune.Result, command, convgenVersion string) Data {
-	p := res.Problem
-	d := Data{Shape: p.Shape.String(), Precision: string(p.Precision), Layout: string(p.Layout),
-		Device: res.Device, NVRTC: res.NVRTC, TemplateVersion: res.TemplateVersion,
-		ConvgenVersion: convgenVersion, Command: command, TieNote: res.TieNote}
+// New builds the report of a tuning record for problem p; command is the
+// command line that wrote the package.
+func New(rec tunecache.Record, p problem.Problem, command string) Data {
+	sum := rec.Summary
+	d := Data{SchemaVersion: SchemaVersion, Shape: p.Shape.String(), Precision: string(p.Precision), Layout: string(p.Layout),
+		Device: Device{Name: rec.Key.Device, Arch: sum.DeviceArch, SMs: rec.Key.SMCount, ClockMHz: sum.ClockMHz,
+			Driver: rec.Key.Driver, MemoryGBps: sum.MemoryGBps},
+		NVRTC: rec.Key.NVRTCVersion, ConvgenVersion: rec.ConvgenVersion, KernelSHA256: rec.KernelSHA256,
+		Command: command, TunedAt: sum.TunedAt, DurationS: sum.DurationS, TieNote: sum.TieNote,
+		Counts: sum.Counts, NoFallback: sum.NoFallback,
+		Winner:       kernels.Candidate{Family: rec.Winner.Family, Config: rec.Winner.Config}.ID(),
+		WinnerConfig: rec.Winner.Config}
 	in, filter, bias, out := p.Shape.Elements()
 	bytes := float64(in+filter+bias+out) * float64(p.Precision.ElementBytes())
 	d.GFLOP = p.Shape.FLOPs() / 1e9
 	d.MBytes = bytes / 1e6
-	peak, src := Peak(p.Precision, res.Device)
+	peak, src := Peak(p.Precision, d.Device)
 	d.PeakTFLOPS, d.PeakSource = peak/1e12, src
-	d.ComputeFloorMS = p.Shape.FLOPs() / peak * 1e3
-	if res.Device.MemoryGBps > 0 {
-		d.MemoryFloorMS = bytes / (res.Device.MemoryGBps * 1e9) * 1e3
+	if peak > 0 {
+		d.ComputeFloorMS = p.Shape.FLOPs() / peak * 1e3
+	}
+	if d.Device.MemoryGBps > 0 {
+		d.MemoryFloorMS = bytes / (d.Device.MemoryGBps * 1e9) * 1e3
 	}
 	floor := math.Max(d.ComputeFloorMS, d.MemoryFloorMS)
-	counts := map[autotune.Status]int{}
-	for _, t := range res.Trials {
-		c := Candidate{Trial: t}
-		if t.Status == autotune.StatusOK && t.MedianMS > 0 {
-			c.GFLOPS = p.Shape.FLOPs() / (t.MedianMS * 1e-3) / 1e9
-			c.Roofline = floor / t.MedianMS
+	row := func(m tunecache.Measured) Row {
+		r := Row{Measured: m}
+		if m.MedianMS > 0 {
+			r.GFLOPS = p.Shape.FLOPs() / (m.MedianMS * 1e-3) / 1e9
+			r.Roofline = floor / m.MedianMS
 		}
-		counts[t.Status]++
-		switch t.Status {
-		case autotune.StatusRejected:
-		case autotune.StatusSkipped:
-			d.Skipped++
-		default:
-			d.Candidates = append(d.Candidates, c)
-		}
+		return r
 	}
-	for _, st := range []autotune.Status{autotune.StatusOK, autotune.StatusRejected, autotune.StatusCompile,
-		autotune.StatusLoad, autotune.StatusLaunch, autotune.StatusFault, autotune.StatusTimeout,
-		autotune.StatusWrong, autotune.StatusSkipped} {
-		if counts[st] > 0 {
-			d.Counts = append(d.Counts, Count{st, counts[st]})
-		}
+	for _, m := range sum.Top {
+		d.Top = append(d.Top, row(m))
 	}
-	if res.Winner != nil {
-		d.Winner = res.Winner.ID
+	for _, m := range sum.BestPerFamily {
+		d.BestPerFamily = append(d.BestPerFamily, row(m))
 	}
-	if fb := res.Fallback; fb != nil {
-		d.Fallback = &Fallback{ID: fb.Trial.ID, Arch: fb.Arch, SharedBytes: fb.Trial.SharedBytes, MedianMS: fb.Trial.MedianMS, RelError: fb.Trial.RelError}
-	} else {
-		d.NoFallback = res.FallbackNote
+	if fb := rec.Fallback; fb != nil {
+		d.Fallback = &Fallback{ID: kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), Arch: fb.Arch,
+			SharedBytes: fb.SharedBytes, MedianMS: fb.Timing.MedianMS, RelError: fb.Timing.RelError}
 	}
 	return d
 }
 
 // Peak is the arithmetic peak, in FLOP/s, of the units a precision uses,
 // from the device's SM count and clock, and where the per-SM rate comes from.
-func Peak(p problem.Precision, dev gpu.Info) (float64, string) {
+func Peak(p problem.Precision, dev Device) (float64, string) {
 	perSM, what := 256.0, "FFMA: 128 lanes × 2 FLOP per SM per clock"
 	switch p {
 	case problem.TF32:
@@ -156,13 +142,13 @@ func Peak(p problem.Precision, dev gpu.Info) (float64, string) {
 }
 
 // WinnerRow returns the winner's row, if any.
-func (d Data) WinnerRow() (Candidate, bool) {
-	for _, c := range d.Candidates {
+func (d Data) WinnerRow() (Row, bool) {
+	for _, c := range d.Top {
 		if c.ID == d.Winner {
 			return c, true
 		}
 	}
-	return Candidate{}, false
+	return Row{}, false
 }
 
 // JSON renders report.json.
@@ -182,7 +168,14 @@ func (d Data) Markdown() []byte {
 	fmt.Fprintf(&b, "- shape: `%s`\n- precision: %s, layout: %s\n", d.Shape, d.Precision, d.Layout)
 	fmt.Fprintf(&b, "- device: %s (%s, %d SMs, %d MHz), driver CUDA %s, measured copy bandwidth %.0f GB/s\n",
 		d.Device.Name, d.Device.Arch, d.Device.SMs, d.Device.ClockMHz, d.Device.Driver, d.Device.MemoryGBps)
-	fmt.Fprintf(&b, "- NVRTC %s, templates %s, convgen %s\n", d.NVRTC, d.TemplateVersion, d.ConvgenVersion)
+	fmt.Fprintf(&b, "- NVRTC %s, tuned by convgen %s", d.NVRTC, d.ConvgenVersion)
+	if !d.TunedAt.IsZero() {
+		fmt.Fprintf(&b, " on %s", d.TunedAt.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	if d.DurationS > 0 {
+		fmt.Fprintf(&b, " in %s", (time.Duration(d.DurationS) * time.Second).String())
+	}
+	fmt.Fprintf(&b, "; winner's kernel hash %.12s\n", d.KernelSHA256)
 	fmt.Fprintf(&b, "- reproduce: `%s`\n\n", d.Command)
 	fmt.Fprintf(&b, "## Floors\n\n%.2f GFLOP and %.0f MB (each input read once, the output written once).\n\n", d.GFLOP, d.MBytes)
 	fmt.Fprintf(&b, "- compute floor: %.3f ms at %.1f TFLOP/s (%s)\n", d.ComputeFloorMS, d.PeakTFLOPS, d.PeakSource)
@@ -212,49 +205,24 @@ func (d Data) Markdown() []byte {
 		parts = append(parts, fmt.Sprintf("%d %s", c.N, c.Status))
 	}
 	fmt.Fprintf(&b, "## Candidates\n\n%s.\n\n", strings.Join(parts, ", "))
-	fmt.Fprintf(&b, "| candidate | status | median ms | p10–p90 ms | GFLOP/s | of roofline | rel. error | regs | spills B | smem B | threads |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range d.sortedMeasured() {
-		if c.Status == autotune.StatusOK {
-			fmt.Fprintf(&b, "| `%s` | ok | %.3f | %.3f–%.3f | %.0f | %.0f%% | %.1e | %d | %d | %d | %d |\n",
-				c.ID, c.MedianMS, c.P10MS, c.P90MS, c.GFLOPS, 100*c.Roofline, c.RelError, c.Registers, c.SpillStores, c.SharedBytes, c.Threads)
-		} else {
-			fmt.Fprintf(&b, "| `%s` | %s: %s | | | | | | %d | %d | %d | %d |\n",
-				c.ID, c.Status, oneLine(c.Reason), c.Registers, c.SpillStores, c.SharedBytes, c.Threads)
-		}
-	}
-	if len(d.Rejected) > 0 {
-		fmt.Fprintf(&b, "\n## Rejected before compiling\n\n| reason | configurations |\n|---|---|\n")
-		classes, order := map[string]int{}, []string{}
-		for _, r := range d.Rejected {
-			class, _, _ := strings.Cut(r.Reason, ":")
-			if classes[class] == 0 {
-				order = append(order, class)
-			}
-			classes[class]++
-		}
-		for _, c := range order {
-			fmt.Fprintf(&b, "| %s | %d |\n", c, classes[c])
-		}
-		fmt.Fprintf(&b, "\nreport.json lists each one with its reason.\n")
-	}
+	table(&b, fmt.Sprintf("The %d fastest", len(d.Top)), d.Top)
+	table(&b, "The fastest of each family", d.BestPerFamily)
 	return b.Bytes()
 }
 
-// sortedMeasured lists the candidates that reached the compiler: measured
-// ones fastest first, then failures in enumeration order.
-func (d Data) sortedMeasured() []Candidate {
-	var ok, failed []Candidate
-	for _, c := range d.Candidates {
-		switch c.Status {
-		case autotune.StatusOK:
-			ok = append(ok, c)
-		default:
-			failed = append(failed, c)
-		}
+// table writes a titled table of measured candidates.
+func table(b *bytes.Buffer, title string, rows []Row) {
+	if len(rows) == 0 {
+		return
 	}
-	slices.SortStableFunc(ok, func(a, b Candidate) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
-	return append(ok, failed...)
+	fmt.Fprintf(b, "### %s\n\n", title)
+	fmt.Fprintf(b, "| candidate | median ms | p10–p90 ms | GFLOP/s | of roofline | rel. error | regs | spills B | smem B | threads |\n")
+	fmt.Fprintf(b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range rows {
+		fmt.Fprintf(b, "| `%s` | %.3f | %.3f–%.3f | %.0f | %.0f%% | %.1e | %d | %d | %d | %d |\n",
+			c.ID, c.MedianMS, c.P10MS, c.P90MS, c.GFLOPS, 100*c.Roofline, c.RelError, c.Registers, c.SpillStores, c.SharedBytes, c.Threads)
+	}
+	fmt.Fprintln(b)
 }
 
 // executedNote says, when the winner's family does different arithmetic
@@ -266,7 +234,7 @@ func (d Data) executedNote() string {
 	if !ok {
 		return ""
 	}
-	f, err := kernels.FamilyByName(w.Family)
+	f, err := kernels.FamilyByName(w.Family())
 	if err != nil {
 		return ""
 	}
@@ -279,12 +247,12 @@ func (d Data) executedNote() string {
 		return ""
 	}
 	p := problem.Problem{Shape: s, Precision: mustPrecision(d.Precision), Layout: problem.Layout(d.Layout)}
-	flops := ex.ExecutedFLOPs(p, w.Config)
+	flops := ex.ExecutedFLOPs(p, d.WinnerConfig)
 	rate := flops / (w.MedianMS * 1e-3) / 1e12
 	return fmt.Sprintf("The winner's %s algorithm does %.2f GFLOP of multiply-adds where the direct convolution does %.2f "+
 		"(%.2f× fewer): %.1f TFLOP/s of its own arithmetic, %.0f%% of the %.1f TFLOP/s peak. GFLOP/s and \"of roofline\" "+
 		"in this report count the direct convolution's FLOPs, so for it they are effective rates, not what the units do.",
-		w.Family, flops/1e9, d.GFLOP, d.GFLOP*1e9/flops, rate, 100*rate/d.PeakTFLOPS, d.PeakTFLOPS)
+		w.Family(), flops/1e9, d.GFLOP, d.GFLOP*1e9/flops, rate, 100*rate/d.PeakTFLOPS, d.PeakTFLOPS)
 }
 
 func mustPrecision(s string) problem.Precision {
@@ -293,13 +261,4 @@ func mustPrecision(s string) problem.Precision {
 		return problem.FP32
 	}
 	return p
-}
-
-func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	s = strings.ReplaceAll(s, "|", "/")
-	if len(s) > 160 {
-		s = s[:160] + "…"
-	}
-	return s
 }

@@ -6,37 +6,41 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/convgen/convgen/autotune"
-	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
+	"github.com/convgen/convgen/tunecache"
 )
 
-func flagshipResult(t *testing.T) *autotune.Result {
+func flagship(t *testing.T) problem.Problem {
 	t.Helper()
 	s, err := problem.ParseShape("N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	win := autotune.Trial{ID: "direct/a", Family: "direct", Status: autotune.StatusOK, MedianMS: 2, P10MS: 1.9, P90MS: 2.1, Runs: 60, RelError: 3e-7, Registers: 80}
-	return &autotune.Result{
-		Problem: problem.Problem{Shape: s, Precision: problem.FP32, Layout: problem.NCHW},
-		Device:  gpu.Info{Name: "NVIDIA H200", Arch: "sm_90", SMs: 132, ClockMHz: 1980, MemoryGBps: 4300},
-		NVRTC:   "13.0", TemplateVersion: "abc",
-		Trials: []autotune.Trial{
-			{ID: "direct/slow", Status: autotune.StatusOK, MedianMS: 4},
-			win,
-			{ID: "direct/bad", Status: autotune.StatusWrong, Reason: "error 0.5 | bound 1e-05\nsecond line"},
-			{ID: "direct/rej", Status: autotune.StatusRejected, Reason: "threads: too many"},
-			{ID: "direct/later", Status: autotune.StatusSkipped},
-		},
-		Winner: &win,
+	return problem.Problem{Shape: s, Precision: problem.FP32, Layout: problem.NCHW}
+}
+
+// flagshipRecord is a record whose winner, direct/A=1, ran in 2 ms.
+func flagshipRecord() tunecache.Record {
+	win := tunecache.Measured{ID: "direct/A=1", MedianMS: 2, P10MS: 1.9, P90MS: 2.1, Runs: 60, RelError: 3e-7, Registers: 80}
+	slow := tunecache.Measured{ID: "direct/A=2", MedianMS: 4, P10MS: 3.9, P90MS: 4.2, Runs: 60, RelError: 3e-7}
+	mma := tunecache.Measured{ID: "mma/B=1", MedianMS: 3, P10MS: 2.9, P90MS: 3.2, Runs: 60, RelError: 1e-6}
+	rec := tunecache.Record{
+		Key:            tunecache.Key{Device: "NVIDIA H200", SMCount: 132, Driver: "13.0", NVRTCVersion: "13.0"},
+		ConvgenVersion: "0.2.0", KernelSHA256: strings.Repeat("ab", 32),
+		Winner: tunecache.Timing{Family: "direct", Config: map[string]int{"A": 1}, MedianMS: 2},
+		Summary: tunecache.Summary{DeviceArch: "sm_90", ClockMHz: 1980, MemoryGBps: 4300,
+			TunedAt: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC), DurationS: 300,
+			Counts: []tunecache.Count{{Status: "ok", N: 3}, {Status: "wrong", N: 1}, {Status: "rejected", N: 2}},
+			Top:    []tunecache.Measured{win, mma, slow}, BestPerFamily: []tunecache.Measured{win, mma}},
 	}
+	return rec
 }
 
 func TestNewFloorsAndRows(t *testing.T) {
-	d := New(flagshipResult(t), "convgen -shape ...", "0.1.0")
+	d := New(flagshipRecord(), flagship(t), "convgen -shape ...")
 	// 53.97 GFLOP at 132 × 256 × 1.98 GHz = 66.9 TFLOP/s: 0.807 ms.
 	if math.Abs(d.GFLOP-53.97) > 0.01 || math.Abs(d.ComputeFloorMS-0.807) > 0.001 {
 		t.Errorf("GFLOP %.3f, compute floor %.4f ms", d.GFLOP, d.ComputeFloorMS)
@@ -45,19 +49,19 @@ func TestNewFloorsAndRows(t *testing.T) {
 		t.Errorf("MB %.1f, memory floor %.4f ms", d.MBytes, d.MemoryFloorMS)
 	}
 	w, ok := d.WinnerRow()
-	if !ok || w.ID != "direct/a" {
+	if !ok || w.ID != "direct/A=1" {
 		t.Fatalf("winner row %v %v", w, ok)
 	}
 	if math.Abs(w.GFLOPS-26986) > 5 || math.Abs(w.Roofline-0.807/2) > 0.001 {
 		t.Errorf("winner GFLOP/s %.0f, roofline %.3f", w.GFLOPS, w.Roofline)
 	}
-	if len(d.Candidates) != 3 || d.Skipped != 1 {
-		t.Errorf("%d candidate rows (want 3: rejected and skipped are not rows), %d skipped", len(d.Candidates), d.Skipped)
+	if len(d.Top) != 3 || len(d.BestPerFamily) != 2 || d.SchemaVersion != SchemaVersion {
+		t.Errorf("%d top rows, %d best per family, schema %d", len(d.Top), len(d.BestPerFamily), d.SchemaVersion)
 	}
 }
 
 func TestPeaks(t *testing.T) {
-	dev := gpu.Info{SMs: 132, ClockMHz: 1980}
+	dev := Device{SMs: 132, ClockMHz: 1980}
 	fp32, _ := Peak(problem.FP32, dev)
 	tf32, _ := Peak(problem.TF32, dev)
 	x3, _ := Peak(problem.TF32x3, dev)
@@ -67,51 +71,52 @@ func TestPeaks(t *testing.T) {
 }
 
 func TestMarkdownAndJSON(t *testing.T) {
-	d := New(flagshipResult(t), "convgen -shape X", "0.1.0")
-	d.SetRejected([]kernels.Candidate{{Family: "direct", Config: kernels.Config{"A": 1}, Rejected: "threads: 2048 per block"},
-		{Family: "direct", Config: kernels.Config{"A": 2}, Rejected: "threads: 4096 per block"},
-		{Family: "direct", Config: kernels.Config{"A": 3}}})
+	p := flagship(t)
+	d := New(flagshipRecord(), p, "convgen -shape X")
 	md := string(d.Markdown())
-	for _, want := range []string{"`direct/a`: median 2.000 ms", "reproduce: `convgen -shape X`", "| threads | 2 |", "1 wrong"} {
+	for _, want := range []string{"`direct/A=1`: median 2.000 ms", "reproduce: `convgen -shape X`", "3 ok, 1 wrong, 2 rejected",
+		"on 2026-11-25 10:00 UTC in 5m0s", "### The 3 fastest", "### The fastest of each family", "kernel hash abababababab"} {
 		if !strings.Contains(md, want) {
-			t.Errorf("REPORT.md lacks %q", want)
+			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}
 	}
-	// Faster rows first; a failure's reason is kept on one table row.
-	if strings.Index(md, "`direct/a`") > strings.Index(md, "`direct/slow`") {
-		t.Error("rows are not sorted fastest first")
-	}
-	if strings.Contains(md, "second line") && !strings.Contains(md, "bound 1e-05 second line") {
-		t.Error("a multi-line reason broke the table row")
+	if strings.Index(md, "`mma/B=1`") > strings.Index(md, "`direct/A=2`") {
+		t.Error("rows are not in the record's order, fastest first")
 	}
 	if strings.Contains(strings.ToLower(md), "fallback") {
-		t.Error("REPORT.md mentions a fallback the result does not have")
+		t.Error("REPORT.md mentions a fallback the record does not have")
 	}
 	// A fallback is named with its measurement; its absence with the reason.
-	res := flagshipResult(t)
-	res.Fallback = &autotune.Fallback{Trial: &res.Trials[0], Arch: autotune.FallbackArch, PTX: ".target sm_80"}
-	if md := string(New(res, "x", "0.1.0").Markdown()); !strings.Contains(md, "runs its fallback, `direct/slow`, as PTX for compute_80") ||
+	rec := flagshipRecord()
+	rec.Fallback = &tunecache.Fallback{Timing: tunecache.Timing{Family: "mma", Config: map[string]int{"B": 1}, MedianMS: 4, RelError: 1e-6},
+		Arch: "compute_80", SharedBytes: 1024}
+	if md := string(New(rec, p, "x").Markdown()); !strings.Contains(md, "runs its fallback, `mma/B=1`, as PTX for compute_80") ||
 		!strings.Contains(md, "ran in 4.000 ms") {
 		t.Errorf("REPORT.md does not name the fallback:\n%s", md)
 	}
-	res.Fallback, res.FallbackNote = nil, "nothing fits"
-	if md := string(New(res, "x", "0.1.0").Markdown()); !strings.Contains(md, "No fallback for other GPUs: nothing fits.") {
+	rec.Fallback, rec.Summary.NoFallback = nil, "nothing fits"
+	if md := string(New(rec, p, "x").Markdown()); !strings.Contains(md, "No fallback for other GPUs: nothing fits.") {
 		t.Errorf("REPORT.md does not say why there is no fallback:\n%s", md)
+	}
+	// A record without a tuning date or duration says nothing of them.
+	rec.Summary.TunedAt, rec.Summary.DurationS = time.Time{}, 0
+	if md := string(New(rec, p, "x").Markdown()); strings.Contains(md, " on 0001") || strings.Contains(md, " in 0s") {
+		t.Errorf("REPORT.md shows an unrecorded date or duration:\n%s", md)
 	}
 	js, err := d.JSON()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.Contains(js, []byte(`"schema_version": 2`)) {
+		t.Errorf("report.json has no schema_version 2:\n%.300s", js)
+	}
 	var back Data
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatalf("report.json does not parse: %v", err)
 	}
-	if back.Winner != "direct/a" || len(back.Rejected) != 2 {
-		t.Errorf("round trip: winner %q, %d rejected", back.Winner, len(back.Rejected))
-	}
 	js2, _ := back.JSON()
 	if !bytes.Equal(js, js2) || !bytes.Equal(back.Markdown(), d.Markdown()) {
-		t.Error("a report decoded from report.json renders differently (cache replays would not be byte-identical)")
+		t.Error("a report decoded from report.json renders differently")
 	}
 }
 
@@ -120,16 +125,16 @@ func TestMarkdownAndJSON(t *testing.T) {
 // 29.60 GFLOP, 1.82× fewer than 53.97) and its rate; no note for a direct
 // winner.
 func TestExecutedNote(t *testing.T) {
-	res := flagshipResult(t)
-	if note := New(res, "convgen", "0.1.0").executedNote(); note != "" {
+	p := flagship(t)
+	rec := flagshipRecord()
+	if note := New(rec, p, "convgen").executedNote(); note != "" {
 		t.Errorf("direct winner: note %q, want none", note)
 	}
-	win := autotune.Trial{ID: "winograd/a", Family: "winograd", Status: autotune.StatusOK, MedianMS: 1, Runs: 60,
-		Config: kernels.Config{"TileT": 32, "TileK": 48, "ThreadT": 8, "ThreadK": 8, "Chunk": 12, "StepsPerBlock": 96}}
-	res.Trials = append(res.Trials, win)
-	res.Winner = &win
-	d := New(res, "convgen", "0.1.0")
-	md := string(d.Markdown())
+	cfg := kernels.Config{"TileT": 32, "TileK": 48, "ThreadT": 8, "ThreadK": 8, "Chunk": 12, "StepsPerBlock": 96}
+	id := kernels.Candidate{Family: "winograd", Config: cfg}.ID()
+	rec.Winner = tunecache.Timing{Family: "winograd", Config: cfg, MedianMS: 1}
+	rec.Summary.Top = append(rec.Summary.Top, tunecache.Measured{ID: id, MedianMS: 1, Runs: 60})
+	md := string(New(rec, p, "convgen").Markdown())
 	for _, want := range []string{"does 29.60 GFLOP of multiply-adds where the direct convolution does 53.97 (1.82× fewer)",
 		"29.6 TFLOP/s of its own arithmetic, 44% of the 66.9 TFLOP/s peak"} {
 		if !strings.Contains(md, want) {

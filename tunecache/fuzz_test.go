@@ -25,8 +25,8 @@ func FuzzLoad(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	for _, s := range []string{"", "{}", `{"format": 1, "records": []}`, `{"format": 1, "records": null}`,
-		`{"format": 1, "records": [{}]}`, `{"format": 2, "records": []}`, `{"format": 1, "records": [{"checksum": "sha256:00"}]}`} {
+	for _, s := range []string{"", "{}", `{"format": 2, "records": []}`, `{"format": 2, "records": null}`,
+		`{"format": 2, "records": [{}]}`, `{"format": 1, "records": []}`, `{"format": 2, "records": [{"checksum": "sha256:00"}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

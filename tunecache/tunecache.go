@@ -2,7 +2,7 @@
 // autotuning results, so that kernel generation can be replayed offline,
 // without a GPU.
 //
-// The file has the form {"format": 1, "records": [...]}, with the records
+// The file has the form {"format": 2, "records": [...]}, with the records
 // sorted by their Key, indented with two spaces and ending in a newline, so
 // that the same set of records always gives the same bytes. Each record
 // carries a checksum of its content and is checked against the bounds of
@@ -28,19 +28,22 @@ import (
 )
 
 // Format is the format number of the files this package reads and writes.
-const Format = 1
+// Format 1 (convgen 0.1) keyed records by a hash of template files and
+// kept each full tuning report; its records cannot be checked against the
+// current kernels and are not read.
+const Format = 2
 
 // MaxFileBytes is the largest cache file Load reads.
 const MaxFileBytes = 256 << 20
 
-// Key identifies what a record was tuned for. Every field is part of
-// equality.
+// Key identifies what a record was tuned for: the problem and the device
+// and toolchain. Every field is part of equality. Whether the record's
+// kernels are still what convgen would generate is not part of it: the
+// record's kernel hashes (Record.KernelSHA256) say that.
 type Key struct {
 	Shape             string `json:"shape"`              // canonical shape string, e.g. "N=256,C=3,...,bias=true"
 	Precision         string `json:"precision"`          // "fp32", "tf32", ...
 	Layout            string `json:"layout"`             // "nchw" or "nhwc"
-	TemplateVersion   string `json:"template_version"`   // hash of the templates
-	ConvgenVersion    string `json:"convgen_version"`    // version of convgen that tuned it
 	NVRTCVersion      string `json:"nvrtc_version"`      // "13.0"
 	Device            string `json:"device"`             // "NVIDIA H200"
 	ComputeCapability string `json:"compute_capability"` // "9.0"
@@ -50,7 +53,7 @@ type Key struct {
 
 // Supersedes reports whether a record with key k replaces one with key
 // old: both are of the same problem (Shape, Precision, Layout) and the same
-// device model (Device, ComputeCapability), whatever their templates,
+// device model (Device, ComputeCapability), whatever their kernels,
 // convgen, NVRTC, driver or SM count. A cache thus holds at most one record
 // per problem and device model, the one tuned last, and offline replay can
 // always pick one with -device.
@@ -68,27 +71,33 @@ type Timing struct {
 	RelError float64        `json:"rel_error"` // ‖out−ref‖/‖ref‖
 }
 
-// Record is the outcome of one tuning run.
+// Record is the outcome of one tuning run: what replaying it needs (the
+// winner's launch and images, the fallback) and a summary of the search
+// for the report.
 type Record struct {
-	Key         Key      `json:"key"`          // what was tuned
-	Winner      Timing   `json:"winner"`       // the fastest correct candidate
-	RunnersUp   []Timing `json:"runners_up"`   // the next candidates, fastest first
-	Kernel      string   `json:"kernel"`       // __global__ function name
-	Grid        [3]int   `json:"grid"`         // launch grid (x, y, z)
-	Block       [3]int   `json:"block"`        // launch block (x, y, z)
-	SharedBytes int      `json:"shared_bytes"` // dynamic shared memory per block
-	Arch        string   `json:"arch"`         // "sm_90"
-	CUBIN       []byte   `json:"cubin"`        // base64 in JSON
-	PTX         string   `json:"ptx"`          // the PTX the CUBIN was built from
-	Command     string   `json:"command"`      // the convgen command line that produced it
+	Key Key `json:"key"` // what was tuned
+	// ConvgenVersion is the version of convgen that tuned it. It is
+	// informational: the kernel hashes decide whether a record is current.
+	ConvgenVersion string `json:"convgen_version"`
+	Winner         Timing `json:"winner"` // the chosen candidate
+	// KernelSHA256 is the winner's kernel hash (kernels.Hash: its source
+	// without comments, and its launch geometry) as rendered when tuned.
+	// The record is current while the code renders the winner's
+	// configuration to the same hash.
+	KernelSHA256 string  `json:"kernel_sha256"`
+	Kernel       string  `json:"kernel"`       // __global__ function name
+	Grid         [3]int  `json:"grid"`         // launch grid (x, y, z)
+	Block        [3]int  `json:"block"`        // launch block (x, y, z)
+	SharedBytes  int     `json:"shared_bytes"` // dynamic shared memory per block
+	Arch         string  `json:"arch"`         // "sm_90"
+	CUBIN        Gzipped `json:"cubin_gzip"`   // the winner compiled for Arch
+	PTX          Gzipped `json:"ptx_gzip"`     // the PTX the CUBIN was built from
+	Command      string  `json:"command"`      // the convgen command line that produced it
 	// Fallback is the kernel that generated packages run on GPUs other than
-	// Arch's; nil when no candidate qualified (records from before it
-	// existed have none either).
+	// Arch's; nil when no candidate qualified.
 	Fallback *Fallback `json:"fallback,omitempty"`
-	// Report is the full tuning report, kept so that reports can be
-	// regenerated offline. Only its meaning is kept, not its white space:
-	// records read from a file hold it compacted.
-	Report json.RawMessage `json:"report,omitempty"`
+	// Summary is what the report shows of the search.
+	Summary Summary `json:"summary"`
 }
 
 // Fallback is a portable kernel for the GPUs a record's CUBIN does not
@@ -97,16 +106,17 @@ type Record struct {
 // PTX for a virtual architecture (e.g. "compute_80") that the driver
 // compiles for the device at hand.
 type Fallback struct {
-	Timing      Timing `json:"timing"`       // as measured on the tuning device
-	Kernel      string `json:"kernel"`       // __global__ function name
-	Grid        [3]int `json:"grid"`         // launch grid (x, y, z)
-	Block       [3]int `json:"block"`        // launch block (x, y, z)
-	SharedBytes int    `json:"shared_bytes"` // dynamic shared memory per block
-	Arch        string `json:"arch"`         // the PTX's virtual architecture, "compute_80"
-	PTX         string `json:"ptx"`
+	Timing       Timing  `json:"timing"`        // as measured on the tuning device
+	KernelSHA256 string  `json:"kernel_sha256"` // kernels.Hash of the fallback as rendered when tuned
+	Kernel       string  `json:"kernel"`        // __global__ function name
+	Grid         [3]int  `json:"grid"`          // launch grid (x, y, z)
+	Block        [3]int  `json:"block"`         // launch block (x, y, z)
+	SharedBytes  int     `json:"shared_bytes"`  // dynamic shared memory per block
+	Arch         string  `json:"arch"`          // the PTX's virtual architecture, "compute_80"
+	PTX          Gzipped `json:"ptx_gzip"`
 }
 
-// File is the on-disk form of a cache: {"format": 1, "records": [...]}, the
+// File is the on-disk form of a cache: {"format": 2, "records": [...]}, the
 // records sorted by Key (field by field, in declaration order) so that the
 // file is deterministic.
 type File struct {
@@ -127,13 +137,15 @@ type FileRecord struct {
 // the device fields of a Key. Empty Arch and Device match anything; every
 // other field must equal the record's.
 type Query struct {
-	Shape           string // Key.Shape
-	Precision       string // Key.Precision
-	Layout          string // Key.Layout
-	TemplateVersion string // Key.TemplateVersion
-	ConvgenVersion  string // Key.ConvgenVersion
-	Arch            string // Record.Arch, e.g. "sm_90"; empty matches any
-	Device          string // Key.Device, e.g. "NVIDIA H200"; empty matches any
+	Shape     string // Key.Shape
+	Precision string // Key.Precision
+	Layout    string // Key.Layout
+	Arch      string // Record.Arch, e.g. "sm_90"; empty matches any
+	Device    string // Key.Device, e.g. "NVIDIA H200"; empty matches any
+	// Current, when set, says why a record's kernels are stale (no longer
+	// what the code generates for its configurations), or nil when they
+	// are current; a stale record is not selected.
+	Current func(Record) error
 }
 
 // Cache is the content of a tuning cache file as read by Load. It is a
@@ -233,26 +245,29 @@ type Field string
 
 // The fields of a Query, as Mismatch names them.
 const (
-	FieldShape           Field = "shape"
-	FieldPrecision       Field = "precision"
-	FieldLayout          Field = "layout"
-	FieldTemplateVersion Field = "template version"
-	FieldConvgenVersion  Field = "convgen version"
-	FieldArch            Field = "arch"
-	FieldDevice          Field = "device"
+	FieldShape     Field = "shape"
+	FieldPrecision Field = "precision"
+	FieldLayout    Field = "layout"
+	FieldArch      Field = "arch"
+	FieldDevice    Field = "device"
+	FieldKernel    Field = "kernel" // Query.Current refused the record
 )
 
 // Mismatch is a field of a Query that a record fails, with the record's
-// value of it.
+// value of it; for FieldKernel, why Query.Current refused it.
 type Mismatch struct {
 	Field Field
 	Value string
 }
 
-// String reads like "template version 1a2b3c4d5e6f" or `device "NVIDIA H100"`.
+// String reads like "arch sm_80", `device "NVIDIA H100"` or, for
+// FieldKernel, the reason.
 func (m Mismatch) String() string {
-	if m.Field == FieldDevice {
+	switch m.Field {
+	case FieldDevice:
 		return fmt.Sprintf("%s %q", m.Field, m.Value)
+	case FieldKernel:
+		return m.Value
 	}
 	return fmt.Sprintf("%s %s", m.Field, m.Value)
 }
@@ -269,8 +284,6 @@ func (q Query) Mismatches(r Record) []Mismatch {
 		{FieldShape, k.Shape, q.Shape},
 		{FieldPrecision, k.Precision, q.Precision},
 		{FieldLayout, k.Layout, q.Layout},
-		{FieldTemplateVersion, k.TemplateVersion, q.TemplateVersion},
-		{FieldConvgenVersion, k.ConvgenVersion, q.ConvgenVersion},
 	} {
 		if f.got != f.want {
 			out = append(out, Mismatch{f.field, f.got})
@@ -283,6 +296,11 @@ func (q Query) Mismatches(r Record) []Mismatch {
 	}
 	if q.Device != "" && k.Device != q.Device {
 		out = append(out, Mismatch{FieldDevice, k.Device})
+	}
+	if q.Current != nil {
+		if err := q.Current(r); err != nil {
+			out = append(out, Mismatch{FieldKernel, err.Error()})
+		}
 	}
 	return out
 }
@@ -298,7 +316,7 @@ func (c *Cache) Records() []Record {
 
 // Put stores rec in the cache file at path, replacing the record with an
 // equal Key or adding it. The records that rec supersedes go too: those of
-// the same problem and device model (Supersedes), whatever their templates,
+// the same problem and device model (Supersedes), whatever their kernels,
 // convgen, NVRTC or driver, so that the newest record is the one kept and
 // offline replay never has two of one device to choose between; older
 // versions keep theirs in their own history. rec must pass Validate. It is
@@ -510,6 +528,9 @@ func parse(path string, data []byte) ([]Record, error) {
 		}
 		return nil, &CorruptError{Path: path, Err: err}
 	}
+	if f.Format == 1 {
+		return nil, &CorruptError{Path: path, Err: errors.New("format 1, written by convgen 0.1, whose records cannot be checked against the current kernels: remove it and tune again on a GPU")}
+	}
 	if f.Format != Format {
 		return nil, &CorruptError{Path: path, Err: fmt.Errorf("unknown format %d, want %d", f.Format, Format)}
 	}
@@ -518,13 +539,6 @@ func parse(path string, data []byte) ([]Record, error) {
 		r := fr.Record
 		bad := func(err error) error {
 			return &CorruptError{Path: path, Err: &RecordError{Index: i, Key: r.Key, Err: err}}
-		}
-		if len(r.Report) > 0 {
-			var b bytes.Buffer
-			if err := json.Compact(&b, r.Report); err != nil {
-				return nil, bad(&FieldError{Field: "report", Err: err})
-			}
-			r.Report = b.Bytes()
 		}
 		if fr.Checksum != "" {
 			sum, err := r.Checksum()
@@ -560,8 +574,6 @@ func compareKeys(a, b Key) int {
 		cmp.Compare(a.Shape, b.Shape),
 		cmp.Compare(a.Precision, b.Precision),
 		cmp.Compare(a.Layout, b.Layout),
-		cmp.Compare(a.TemplateVersion, b.TemplateVersion),
-		cmp.Compare(a.ConvgenVersion, b.ConvgenVersion),
 		cmp.Compare(a.NVRTCVersion, b.NVRTCVersion),
 		cmp.Compare(a.Device, b.Device),
 		cmp.Compare(a.ComputeCapability, b.ComputeCapability),
@@ -646,20 +658,17 @@ func writeAtomic(path string, data []byte) (err error) {
 // cloneRecord copies r deeply, so that callers cannot change a Cache.
 func cloneRecord(r Record) Record {
 	r.Winner = cloneTiming(r.Winner)
-	if r.RunnersUp != nil {
-		ru := make([]Timing, len(r.RunnersUp))
-		for i, t := range r.RunnersUp {
-			ru[i] = cloneTiming(t)
-		}
-		r.RunnersUp = ru
-	}
 	r.CUBIN = bytes.Clone(r.CUBIN)
-	r.Report = bytes.Clone(r.Report)
+	r.PTX = bytes.Clone(r.PTX)
 	if r.Fallback != nil {
 		fb := *r.Fallback
 		fb.Timing = cloneTiming(fb.Timing)
+		fb.PTX = bytes.Clone(fb.PTX)
 		r.Fallback = &fb
 	}
+	r.Summary.Counts = slices.Clone(r.Summary.Counts)
+	r.Summary.Top = slices.Clone(r.Summary.Top)
+	r.Summary.BestPerFamily = slices.Clone(r.Summary.BestPerFamily)
 	return r
 }
 

@@ -28,8 +28,6 @@ func testKey(shape, device string) Key {
 		Shape:             shape,
 		Precision:         "fp32",
 		Layout:            "nchw",
-		TemplateVersion:   "tmpl-abc123",
-		ConvgenVersion:    "v0.1.0",
 		NVRTCVersion:      "13.0",
 		Device:            device,
 		ComputeCapability: "9.0",
@@ -43,7 +41,9 @@ func testKey(shape, device string) Key {
 func testRecord(shape, device string, ms float64) Record {
 	ms += 0.125
 	return Record{
-		Key: testKey(shape, device),
+		Key:            testKey(shape, device),
+		ConvgenVersion: "v0.1.0",
+		KernelSHA256:   strings.Repeat("ab", 32),
 		Winner: Timing{
 			Family:   "direct",
 			Config:   map[string]int{"tile_k": 32, "tile_p": 4, "threads": 128},
@@ -51,29 +51,32 @@ func testRecord(shape, device string, ms float64) Record {
 			SpreadMS: ms / 100,
 			RelError: 1.5e-7,
 		},
-		RunnersUp: []Timing{
-			{Family: "implicit_gemm", Config: map[string]int{"bm": 64, "bn": 64}, MedianMS: ms * 1.2, SpreadMS: 0.001, RelError: 2e-7},
-		},
 		Kernel:      "conv_direct_k32",
 		Grid:        [3]int{64, 8, 1},
 		Block:       [3]int{128, 1, 1},
 		SharedBytes: 4096,
 		Arch:        "sm_90",
 		Fallback: &Fallback{
-			Timing:      Timing{Family: "mma", Config: map[string]int{"TileK": 32}, MedianMS: ms * 2, SpreadMS: 0.002, RelError: 3e-7},
-			Kernel:      "conv_mma_k32",
-			Grid:        [3]int{32, 3, 1},
-			Block:       [3]int{256, 1, 1},
-			SharedBytes: 65536,
-			Arch:        "compute_80",
-			PTX:         ".version 7.0\n.target sm_80\n",
+			Timing:       Timing{Family: "mma", Config: map[string]int{"TileK": 32}, MedianMS: ms * 2, SpreadMS: 0.002, RelError: 3e-7},
+			KernelSHA256: strings.Repeat("cd", 32),
+			Kernel:       "conv_mma_k32",
+			Grid:         [3]int{32, 3, 1},
+			Block:        [3]int{256, 1, 1},
+			SharedBytes:  65536,
+			Arch:         "compute_80",
+			PTX:          Gzip([]byte(".version 7.0\n.target sm_80\n")),
 		},
 		// Bytes that are not valid UTF-8, including NUL, to check the
 		// base64 round trip.
-		CUBIN:   []byte{0x7f, 'E', 'L', 'F', 0x00, 0xff, 0xfe, byte(len(shape))},
-		PTX:     ".version 8.0\n.target sm_90\n// a < b && c > d\n",
+		CUBIN:   Gzip([]byte{0x7f, 'E', 'L', 'F', 0x00, 0xff, 0xfe, byte(len(shape))}),
+		PTX:     Gzip([]byte(".version 8.0\n.target sm_90\n// a < b && c > d\n")),
 		Command: "convgen tune --shape '" + shape + "'",
-		Report:  json.RawMessage(`{"candidates":3,"shape":"` + shape + `"}`),
+		Summary: Summary{DeviceArch: "sm_90", ClockMHz: 1980, MemoryGBps: 4000,
+			Counts: []Count{{"ok", 2}, {"rejected", 5}},
+			Top: []Measured{{ID: "direct/tile_k=32", MedianMS: ms, P10MS: ms, P90MS: ms, Runs: 10, RelError: 1.5e-7},
+				{ID: "mma/TileK=32", MedianMS: ms * 2, P10MS: ms, P90MS: ms * 3, Runs: 10, RelError: 3e-7}},
+			BestPerFamily: []Measured{{ID: "direct/tile_k=32", MedianMS: ms, P10MS: ms, P90MS: ms, Runs: 10, RelError: 1.5e-7}},
+			TieNote:       "a < b && c > d"},
 	}
 }
 
@@ -122,7 +125,7 @@ func TestRoundTrip(t *testing.T) {
 
 		// A key differing from want.Key in any single field must not match.
 		kv := reflect.ValueOf(want.Key)
-		if kv.NumField() != 10 {
+		if kv.NumField() != 8 {
 			t.Fatalf("Key has %d fields; update this test", kv.NumField())
 		}
 		for i := range kv.NumField() {
@@ -196,7 +199,7 @@ func TestPutSupersedes(t *testing.T) {
 		mustPut(t, path, r)
 	}
 	fresh := testRecord(shapeOf(1), "NVIDIA H200", 0.3)
-	fresh.Key.TemplateVersion, fresh.Key.ConvgenVersion = "tmpl-def456", "v0.2.0"
+	fresh.Key.Driver, fresh.ConvgenVersion, fresh.KernelSHA256 = "13010", "v0.2.0", strings.Repeat("ef", 32)
 	mustPut(t, path, fresh)
 
 	got := map[Key]bool{}
@@ -244,8 +247,7 @@ func TestPutSupersedesUpgrade(t *testing.T) {
 			if want := map[Key]bool{other.Key: true, fresh.Key: true}; !reflect.DeepEqual(keys, want) {
 				t.Errorf("keys after the re-tune:\n got %v\nwant %v", keys, want)
 			}
-			q := Query{Shape: old.Key.Shape, Precision: "fp32", Layout: "nchw", TemplateVersion: old.Key.TemplateVersion,
-				ConvgenVersion: old.Key.ConvgenVersion, Arch: "sm_90", Device: "NVIDIA H200"}
+			q := Query{Shape: old.Key.Shape, Precision: "fp32", Layout: "nchw", Arch: "sm_90", Device: "NVIDIA H200"}
 			got := c.Replay(q)
 			if len(got) != 1 || got[0].Key != fresh.Key {
 				t.Errorf("Replay(-device %q -arch sm_90) = %d records, want exactly the re-tuned one", q.Device, len(got))
@@ -270,8 +272,7 @@ func TestReplayNewest(t *testing.T) {
 		recs = append(recs, r)
 	}
 	h100 := testRecord(shapeOf(1), "NVIDIA H100 80GB HBM3", 0.6)
-	q := Query{Shape: base.Key.Shape, Precision: "fp32", Layout: "nchw", TemplateVersion: base.Key.TemplateVersion,
-		ConvgenVersion: base.Key.ConvgenVersion, Arch: "sm_90"}
+	q := Query{Shape: base.Key.Shape, Precision: "fp32", Layout: "nchw", Arch: "sm_90"}
 	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 1, 0, 3}} {
 		var in []Record
 		for _, i := range order {
@@ -323,7 +324,7 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 	data := files[0]
-	if !bytes.HasPrefix(data, []byte("{\n  \"format\": 1,\n  \"records\": [\n    {\n")) {
+	if !bytes.HasPrefix(data, []byte("{\n  \"format\": 2,\n  \"records\": [\n    {\n")) {
 		t.Errorf("file does not start with the 2-space indented header:\n%.80s", data)
 	}
 	if !bytes.HasSuffix(data, []byte("}\n")) || bytes.HasSuffix(data, []byte("\n\n")) {
@@ -356,13 +357,14 @@ func TestCorrupt(t *testing.T) {
 		name, content, detail string
 	}{
 		{"garbage", "this is not json {", "invalid character 'h' in literal true (expecting 'r') at offset 2"},
-		{"truncated", `{"format": 1, "records": [`, "unexpected end of JSON input"},
-		{"trailing", `{"format": 1, "records": []} x`, "after top-level value"},
+		{"truncated", `{"format": 2, "records": [`, "unexpected end of JSON input"},
+		{"trailing", `{"format": 2, "records": []} x`, "after top-level value"},
 		{"empty", "", "unexpected end of JSON input"},
 		{"wrong type", `{"format": "1", "records": []}`, "cannot unmarshal"},
-		{"future format", `{"format": 2, "records": []}`, "unknown format 2"},
+		{"future format", `{"format": 3, "records": []}`, "unknown format 3"},
+		{"format 1", `{"format": 1, "records": []}`, "format 1, written by convgen 0.1"},
 		{"no format", `{"records": []}`, "unknown format 0"},
-		{"bad report", `{"format": 1, "records": [{"report": 1e}]}`, "invalid character"},
+		{"bad number", `{"format": 2, "records": [{"summary": {"clock_mhz": 1e}}]}`, "invalid character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "tune.json")
@@ -521,11 +523,11 @@ func TestMatch(t *testing.T) {
 	a100 := testRecord(shapeOf(1), "NVIDIA A100-SXM4-80GB", 0.9)
 	a100.Key.ComputeCapability, a100.Arch = "8.0", "sm_80"
 	otherShape := testRecord(shapeOf(2), "NVIDIA H200", 0.5)
-	otherVersion := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
-	otherVersion.Key.ConvgenVersion = "v0.2.0"
-	// Written directly: Put would let otherVersion supersede h200, and
-	// Match must still tell them apart in files that hold both.
-	data, err := encode([]Record{h200, otherShape, a100, h100, otherVersion})
+	stale := testRecord(shapeOf(1), "NVIDIA H200", 0.5)
+	stale.Key.Driver, stale.KernelSHA256 = "12000", strings.Repeat("00", 32)
+	// Written directly: Put would let stale supersede h200, and Match must
+	// still tell them apart in files that hold both.
+	data, err := encode([]Record{h200, otherShape, a100, h100, stale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,12 +538,16 @@ func TestMatch(t *testing.T) {
 
 	k := h200.Key
 	q := Query{
-		Shape:           k.Shape,
-		Precision:       k.Precision,
-		Layout:          k.Layout,
-		TemplateVersion: k.TemplateVersion,
-		ConvgenVersion:  k.ConvgenVersion,
-		Arch:            "sm_90",
+		Shape:     k.Shape,
+		Precision: k.Precision,
+		Layout:    k.Layout,
+		Arch:      "sm_90",
+		Current: func(r Record) error {
+			if r.KernelSHA256 != h200.KernelSHA256 {
+				return errors.New("the winner's kernel source changed since it was tuned")
+			}
+			return nil
+		},
 	}
 	keys := func(rs []Record) []Key {
 		var ks []Key
@@ -565,7 +571,7 @@ func TestMatch(t *testing.T) {
 	}{
 		{h200, nil},
 		{a100, []Mismatch{{FieldArch, "sm_80"}}},
-		{otherVersion, []Mismatch{{FieldConvgenVersion, "v0.2.0"}}},
+		{stale, []Mismatch{{FieldKernel, "the winner's kernel source changed since it was tuned"}}},
 		{otherShape, []Mismatch{{FieldShape, otherShape.Key.Shape}}},
 	} {
 		if got := q.Mismatches(tc.r); !reflect.DeepEqual(got, tc.want) {
@@ -581,7 +587,7 @@ func TestMatch(t *testing.T) {
 	if s, want := fmt.Sprint(got), `[device "NVIDIA H100 80GB HBM3"]`; s != want {
 		t.Errorf("Mismatch.String() = %s, want %s", s, want)
 	}
-	if s, want := (Mismatch{FieldTemplateVersion, "1a2b3c4d5e6f"}).String(), "template version 1a2b3c4d5e6f"; s != want {
+	if s, want := (Mismatch{FieldKernel, "the kernel changed"}).String(), "the kernel changed"; s != want {
 		t.Errorf("Mismatch.String() = %s, want %s", s, want)
 	}
 
@@ -596,8 +602,9 @@ func TestMatch(t *testing.T) {
 	qa.Arch = "sm_80"
 	check(qa, a100)
 	qv := q
-	qv.ConvgenVersion = "v0.2.0"
-	check(qv, otherVersion)
+	qv.Current = nil
+	qv.Device = "NVIDIA H200"
+	check(qv, stale, h200)
 	qp := q
 	qp.Precision = "tf32"
 	check(qp)

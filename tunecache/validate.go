@@ -23,7 +23,8 @@ const (
 	MaxThreads     = 1024       // largest number of threads of a block
 	MaxSharedBytes = 227 * 1024 // largest dynamic shared memory of a block (sm_90's opt-in maximum)
 	MaxCodeBytes   = 64 << 20   // largest CUBIN or PTX
-	maxRunnersUp   = 64
+	maxRanked      = 64         // largest Summary.Top or BestPerFamily
+	maxCounts      = 32         // largest Summary.Counts
 	maxConfigKnobs = 64
 	maxTextBytes   = 512      // largest key field, kernel name, family or knob name
 	maxCommand     = 64 << 10 // largest Command
@@ -38,6 +39,7 @@ var (
 	computeArch = regexp.MustCompile(`^compute_([1-9][0-9]{1,2})[af]?$`)
 	capability  = regexp.MustCompile(`^([1-9][0-9]?)\.([0-9])$`)
 	identifier  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256Hex   = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // FieldError reports a record field that is out of bounds, naming the
@@ -83,16 +85,16 @@ func fieldErr(field, format string, args ...any) error {
 // 2³¹, y and z < 65536, block dimensions within 1024×1024×64 and at most
 // 1024 threads), at most MaxSharedBytes of shared memory, positive finite
 // times and non-negative finite errors, a kernel name that is a C
-// identifier, a CUBIN that starts with the ELF magic number, PTX that is
-// text starting with a comment or the .version directive, a single-line
-// Command and a report that is a JSON object. The error is a *FieldError
+// identifier, kernel hashes of 64 hex digits, a CUBIN that is gzip of
+// content starting with the ELF magic number, PTX that is gzip of text
+// starting with a comment or the .version directive, a single-line Command
+// and a summary of bounded lists of such times. The error is a *FieldError
 // naming the first field that fails.
 func (r *Record) Validate() error {
 	k := r.Key
 	for _, f := range []struct{ name, value string }{
 		{"key.shape", k.Shape}, {"key.precision", k.Precision}, {"key.layout", k.Layout},
-		{"key.template_version", k.TemplateVersion}, {"key.convgen_version", k.ConvgenVersion},
-		{"key.nvrtc_version", k.NVRTCVersion}, {"key.device", k.Device}, {"key.driver", k.Driver},
+		{"convgen_version", r.ConvgenVersion}, {"key.nvrtc_version", k.NVRTCVersion}, {"key.device", k.Device}, {"key.driver", k.Driver},
 	} {
 		if err := checkText(f.value, maxTextBytes); err != nil {
 			return &FieldError{Field: f.name, Err: err}
@@ -115,24 +117,20 @@ func (r *Record) Validate() error {
 	if err := checkTiming("winner", r.Winner); err != nil {
 		return err
 	}
-	if len(r.RunnersUp) > maxRunnersUp {
-		return fieldErr("runners_up", "%d entries, at most %d", len(r.RunnersUp), maxRunnersUp)
-	}
-	for i, t := range r.RunnersUp {
-		if err := checkTiming(fmt.Sprintf("runners_up[%d]", i), t); err != nil {
-			return err
-		}
+	if !sha256Hex.MatchString(r.KernelSHA256) {
+		return fieldErr("kernel_sha256", "%.80q is not a SHA-256 in hex", r.KernelSHA256)
 	}
 	if err := checkLaunch("", r.Kernel, r.Grid, r.Block, r.SharedBytes); err != nil {
 		return err
 	}
-	if len(r.CUBIN) > MaxCodeBytes {
-		return fieldErr("cubin", "%d bytes, at most %d", len(r.CUBIN), MaxCodeBytes)
+	cubin, err := r.CUBIN.Open()
+	if err != nil {
+		return fieldErr("cubin_gzip", "%v", err)
 	}
-	if !bytes.HasPrefix(r.CUBIN, []byte("\x7fELF")) {
-		return fieldErr("cubin", "does not start with the ELF magic number")
+	if !bytes.HasPrefix(cubin, []byte("\x7fELF")) {
+		return fieldErr("cubin_gzip", "does not start with the ELF magic number")
 	}
-	if err := checkPTX("ptx", r.PTX); err != nil {
+	if err := checkPTX("ptx_gzip", r.PTX); err != nil {
 		return err
 	}
 	if len(r.Command) > maxCommand || !utf8.ValidString(r.Command) || strings.ContainsFunc(r.Command, unicode.IsControl) {
@@ -145,17 +143,94 @@ func (r *Record) Validate() error {
 		if err := checkTiming("fallback.timing", fb.Timing); err != nil {
 			return err
 		}
+		if !sha256Hex.MatchString(fb.KernelSHA256) {
+			return fieldErr("fallback.kernel_sha256", "%.80q is not a SHA-256 in hex", fb.KernelSHA256)
+		}
 		if err := checkLaunch("fallback.", fb.Kernel, fb.Grid, fb.Block, fb.SharedBytes); err != nil {
 			return err
 		}
-		if err := checkPTX("fallback.ptx", fb.PTX); err != nil {
+		if err := checkPTX("fallback.ptx_gzip", fb.PTX); err != nil {
 			return err
 		}
 	}
-	if len(r.Report) > 0 {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(r.Report, &obj); err != nil || obj == nil {
-			return fieldErr("report", "not a JSON object")
+	return checkSummary(r.Summary)
+}
+
+// checkSummary checks the report's figures: short text, counts of at most
+// maxCounts statuses, at most maxRanked ranked candidates each with a
+// plausible time and error.
+func checkSummary(s Summary) error {
+	if !(s.DurationS >= 0 && s.DurationS <= maxMS) {
+		return fieldErr("summary.duration_s", "%v is not a duration in [0, %g] s", s.DurationS, float64(maxMS))
+	}
+	if s.DeviceArch != "" && smArch.FindStringSubmatch(s.DeviceArch) == nil {
+		return fieldErr("summary.device_arch", "%.32q is not a GPU architecture like sm_90", s.DeviceArch)
+	}
+	if s.ClockMHz < 0 || s.ClockMHz > 1e5 {
+		return fieldErr("summary.clock_mhz", "%d is out of range 0..100000", s.ClockMHz)
+	}
+	if !(s.MemoryGBps >= 0 && s.MemoryGBps <= 1e6) {
+		return fieldErr("summary.memory_gbps", "%v is out of range [0, 1e6]", s.MemoryGBps)
+	}
+	if len(s.Counts) > maxCounts {
+		return fieldErr("summary.counts", "%d entries, at most %d", len(s.Counts), maxCounts)
+	}
+	for i, c := range s.Counts {
+		if len(c.Status) > maxTextBytes || !identifier.MatchString(c.Status) {
+			return fieldErr(fmt.Sprintf("summary.counts[%d].status", i), "%.64q is not a status", c.Status)
+		}
+		if c.N < 0 || c.N > 1<<24 {
+			return fieldErr(fmt.Sprintf("summary.counts[%d].n", i), "%d is out of range 0..%d", c.N, 1<<24)
+		}
+	}
+	for _, list := range []struct {
+		name string
+		ms   []Measured
+	}{{"summary.top", s.Top}, {"summary.best_per_family", s.BestPerFamily}} {
+		if len(list.ms) > maxRanked {
+			return fieldErr(list.name, "%d entries, at most %d", len(list.ms), maxRanked)
+		}
+		for i, m := range list.ms {
+			if err := checkMeasured(fmt.Sprintf("%s[%d]", list.name, i), m); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range []struct{ name, value string }{{"summary.tie_note", s.TieNote}, {"summary.no_fallback", s.NoFallback}} {
+		if f.value != "" {
+			if err := checkText(f.value, maxCommand); err != nil {
+				return &FieldError{Field: f.name, Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+func checkMeasured(field string, m Measured) error {
+	if err := checkText(m.ID, maxCommand); err != nil {
+		return &FieldError{Field: field + ".id", Err: err}
+	}
+	if f := m.Family(); !identifier.MatchString(f) {
+		return fieldErr(field+".id", "%.64q does not start with a family name", m.ID)
+	}
+	for _, t := range []struct {
+		name string
+		v    float64
+	}{{"median_ms", m.MedianMS}, {"p10_ms", m.P10MS}, {"p90_ms", m.P90MS}} {
+		if !(t.v >= 0 && t.v <= maxMS) {
+			return fieldErr(field+"."+t.name, "%v is not a time in [0, %g] ms", t.v, float64(maxMS))
+		}
+	}
+	if !(m.RelError >= 0 && m.RelError <= 1) {
+		return fieldErr(field+".rel_error", "%v is not a relative error in [0, 1]", m.RelError)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"runs", m.Runs}, {"registers", m.Registers}, {"spill_stores", m.SpillStores}, {"spill_loads", m.SpillLoads},
+		{"shared_bytes", m.SharedBytes}, {"threads", m.Threads}} {
+		if n.v < 0 || n.v > 1<<24 {
+			return fieldErr(field+"."+n.name, "%d is out of range 0..%d", n.v, 1<<24)
 		}
 	}
 	return nil
@@ -227,10 +302,15 @@ func checkLaunch(prefix, kernel string, grid, block [3]int, shared int) error {
 	return nil
 }
 
-// checkPTX accepts text that starts with a comment (the "Generated by
-// NVIDIA NVVM Compiler" header) or the .version directive and holds a
-// .version directive.
-func checkPTX(field, ptx string) error {
+// checkPTX accepts gzip of text that starts with a comment (the
+// "Generated by NVIDIA NVVM Compiler" header) or the .version directive
+// and holds a .version directive.
+func checkPTX(field string, gz Gzipped) error {
+	data, err := gz.Open()
+	if err != nil {
+		return fieldErr(field, "%v", err)
+	}
+	ptx := string(data)
 	switch {
 	case len(ptx) > MaxCodeBytes:
 		return fieldErr(field, "%d bytes, at most %d", len(ptx), MaxCodeBytes)
@@ -245,8 +325,8 @@ func checkPTX(field, ptx string) error {
 }
 
 // canonical is the content a record's checksum covers: its compact JSON
-// encoding (struct fields in declaration order, map keys sorted, the
-// report compacted, no HTML escaping), without the checksum itself.
+// encoding (struct fields in declaration order, map keys sorted, images
+// as their gzip bytes, no HTML escaping), without the checksum itself.
 func canonical(r Record) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

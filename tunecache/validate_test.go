@@ -18,8 +18,12 @@ var tampered = []struct {
 	field string
 	edit  func(*Record)
 }{
-	{"cubin", func(r *Record) { r.CUBIN = []byte("arbitrary bytes, not an ELF file") }},
-	{"cubin", func(r *Record) { r.CUBIN = nil }},
+	{"cubin_gzip", func(r *Record) { r.CUBIN = Gzip([]byte("arbitrary bytes, not an ELF file")) }},
+	{"cubin_gzip", func(r *Record) { r.CUBIN = nil }},
+	{"cubin_gzip", func(r *Record) { r.CUBIN = []byte("\x7fELF not compressed") }},
+	{"kernel_sha256", func(r *Record) { r.KernelSHA256 = "" }},
+	{"kernel_sha256", func(r *Record) { r.KernelSHA256 = strings.Repeat("AB", 32) }},
+	{"convgen_version", func(r *Record) { r.ConvgenVersion = "" }},
 	{"arch", func(r *Record) { r.Arch = "sm_99z" }},
 	{"arch", func(r *Record) { r.Arch = "sm_80" }}, // not the device's compute capability 9.0
 	{"grid[0]", func(r *Record) { r.Grid[0] = 1 << 62 }},
@@ -40,11 +44,18 @@ var tampered = []struct {
 	{"winner.rel_error", func(r *Record) { r.Winner.RelError = 2 }},
 	{"winner.family", func(r *Record) { r.Winner.Family = "" }},
 	{"winner.config.tile_k", func(r *Record) { r.Winner.Config["tile_k"] = -4 }},
-	{"runners_up[0].median_ms", func(r *Record) { r.RunnersUp[0].MedianMS = -3 }},
+	{"summary.top[1].median_ms", func(r *Record) { r.Summary.Top[1].MedianMS = -3 }},
+	{"summary.top[0].id", func(r *Record) { r.Summary.Top[0].ID = "not a family/x" }},
+	{"summary.best_per_family[0].rel_error", func(r *Record) { r.Summary.BestPerFamily[0].RelError = math.NaN() }},
+	{"summary.counts[0].status", func(r *Record) { r.Summary.Counts[0].Status = "ok\n" }},
+	{"summary.counts[1].n", func(r *Record) { r.Summary.Counts[1].N = -1 }},
+	{"summary.device_arch", func(r *Record) { r.Summary.DeviceArch = "hopper" }},
+	{"summary.tie_note", func(r *Record) { r.Summary.TieNote = "two\nlines" }},
 	{"kernel", func(r *Record) { r.Kernel = "conv(); evil" }},
-	{"ptx", func(r *Record) { r.PTX = "\x00\x01binary" }},
-	{"ptx", func(r *Record) { r.PTX = "hello" }},
-	{"ptx", func(r *Record) { r.PTX = "// a comment, no directive\n" }},
+	{"ptx_gzip", func(r *Record) { r.PTX = Gzip([]byte("\x00\x01binary")) }},
+	{"ptx_gzip", func(r *Record) { r.PTX = Gzip([]byte("hello")) }},
+	{"ptx_gzip", func(r *Record) { r.PTX = Gzip([]byte("// a comment, no directive\n")) }},
+	{"ptx_gzip", func(r *Record) { r.PTX = []byte(".version 8.0\n") }},
 	{"command", func(r *Record) { r.Command = "convgen\npackage evil" }},
 	{"key.device", func(r *Record) { r.Key.Device = "" }},
 	{"key.shape", func(r *Record) { r.Key.Shape = strings.Repeat("N", 1000) }},
@@ -54,8 +65,8 @@ var tampered = []struct {
 	{"fallback.grid[0]", func(r *Record) { r.Fallback.Grid[0] = 1 << 31 }},
 	{"fallback.shared_bytes", func(r *Record) { r.Fallback.SharedBytes = 1 << 40 }},
 	{"fallback.timing.median_ms", func(r *Record) { r.Fallback.Timing.MedianMS = -1 }},
-	{"fallback.ptx", func(r *Record) { r.Fallback.PTX = "" }},
-	{"report", func(r *Record) { r.Report = json.RawMessage(`[1, 2]`) }},
+	{"fallback.ptx_gzip", func(r *Record) { r.Fallback.PTX = Gzip(nil) }},
+	{"fallback.kernel_sha256", func(r *Record) { r.Fallback.KernelSHA256 = "abc" }},
 }
 
 // TestValidate (issue 22, item 7): Validate names the field each tampered

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/convgen/convgen/autotune"
 	"github.com/convgen/convgen/gen"
@@ -116,8 +114,35 @@ func workerArgv() ([]string, error) {
 }
 
 func baseKey(c config) tunecache.Key {
-	return tunecache.Key{Shape: c.problem.Shape.String(), Precision: string(c.problem.Precision),
-		Layout: string(c.problem.Layout), TemplateVersion: kernels.TemplateVersion(c.problem), ConvgenVersion: version.Convgen}
+	return tunecache.Key{Shape: c.problem.Shape.String(), Precision: string(c.problem.Precision), Layout: string(c.problem.Layout)}
+}
+
+// currentKernels says whether rec's kernels are what the code generates
+// for its configurations today: it renders the winner's (and the
+// fallback's) configuration for p and compares the kernel hashes with
+// those recorded. nil means current; the error says which kernel changed.
+func currentKernels(p problem.Problem, rec tunecache.Record) error {
+	if err := sameKernel(p, rec.Winner, rec.KernelSHA256); err != nil {
+		return fmt.Errorf("the winner's kernel source changed since it was tuned (%w): re-tune on a GPU", err)
+	}
+	if fb := rec.Fallback; fb != nil {
+		if err := sameKernel(p, fb.Timing, fb.KernelSHA256); err != nil {
+			return fmt.Errorf("the fallback's kernel source changed since it was tuned (%w): re-tune on a GPU", err)
+		}
+	}
+	return nil
+}
+
+// sameKernel renders t's configuration for p and compares its hash with want.
+func sameKernel(p problem.Problem, t tunecache.Timing, want string) error {
+	k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: t.Family, Config: t.Config})
+	if err != nil {
+		return fmt.Errorf("%s no longer renders: %w", t.Family, err)
+	}
+	if got := kernels.Hash(k); got != want {
+		return fmt.Errorf("hash %.12s, recorded %.12s", got, want)
+	}
+	return nil
 }
 
 // recordOnGPU uses the cache's record for this exact device and toolchain, or
@@ -141,8 +166,12 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 		lib.VersionString(), info.Name, info.ComputeCapability, info.SMs, info.Driver
 	pinned := len(c.pin) > 0 // measures only the pins: always tunes, never cached
 	if rec, ok := cache.Lookup(key); ok && !c.retune && !pinned {
-		fmt.Fprintf(stdout, "using the cache's record for %s (%s): %s, %.3f ms\n", info.Name, c.cache, rec.Winner.Family, rec.Winner.MedianMS)
-		return rec, false, nil
+		if err := currentKernels(c.problem, rec); err != nil {
+			fmt.Fprintf(stdout, "the cache's record for %s (%s) is stale: %v; tuning again\n", info.Name, c.cache, err)
+		} else {
+			fmt.Fprintf(stdout, "using the cache's record for %s (%s): %s, %.3f ms\n", info.Name, c.cache, rec.Winner.Family, rec.Winner.MedianMS)
+			return rec, false, nil
+		}
 	}
 	if !pinned {
 		if err := tunecache.CheckWritable(c.cache); err != nil { // before tuning, not after
@@ -154,31 +183,14 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	if c.quiet {
 		progress = nil
 	}
+	started := time.Now()
 	res, err := autotune.Tune(ctx, lib, autotune.Options{Problem: c.problem, Worker: argv, Trials: c.trials,
 		Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, Only: c.pin, CompileTimeout: c.compileTO, Progress: progress})
 	if err != nil {
 		return tunecache.Record{}, false, fmt.Errorf("tune: %w", err)
 	}
-	data := report.New(res, c.command(), version.Convgen)
-	data.Rejected = nil // recomputed from the templates when the package is written
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return tunecache.Record{}, false, fmt.Errorf("encode report: %w", err)
-	}
+	rec = newRecord(res, key, c.command(), started, time.Since(started))
 	w := res.Winner
-	timing := func(t autotune.Trial) tunecache.Timing {
-		return tunecache.Timing{Family: t.Family, Config: t.Config, MedianMS: t.MedianMS, SpreadMS: t.P90MS - t.P10MS, RelError: t.RelError}
-	}
-	rec = tunecache.Record{Key: key, Winner: timing(*w), Kernel: res.Kernel.Name, Grid: res.Kernel.Grid,
-		Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes, Arch: res.Arch, CUBIN: res.CUBIN,
-		PTX: res.PTX, Command: c.command(), Report: raw}
-	for _, t := range bestOthers(res, 5) {
-		rec.RunnersUp = append(rec.RunnersUp, timing(t))
-	}
-	if fb := res.Fallback; fb != nil {
-		rec.Fallback = &tunecache.Fallback{Timing: timing(*fb.Trial), Kernel: fb.Kernel.Name, Grid: fb.Kernel.Grid,
-			Block: fb.Kernel.Block, SharedBytes: fb.Kernel.SharedBytes, Arch: fb.Arch, PTX: fb.PTX}
-	}
 	if pinned {
 		fmt.Fprintf(stdout, "winner of the %d pinned candidates %s: %.3f ms median, rel. error %.2e; not saved to %s (a pinned run is no full search)\n",
 			len(c.pin), w.ID, w.MedianMS, w.RelError, c.cache)
@@ -186,16 +198,53 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	return rec, true, nil
 }
 
-// bestOthers lists up to n measured candidates after the winner, fastest first.
-func bestOthers(res *autotune.Result, n int) []autotune.Trial {
-	var ok []autotune.Trial
-	for _, t := range res.Trials {
-		if t.Status == autotune.StatusOK && t.ID != res.Winner.ID {
-			ok = append(ok, t)
+// newRecord makes the tuning record of a finished search: the key, the
+// winner's and the fallback's launches, kernel hashes and images, and the
+// summary the report is built from.
+func newRecord(res *autotune.Result, key tunecache.Key, command string, started time.Time, took time.Duration) tunecache.Record {
+	timing := func(t autotune.Trial) tunecache.Timing {
+		return tunecache.Timing{Family: t.Family, Config: t.Config, MedianMS: t.MedianMS, SpreadMS: t.P90MS - t.P10MS, RelError: t.RelError}
+	}
+	w := res.Winner
+	rec := tunecache.Record{Key: key, ConvgenVersion: version.Convgen, Winner: timing(*w), KernelSHA256: kernels.Hash(res.Kernel),
+		Kernel: res.Kernel.Name, Grid: res.Kernel.Grid, Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes,
+		Arch: res.Arch, CUBIN: tunecache.Gzip(res.CUBIN), PTX: tunecache.Gzip([]byte(res.PTX)), Command: command}
+	if fb := res.Fallback; fb != nil {
+		rec.Fallback = &tunecache.Fallback{Timing: timing(*fb.Trial), KernelSHA256: kernels.Hash(fb.Kernel), Kernel: fb.Kernel.Name,
+			Grid: fb.Kernel.Grid, Block: fb.Kernel.Block, SharedBytes: fb.Kernel.SharedBytes, Arch: fb.Arch, PTX: tunecache.Gzip([]byte(fb.PTX))}
+	}
+	rec.Summary = summarize(res.Trials, w.ID)
+	rec.Summary.TunedAt, rec.Summary.DurationS = started.UTC().Truncate(time.Second), took.Round(time.Second).Seconds()
+	rec.Summary.DeviceArch, rec.Summary.ClockMHz, rec.Summary.MemoryGBps = res.Device.Arch, res.Device.ClockMHz, res.Device.MemoryGBps
+	rec.Summary.TieNote = res.TieNote
+	if res.Fallback == nil {
+		rec.Summary.NoFallback = res.FallbackNote
+	}
+	return rec
+}
+
+// summarize counts trials per status and ranks the measured ones.
+func summarize(trials []autotune.Trial, winner string) tunecache.Summary {
+	var s tunecache.Summary
+	counts := map[autotune.Status]int{}
+	var measured []tunecache.Measured
+	for _, t := range trials {
+		counts[t.Status]++
+		if t.Status == autotune.StatusOK {
+			measured = append(measured, tunecache.Measured{ID: t.ID, MedianMS: t.MedianMS, P10MS: t.P10MS, P90MS: t.P90MS,
+				Runs: t.Runs, RelError: t.RelError, Registers: t.Registers, SpillStores: t.SpillStores, SpillLoads: t.SpillLoads,
+				SharedBytes: t.SharedBytes, Threads: t.Threads})
 		}
 	}
-	slices.SortStableFunc(ok, func(a, b autotune.Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
-	return ok[:min(n, len(ok))]
+	for _, st := range []autotune.Status{autotune.StatusOK, autotune.StatusRejected, autotune.StatusCompile,
+		autotune.StatusLoad, autotune.StatusLaunch, autotune.StatusFault, autotune.StatusTimeout,
+		autotune.StatusWrong, autotune.StatusSkipped} {
+		if counts[st] > 0 {
+			s.Counts = append(s.Counts, tunecache.Count{Status: string(st), N: counts[st]})
+		}
+	}
+	s.Rank(measured, winner)
+	return s
 }
 
 // recordOffline picks the cache's record for this problem without a GPU:
@@ -203,8 +252,8 @@ func bestOthers(res *autotune.Result, n int) []autotune.Trial {
 // device models the one -device and -arch select.
 func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecache.Record, error) {
 	k := baseKey(c)
-	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, TemplateVersion: k.TemplateVersion,
-		ConvgenVersion: k.ConvgenVersion, Arch: c.arch, Device: c.device}
+	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Arch: c.arch, Device: c.device,
+		Current: func(r tunecache.Record) error { return currentKernels(c.problem, r) }}
 	recs := cache.Replay(q)
 	if n := len(cache.Match(q)); n > len(recs) && len(recs) == 1 {
 		r := recs[0].Key
@@ -216,8 +265,8 @@ func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecach
 		if _, err := os.Stat(c.cache); errors.Is(err, os.ErrNotExist) {
 			where += " (no such file)"
 		}
-		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s (templates %s, convgen %s)%s",
-			gpu.ErrNoCUDA, where, c.problem, k.TemplateVersion, k.ConvgenVersion, nearMisses(cache, q))
+		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s",
+			gpu.ErrNoCUDA, where, c.problem, nearMisses(cache, q))
 	case 1:
 		fmt.Fprintf(stdout, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.cache)
 		return recs[0], nil
@@ -243,46 +292,48 @@ records:
 			switch m.Field {
 			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout:
 				continue records // another problem
-			case tunecache.FieldTemplateVersion, tunecache.FieldConvgenVersion:
+			case tunecache.FieldKernel:
 				stale = true
+				why = append(why, "is stale: "+m.String())
+				continue
 			}
-			why = append(why, m.String())
+			why = append(why, "has "+m.String())
 		}
-		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) has %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
+		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
 	}
 	if len(misses) == 0 {
 		return ""
 	}
 	hint := "drop or change -arch and -device to use one"
 	if stale {
-		hint = "records of other template or convgen versions cannot be replayed (the kernels they name have changed): re-tune on a GPU with a cuda build (-retune) and commit the cache"
+		hint = "a record whose kernels the current code renders differently cannot be replayed: re-tune on a GPU with a cuda build (-retune) and commit the cache"
 	}
 	return fmt.Sprintf("; the cache's records of this problem do not apply: %s; %s", strings.Join(misses, "; "), hint)
 }
 
 // writePackage renders the binding and the report and writes them at once.
 func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
-	var data report.Data
-	if len(rec.Report) == 0 {
-		return errors.New("the tuning record has no report")
-	}
-	if err := json.Unmarshal(rec.Report, &data); err != nil {
-		return fmt.Errorf("decode the record's report: %w", err)
-	}
-	data.Command = c.command()
-	cands, err := kernels.Enumerate(c.problem, autotune.Limits(data.Device, data.NVRTC))
+	data := report.New(rec, c.problem, c.command())
+	cubin, err := rec.CUBIN.Open()
 	if err != nil {
-		return err
+		return fmt.Errorf("the tuning record's CUBIN: %w", err)
 	}
-	data.SetRejected(cands)
+	ptx, err := rec.PTX.Open()
+	if err != nil {
+		return fmt.Errorf("the tuning record's PTX: %w", err)
+	}
 	summary := fmt.Sprintf("tuned on %s (%s): %s, median %.3f ms, rel. error %.1e", rec.Key.Device, rec.Arch,
 		rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError)
 	b := gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: rec.Kernel, Grid: rec.Grid,
-		Block: rec.Block, SharedBytes: rec.SharedBytes, Arch: rec.Arch, CUBIN: rec.CUBIN, PTX: rec.PTX,
+		Block: rec.Block, SharedBytes: rec.SharedBytes, Arch: rec.Arch, CUBIN: cubin, PTX: string(ptx),
 		Command: c.command(), Summary: summary}
 	if fb := rec.Fallback; fb != nil {
+		fptx, err := fb.PTX.Open()
+		if err != nil {
+			return fmt.Errorf("the tuning record's fallback PTX: %w", err)
+		}
 		b.Fallback = &gen.Fallback{Kernel: fb.Kernel, Grid: fb.Grid, Block: fb.Block, SharedBytes: fb.SharedBytes,
-			Arch: fb.Arch, PTX: fb.PTX, Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
+			Arch: fb.Arch, PTX: string(fptx), Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
 				kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), fb.Timing.MedianMS, fb.Timing.RelError, rec.Key.Device)}
 	}
 	files, err := gen.Files(b)
