@@ -1,0 +1,849 @@
+#!/usr/bin/env python3
+"""The suite benchmark: convgen against PyTorch (cuDNN) on every shape of a
+suite file, in every mode asked for, on the GPU machine. bench/suite.sh is
+its front end (it finds the prebuilt .dev/convgen and the driver version).
+
+For each shape line (`name | shape`; the batch size is --n unless the line
+has its own N=) and each mode (precision:layout):
+  1. tune with `convgen -shape ... -precision P -layout L -o TMP/pkg -cache
+     CACHE -q` at default flags (-time when --time is given): convgen reuses
+     a current record of this GPU from the cache and tunes otherwise; the
+     wall time is recorded, and whether the record was reused;
+  2. load the winner from the cache record (its CUBIN, gunzipped) with CuPy
+     and launch it with the record's grid, block and dynamic shared memory
+     on random tensors in the layout (input NCHW or NHWC, filter KCRS or
+     KRSC, output NKPQ or NPQK; float32, or 2-byte fp16/bf16 for those
+     precisions), the output poisoned with NaN first;
+  3. check it, and PyTorch's own result, against PyTorch's float64 conv2d on
+     the same (rounded) inputs: ||out - ref|| / ||ref|| within the
+     precision's bound;
+  4. time both in the same process: CUDA events around the kernel alone,
+     warm-up, L2 flushed (a 256 MB memset) before every run, median of
+     --runs (at least 30); cudnn.benchmark on, channels_last for NHWC, TF32
+     allowed only for tf32 (fp32 and 3xtf32 against PyTorch's strict FP32);
+  5. append a JSON line to the results' .jsonl and rewrite the .md table.
+A shape that fails to tune, load or verify is a row saying so, not a crash.
+
+usage: bench/suite.py --suite FILE --n N --modes fp16:nhwc,tf32:nchw [--out DIR]
+                      [--only a,b] [--time 60s] [--runs 30] [--dry-run]
+       bench/suite.py --self-check      (no GPU: record decoding, parsing, table)
+       bench/suite.py --table ROWS.jsonl -o RESULTS.md   (rebuild a table)
+"""
+import argparse, base64, datetime, gzip, json, math, os, re, shlex, shutil, statistics, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from table import ELEMENT_BYTES, ERROR_BOUNDS, cudnn_version  # noqa: E402  (stdlib only)
+
+PRECISIONS = ("fp32", "tf32", "3xtf32", "fp16", "bf16")
+LAYOUTS = ("nchw", "nhwc")
+# Dense peak of each precision as a multiple of the FP32 FFMA peak (SMs x 256
+# FLOP/clk x clock), as bench/table.py: sm_90's datasheet dense tensor rates;
+# 3xTF32 does three TF32 products per FP32-accurate one.
+PEAK_FACTOR = {"fp32": 1.0, "tf32": 8.0, "3xtf32": 8.0 / 3, "fp16": 16.0, "bf16": 16.0}
+MIN_RUNS = 30
+FLUSH_BYTES = 256 << 20
+ELF_MAGIC = b"\x7fELF"
+INDEX_LIMIT = 2**31 - 1  # convgen's kernels index with 32-bit integers
+SHAPE_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "stride_h", "stride_w", "pad", "pad_h", "pad_w",
+              "dilation", "dilation_h", "dilation_w", "groups", "bias")
+
+
+class UsageError(Exception):
+    """A bad command line or suite file: exit status 2."""
+
+
+class ShapeError(ValueError):
+    """A shape string that convgen's grammar does not accept."""
+
+
+def parse_shape(text):
+    """Parses convgen's -shape grammar into a dict of ints (and bias), with
+    P and Q; raises ShapeError on what convgen would refuse as malformed."""
+    kv = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ShapeError(f"{part!r} is not KEY=VALUE")
+        k, v = (t.strip() for t in part.split("=", 1))
+        k = k.lower()
+        if k not in SHAPE_KEYS:
+            raise ShapeError(f"unknown key {k!r}")
+        if k in kv:
+            raise ShapeError(f"key {k!r} given twice")
+        kv[k] = v
+    s = {}
+    for k in ("n", "c", "h", "w", "k", "r", "s"):
+        if k not in kv:
+            raise ShapeError(f"missing {k.upper()}")
+        s[k] = _int(kv, k, 1)
+    for key, low in (("stride", 1), ("pad", 0), ("dilation", 1)):
+        if key in kv and (key + "_h" in kv or key + "_w" in kv):
+            raise ShapeError(f"{key} together with {key}_h or {key}_w")
+        both = _int(kv, key, low) if key in kv else (0 if key == "pad" else 1)
+        s[key + "_h"] = _int(kv, key + "_h", low) if key + "_h" in kv else both
+        s[key + "_w"] = _int(kv, key + "_w", low) if key + "_w" in kv else both
+    s["groups"] = _int(kv, "groups", 1) if "groups" in kv else 1
+    b = kv.get("bias", "true").lower()
+    if b not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise ShapeError(f"bias {b!r} is not a boolean")
+    s["bias"] = b in ("true", "1", "yes", "on")
+    if s["c"] % s["groups"] or s["k"] % s["groups"]:
+        raise ShapeError("C and K must be divisible by groups")
+    for ax, size, r in (("h", s["h"], s["r"]), ("w", s["w"], s["s"])):
+        if size + 2 * s["pad_" + ax] < s["dilation_" + ax] * (r - 1) + 1:
+            raise ShapeError(f"output of less than 1 along {ax.upper()}")
+    s["p"] = (s["h"] + 2 * s["pad_h"] - s["dilation_h"] * (s["r"] - 1) - 1) // s["stride_h"] + 1
+    s["q"] = (s["w"] + 2 * s["pad_w"] - s["dilation_w"] * (s["s"] - 1) - 1) // s["stride_w"] + 1
+    return s
+
+
+def _int(kv, k, low):
+    try:
+        v = int(kv[k])
+    except ValueError:
+        raise ShapeError(f"{k}={kv[k]!r} is not an integer") from None
+    if v < low:
+        raise ShapeError(f"{k}={v} is below {low}")
+    return v
+
+
+def canonical(s):
+    """convgen's canonical shape string (problem.Shape.String), the cache key."""
+    out = "N={n},C={c},H={h},W={w},K={k},R={r},S={s}".format(**s)
+    for key in ("stride", "pad", "dilation"):
+        h, w = s[key + "_h"], s[key + "_w"]
+        out += f",{key}={h}" if h == w else f",{key}_h={h},{key}_w={w}"
+    return out + f",groups={s['groups']},bias={'true' if s['bias'] else 'false'}"
+
+
+def read_suite(path, n):
+    """The suite's shapes as (name, full shape string, parsed shape or
+    ShapeError): N=n is prefixed unless the line has its own N (n None:
+    every line must have its own)."""
+    shapes = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if line.count("|") != 1:
+                raise UsageError(f"{path}:{lineno}: want 'name | shape', got {line!r}")
+            name, shape = (t.strip() for t in line.split("|"))
+            has_n = any(p.split("=", 1)[0].strip().lower() == "n" for p in shape.split(",") if "=" in p)
+            if not has_n:
+                shape = f"N={n}," + shape if n is not None else shape
+            try:
+                parsed = parse_shape(shape)
+            except ShapeError as e:
+                parsed = ShapeError(f"{path}:{lineno}: {e}")
+            shapes.append((name, shape, parsed))
+    return shapes
+
+
+def parse_modes(text):
+    modes = []
+    for m in text.split(","):
+        m = m.strip().lower()
+        if not m:
+            continue
+        prec, _, layout = m.partition(":")
+        layout = layout or "nchw"
+        if prec not in PRECISIONS or layout not in LAYOUTS:
+            raise UsageError(f"mode {m!r}: want precision:layout with precision in {'/'.join(PRECISIONS)} "
+                             f"and layout in {'/'.join(LAYOUTS)}")
+        modes.append((prec, layout))
+    if not modes:
+        raise UsageError("no modes")
+    return modes
+
+
+def work(s, prec):
+    """FLOPs and bytes (every tensor read or written once) of shape s."""
+    cg = s["c"] // s["groups"]
+    flops = 2 * s["n"] * s["k"] * s["p"] * s["q"] * cg * s["r"] * s["s"]
+    elems = s["n"] * s["c"] * s["h"] * s["w"] + s["k"] * cg * s["r"] * s["s"] + (s["k"] if s["bias"] else 0) \
+        + s["n"] * s["k"] * s["p"] * s["q"]
+    return flops, elems * ELEMENT_BYTES[prec]
+
+
+def tensor_elems(s):
+    """Elements of the input, filter and output of shape s."""
+    return (s["n"] * s["c"] * s["h"] * s["w"], s["k"] * (s["c"] // s["groups"]) * s["r"] * s["s"],
+            s["n"] * s["k"] * s["p"] * s["q"])
+
+
+def floor_ms(s, prec, facts):
+    """The roofline's time: max(FLOPs / dense peak of the mode, bytes / copy bandwidth)."""
+    flops, nbytes = work(s, prec)
+    peak = facts["sms"] * 256 * facts["clock_mhz"] * 1e6 * PEAK_FACTOR[prec]
+    return max(flops / peak, nbytes / facts["bandwidth"]) * 1e3
+
+
+def convgen_command(convgen, shape, prec, layout, pkgdir, cache, tune_time):
+    cmd = [convgen, "-shape", shape, "-precision", prec, "-layout", layout, "-o", pkgdir, "-pkg", "suitepkg",
+           "-cache", cache, "-q"]
+    if tune_time:
+        cmd += ["-time", tune_time]
+    return cmd
+
+
+# ---------------------------------------------------------------- the cache
+
+
+def load_cache(path):
+    try:
+        with open(path) as f:
+            return json.load(f).get("records") or []
+    except FileNotFoundError:
+        return []
+
+
+def decode_gzip_b64(text):
+    """A record's cubin_gzip / ptx_gzip (base64 of a gzip stream) as bytes."""
+    return gzip.decompress(base64.b64decode(text))
+
+
+def record_id(rec):
+    """What tells one tuning of a problem from another (not the checksum:
+    convgen adds checksums to records written before them)."""
+    return (rec.get("kernel_sha256"), (rec.get("summary") or {}).get("tuned_at"), (rec.get("winner") or {}).get("median_ms"))
+
+
+def find_record(records, shape, prec, layout, device, kernel_sha256=None):
+    """The record of this problem tuned on device (and with this winner
+    kernel hash when given), or None."""
+    for r in records:
+        k = r.get("key", {})
+        if (k.get("shape"), k.get("precision"), k.get("layout"), k.get("device")) == (shape, prec, layout, device) \
+                and (kernel_sha256 is None or r.get("kernel_sha256") == kernel_sha256):
+            return r
+    return None
+
+
+# ------------------------------------------------------------ the GPU side
+
+
+class GPU:
+    """PyTorch and CuPy, imported only for a real run."""
+
+    def __init__(self, runs, seed):
+        import torch, torch.nn.functional as F
+        import cupy as cp
+        self.torch, self.F, self.cp = torch, F, cp
+        self.runs, self.seed = max(runs, MIN_RUNS), seed
+        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+        torch.backends.cudnn.benchmark = True
+
+    def time_it(self, fn, warmup=5):
+        torch = self.torch
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for i in range(self.runs):
+            self.flush.fill_(i & 0xFF)
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        times.sort()
+        q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]
+        return statistics.median(times), q(0.1), q(0.9)
+
+    def measure(self, s, prec, layout, rec, scratch, index):
+        """Checks and times the record's kernel and PyTorch's conv2d on shape
+        s; returns the row's measured fields. Raises on a load failure."""
+        torch, F, cp = self.torch, self.F, self.cp
+        row = {}
+        cubin = decode_gzip_b64(rec["cubin_gzip"])
+        if cubin[:4] != ELF_MAGIC:
+            raise RuntimeError("the record's CUBIN is not an ELF image")
+        path = os.path.join(scratch, f"kernel-{index}.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        mod = cp.RawModule(path=path)
+        fn = mod.get_function(rec["kernel"])
+        shared = int(rec["shared_bytes"])
+        if shared > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = shared
+        grid, block = tuple(rec["grid"]), tuple(rec["block"])
+
+        dt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec, torch.float32)
+        N, C, K, G = s["n"], s["c"], s["k"], s["groups"]
+        gen = torch.Generator(device="cuda").manual_seed(self.seed + index)
+        x = torch.randn(N, C, s["h"], s["w"], device="cuda", generator=gen).to(dt)
+        w = (torch.randn(K, C // G, s["r"], s["s"], device="cuda", generator=gen) / math.sqrt(C // G * s["r"] * s["s"])).to(dt)
+        b = torch.randn(K, device="cuda", generator=gen).to(dt) if s["bias"] else torch.zeros(1, device="cuda", dtype=dt)
+        conv = dict(stride=(s["stride_h"], s["stride_w"]), padding=(s["pad_h"], s["pad_w"]),
+                    dilation=(s["dilation_h"], s["dilation_w"]), groups=G)
+        P, Q = s["p"], s["q"]
+        if layout == "nhwc":  # dense NHWC, KRSC and NPQK arrays, whatever torch's stride rules for size-1 dims
+            xi, wi = x.permute(0, 2, 3, 1).contiguous(), w.permute(0, 2, 3, 1).contiguous()
+            out = torch.full((N, P, Q, K), float("nan"), device="cuda", dtype=dt)
+        else:
+            xi, wi = x.contiguous(), w.contiguous()
+            out = torch.full((N, K, P, Q), float("nan"), device="cuda", dtype=dt)
+        stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        args = tuple(cp.uint64(t.data_ptr()) for t in (out, xi, wi, b))
+
+        def run_convgen():
+            fn(grid, block, args, shared_mem=shared, stream=stream)
+
+        run_convgen()
+        torch.cuda.synchronize()
+        out_nkpq = out.permute(0, 3, 1, 2) if layout == "nhwc" else out
+
+        # PyTorch in the matching mode.
+        tf32 = prec == "tf32"
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        xp, wp = x, w
+        if layout == "nhwc":
+            xp, wp = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+        bp = b if s["bias"] else None
+        run_torch = lambda: F.conv2d(xp, wp, bp, **conv)
+        pt_out = run_torch()
+        torch.cuda.synchronize()
+
+        # Errors against float64, a batch slice at a time (bounded memory).
+        per_sample = C * s["h"] * s["w"] + K * P * Q
+        step = max(1, (128 << 20) // max(1, per_sample))
+        num_cg = num_pt = den = 0.0
+        nan = 0
+        b64 = b.double() if s["bias"] else None
+        w64 = w.double()
+        for n0 in range(0, N, step):
+            ref = F.conv2d(x[n0:n0 + step].double(), w64, b64, **conv)
+            o = out_nkpq[n0:n0 + step].double()
+            nan += int(torch.isnan(o).sum().item())
+            num_cg += float(((o - ref) ** 2).sum().item())
+            num_pt += float(((pt_out[n0:n0 + step].double() - ref) ** 2).sum().item())
+            den += float((ref ** 2).sum().item())
+            del ref, o
+        den = math.sqrt(den) or 1.0
+        row["nan_outputs"] = nan
+        row["convgen_error"] = math.sqrt(num_cg) / den if not nan else float("nan")
+        row["pytorch_error"] = math.sqrt(num_pt) / den
+        del pt_out
+
+        c_med, c_p10, c_p90 = self.time_it(run_convgen)
+        p_med, p_p10, p_p90 = self.time_it(run_torch)
+        row.update(convgen_ms=c_med, convgen_p10_ms=c_p10, convgen_p90_ms=c_p90,
+                   pytorch_ms=p_med, pytorch_p10_ms=p_p10, pytorch_p90_ms=p_p90)
+        del x, w, b, xi, wi, out, xp, wp, mod
+        torch.cuda.empty_cache()
+        return row
+
+
+def device_facts(torch):
+    """SMs, max SM clock and copy bandwidth of GPU 0: the environment's
+    SMS, CLOCK_MHZ and BANDWIDTH where set, else bench/devicefacts.py's
+    measurement."""
+    import devicefacts
+    facts = {}
+    env = lambda k: os.environ.get(k) or None
+    facts["sms"] = int(env("SMS") or torch.cuda.get_device_properties(0).multi_processor_count)
+    try:
+        facts["clock_mhz"] = float(env("CLOCK_MHZ") or devicefacts.max_sm_clock_mhz())
+    except Exception as e:  # nvidia-smi missing: say so in the header
+        print(f"suite.py: SM clock not measured ({e}); using 1980 MHz", file=sys.stderr)
+        facts["clock_mhz"] = 1980.0
+    facts["bandwidth"] = float(env("BANDWIDTH") or devicefacts.copy_bandwidth())
+    torch.cuda.empty_cache()
+    return facts
+
+
+# ------------------------------------------------------------------ a row
+
+
+def run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, facts):
+    row = dict(name=name, shape=shape, precision=prec, layout=layout, mode=f"{prec}:{layout}",
+               bound=ERROR_BOUNDS[prec], status="ok")
+    if isinstance(s, ShapeError):
+        return dict(row, status="bad-shape", failure=str(s))
+    row["canonical"] = canonical(s)
+    flops, nbytes = work(s, prec)
+    row.update(flops=flops, bytes=nbytes, floor_ms=floor_ms(s, prec, facts))
+    before = find_record(load_cache(args.cache), row["canonical"], prec, layout, device)
+    pkg = os.path.join(scratch, f"pkg-{index}")
+    cmd = convgen_command(args.convgen, shape, prec, layout, pkg, args.cache, args.time)
+    row["command"] = " ".join(shlex.quote(c) for c in cmd)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.tune_timeout)
+        rc, stdout, stderr = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, stdout, stderr = "timeout", e.stdout or "", e.stderr or ""
+        stdout, stderr = (t.decode(errors="replace") if isinstance(t, bytes) else t for t in (stdout, stderr))
+    row["tune_s"] = time.monotonic() - t0
+    row["convgen_rc"] = rc
+    tail = lambda t: [l for l in t.strip().splitlines() if l.strip()][-3:]
+    row["stdout_tail"], row["stderr_tail"] = tail(stdout), tail(stderr)
+    if rc != 0:
+        last = (row["stderr_tail"] or row["stdout_tail"] or [""])[-1]
+        what = f"after {args.tune_timeout} s" if rc == "timeout" else f"exit {rc}"
+        return dict(row, status="tune-failed", failure=f"convgen {what}: {last}"[:300])
+    # The record the package was written from: the report names its problem,
+    # device and winner kernel hash.
+    try:
+        with open(os.path.join(pkg, "report.json")) as f:
+            rep = json.load(f)
+        key = (rep["shape"], rep["precision"], rep["layout"], rep["device"]["name"], rep["kernel_sha256"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return dict(row, status="no-record", failure=f"cannot read the package's report.json: {e}")
+    rec = find_record(load_cache(args.cache), *key)
+    if rec is None:
+        return dict(row, status="no-record", failure=f"no record in {args.cache} for {key[0]} {prec} {layout} on {key[3]}")
+    summ = rec.get("summary") or {}
+    row.update(reused=before is not None and record_id(before) == record_id(rec), record_tuning_s=summ.get("duration_s"),
+               winner_family=rec["winner"]["family"], winner_config=rec["winner"].get("config"),
+               convgen_reported_ms=rec["winner"].get("median_ms"), kernel=rec["kernel"], grid=rec["grid"],
+               block=rec["block"], shared_bytes=rec["shared_bytes"], arch=rec["arch"], device=key[3])
+    if rec["key"].get("device") != device:
+        row["note"] = f"record tuned on {rec['key'].get('device')}, measured on {device}"
+    try:
+        row.update(gpu.measure(s, prec, layout, rec, scratch, index))
+    except Exception as e:  # a kernel that does not load or launch: a row, not a crash
+        gpu.torch.cuda.empty_cache()
+        return dict(row, status="run-failed", failure=f"{type(e).__name__}: {e}"[:300])
+    finally:
+        shutil.rmtree(pkg, ignore_errors=True)
+    if row["nan_outputs"] or not row["convgen_error"] <= row["bound"]:
+        row["status"] = "wrong"
+        row["failure"] = (f"{row['nan_outputs']} outputs not written (NaN)" if row["nan_outputs"]
+                          else f"error {row['convgen_error']:.2e} above the bound {row['bound']:g}")
+    row["ratio"] = row["pytorch_ms"] / row["convgen_ms"]
+    row["tflops"] = flops / (row["convgen_ms"] * 1e-3) / 1e12
+    row["roofline_share"] = row["floor_ms"] / row["convgen_ms"]
+    row["pytorch_roofline_share"] = row["floor_ms"] / row["pytorch_ms"]
+    return row
+
+
+# ----------------------------------------------------------------- tables
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def _median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def summarize(rows):
+    """Per-mode figures: geometric mean and minimum ratio and median share of
+    the roofline over the verified shapes, tuning time, counts."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    ratios = [r["ratio"] for r in ok]
+    worst = min(ok, key=lambda r: r["ratio"]) if ok else None
+    return dict(shapes=len(rows), served=sum(1 for r in rows if "kernel" in r), verified=len(ok),
+                geomean=geomean(ratios), min_ratio=worst["ratio"] if worst else None,
+                min_shape=worst["name"] if worst else None,
+                median_roofline=_median([r["roofline_share"] for r in ok]),
+                pytorch_median_roofline=_median([r["pytorch_roofline_share"] for r in ok if "pytorch_roofline_share" in r]),
+                tune_s=sum(r.get("tune_s") or 0 for r in rows),
+                recorded_tune_s=sum(r.get("record_tuning_s") or 0 for r in rows if "kernel" in r),
+                reused=sum(1 for r in rows if r.get("reused")))
+
+
+def _fmt(x, spec, suffix=""):
+    return "—" if x is None else format(x, spec) + suffix
+
+
+def _cell(text):
+    return str(text).replace("|", "/").replace("\n", " ")
+
+
+def render(meta, rows):
+    """The results file's markdown: a header, a table and a summary per mode."""
+    lines = []
+    w = lines.append
+    w(f"# convgen vs PyTorch (cuDNN): suite `{meta.get('suite', '?')}`, N={meta.get('n', '?')}, on {meta.get('device', '?')}")
+    w("")
+    for label, key in (("suite file", "suite_file"), ("batch size", "n_note"), ("device", "device"), ("driver", "driver"),
+                       ("CUDA", "cuda"), ("cuDNN", "cudnn"), ("PyTorch", "torch"), ("CuPy", "cupy"), ("date (UTC)", "date"),
+                       ("convgen commit", "commit"), ("convgen flags", "flags"), ("tuning cache", "cache"),
+                       ("roofline facts", "facts_note"), ("timed runs", "runs")):
+        if meta.get(key) not in (None, ""):
+            w(f"- {label}: {meta[key]}")
+    w("")
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    summaries = {}
+    for mode in modes:
+        mrows = [r for r in rows if r["mode"] == mode]
+        prec = mrows[0]["precision"]
+        vs = "PyTorch strict FP32" if prec in ("fp32", "3xtf32") else f"PyTorch {prec}" + (" (TF32 allowed)" if prec == "tf32" else "")
+        w(f"## {mode} (vs {vs}; error bound {ERROR_BOUNDS[prec]:g})")
+        w("")
+        w("| shape | convgen ms | PyTorch ms | ratio | TFLOP/s | of roofline | convgen error | PyTorch error | winner | tuning s |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
+        for r in mrows:
+            tune = "—" if r.get("tune_s") is None else f"{r['tune_s']:.1f}"
+            if r.get("reused"):
+                rec_s = r.get("record_tuning_s")
+                tune += " (reused" + (f"; tuned in {rec_s:.1f})" if rec_s else ")")
+            if "convgen_ms" not in r:
+                w(f"| {_cell(r['name'])} | FAILED ({r['status']}): {_cell(r.get('failure', '?'))} | — | — | — | — | — | — "
+                  f"| {_cell(r.get('winner_family', '—'))} | {tune} |")
+                continue
+            flag = "" if r["status"] == "ok" else f" **{r['status'].upper()}: {_cell(r.get('failure', ''))}**"
+            w(f"| {_cell(r['name'])} | {r['convgen_ms']:.4f}{flag} | {r['pytorch_ms']:.4f} | {r['ratio']:.2f}× | {r['tflops']:.1f} "
+              f"| {r['roofline_share']:.0%} | {r['convgen_error']:.1e} | {r['pytorch_error']:.1e} | {_cell(r['winner_family'])} | {tune} |")
+        sm = summaries[mode] = summarize(mrows)
+        w("")
+        g = "—" if sm["geomean"] is None else f"{sm['geomean']:.2f}×"
+        mn = "—" if sm["min_ratio"] is None else f"{sm['min_ratio']:.2f}× ({sm['min_shape']})"
+        med = "—" if sm["median_roofline"] is None else f"{sm['median_roofline']:.0%}"
+        w(f"- geometric mean ratio: {g}; minimum ratio: {mn}; median share of the roofline: {med} "
+          f"(PyTorch's: {_fmt(sm['pytorch_median_roofline'], '.0%')}; over the verified shapes)")
+        w(f"- served {sm['served']}/{sm['shapes']}, verified {sm['verified']}/{sm['shapes']}; tuning wall time {sm['tune_s']:.1f} s in all "
+          f"({sm['reused']} records reused from the cache; the records' own tuning time {sm['recorded_tune_s']:.1f} s)")
+        w("")
+    w("## Summary")
+    w("")
+    w("| mode | served | verified | geomean ratio | min ratio | median of roofline | tuning s |")
+    w("|---|---|---|---|---|---|---|")
+    for mode, sm in summaries.items():
+        w(f"| {mode} | {sm['served']}/{sm['shapes']} | {sm['verified']}/{sm['shapes']} | {_fmt(sm['geomean'], '.2f', '×')} "
+          f"| {_fmt(sm['min_ratio'], '.2f', '×')} | {_fmt(sm['median_roofline'], '.0%')} | {sm['tune_s']:.1f} |")
+    w("")
+    w("How the numbers are made:")
+    w("")
+    w("- Both sides run in one process on the same GPU: convgen's winner loaded from its cache record (the CUBIN, with "
+      "CuPy) and launched with the record's grid, block and dynamic shared memory; PyTorch's `F.conv2d` with "
+      "`cudnn.benchmark = True`, channels_last tensors for NHWC, TF32 allowed only in tf32 modes (fp32 and 3xtf32 "
+      "are compared with PyTorch's strict FP32). Times are CUDA events around the kernel alone, after warm-up, the "
+      "L2 flushed (a 256 MB memset) before every timed run; the median is shown.")
+    w("- ratio = PyTorch ms / convgen ms; TFLOP/s = 2·N·K·P·Q·(C/groups)·R·S / convgen ms.")
+    w("- of roofline = max(FLOPs / dense peak of the mode, bytes / copy bandwidth) / convgen ms, where peak FP32 = "
+      "SMs × 256 FLOP/clk × clock, TF32 8×, 3xTF32 8/3×, FP16 and BF16 16× that, and bytes = every tensor "
+      "read or written once in the mode's element size.")
+    w("- error = ‖out − ref‖ / ‖ref‖ over every output against PyTorch's float64 conv2d on the same (for fp16 and "
+      "bf16, rounded) inputs; convgen's output is poisoned with NaN before its launch. A row is verified when "
+      "every output was written and the error is within the bound.")
+    w("- tuning s = wall time of the convgen call (compiles included); \"reused\" marks a current record of this "
+      "GPU that convgen took from the cache instead of tuning, with the time its tuning took.")
+    w("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------- the commands
+
+
+def gpu_slug(device):
+    words = [t for t in re.split(r"[^A-Za-z0-9]+", device or "") if t and t.upper() != "NVIDIA"]
+    return words[0].lower() if words else "gpu"
+
+
+def run(args):
+    try:
+        n = None if args.n in ("own", "-") else int(args.n)
+    except ValueError:
+        n = 0
+    if n is not None and n < 1:
+        raise UsageError(f"N {args.n!r}: want a positive batch size or 'own'")
+    modes = parse_modes(args.modes)
+    shapes = read_suite(args.suite, n)
+    only = [t.strip() for t in (args.only or "").split(",") if t.strip()]
+    if only:
+        unknown = sorted(set(only) - {name for name, _, _ in shapes})
+        if unknown:
+            raise UsageError(f"ONLY names shapes the suite lacks: {', '.join(unknown)}")
+        shapes = [t for t in shapes if t[0] in only]
+    suite = os.path.splitext(os.path.basename(args.suite))[0]
+    if args.dry_run:
+        index = 0
+        for name, shape, s in shapes:
+            if isinstance(s, ShapeError):
+                print(f"# {name}: bad shape: {s}")
+                index += len(modes)
+                continue
+            for prec, layout in modes:
+                index += 1
+                cmd = convgen_command(args.convgen, shape, prec, layout, f"TMP/pkg-{index}", args.cache, args.time)
+                print(f"# {name} {prec}:{layout} ({canonical(s)}; {work(s, prec)[0] / 1e9:.2f} GFLOP)")
+                if max(tensor_elems(s)) > INDEX_LIMIT:
+                    print(f"#   note: a tensor of more than {INDEX_LIMIT} elements: convgen refuses it today (32-bit indices)")
+                print(" ".join(shlex.quote(c) for c in cmd))
+        print(f"# {len(shapes)} shapes x {len(modes)} modes from {args.suite}")
+        return 0
+    if not os.access(args.convgen, os.X_OK):
+        raise SystemExit(f"suite.py: {args.convgen} is not an executable (run scripts/build-device and carry .dev)")
+
+    gpu = GPU(args.runs, args.seed)
+    torch, cp = gpu.torch, gpu.cp
+    device = torch.cuda.get_device_name(0)
+    facts = device_facts(torch)
+    date = datetime.datetime.now(datetime.timezone.utc)
+    commit = args.commit or os.environ.get("CONVGEN_COMMIT") or _git_commit() or "unknown"
+    base = f"results-suite-{suite}-{'own-n' if n is None else f'n{n}'}-{date:%Y-%m-%d}-{gpu_slug(device)}-{commit}"
+    os.makedirs(args.out, exist_ok=True)
+    md_path, jsonl_path = os.path.join(args.out, base + ".md"), os.path.join(args.out, base + ".jsonl")
+    meta = dict(kind="meta", suite=suite, suite_file=args.suite, n="own" if n is None else n,
+                n_note=("each line's own N" if n is None else f"{n} (lines with their own N= keep it)"),
+                device=device, driver=args.driver or "?",
+                cuda=f"{torch.version.cuda} (PyTorch's)" + (f", driver supports {args.driver_cuda}" if args.driver_cuda else ""),
+                cudnn=cudnn_version(torch.backends.cudnn.version()), torch=torch.__version__, cupy=cp.__version__,
+                date=date.strftime("%Y-%m-%dT%H:%M:%SZ"), commit=commit,
+                flags="default" + (f", -time {args.time}" if args.time else ""), cache=args.cache,
+                facts=facts, runs=gpu.runs, modes=[f"{p}:{l}" for p, l in modes],
+                facts_note=f"{facts['sms']} SMs, {facts['clock_mhz']:g} MHz, copy bandwidth {facts['bandwidth'] / 1e12:.2f} TB/s")
+    print("suite: " + ", ".join(f"{k} {meta[k]}" for k in ("device", "driver", "cuda", "cudnn", "torch", "commit")), file=sys.stderr)
+    rows = []
+    scratch = tempfile.mkdtemp(prefix="convgen-suite-")
+    with open(jsonl_path, "w") as out:
+        out.write(json.dumps(meta) + "\n")
+        index = 0
+        for name, shape, s in shapes:
+            for prec, layout in modes:
+                index += 1
+                try:
+                    row = run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, facts)
+                except Exception as e:  # anything unforeseen: a row, and on to the next
+                    row = dict(name=name, shape=shape, precision=prec, layout=layout, mode=f"{prec}:{layout}",
+                               bound=ERROR_BOUNDS[prec], status="error", failure=f"{type(e).__name__}: {e}"[:300])
+                rows.append(row)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                brief = (f"{row['ratio']:.2f}x, error {row['convgen_error']:.1e}" if "ratio" in row else row.get("failure", ""))
+                print(f"suite: {name} {prec}:{layout}: {row['status']}: {brief}", file=sys.stderr, flush=True)
+                with open(md_path, "w") as f:  # rewritten after each row: a killed run leaves its table
+                    f.write(render(meta, rows))
+    shutil.rmtree(scratch, ignore_errors=True)
+    print(render(meta, rows))
+    print(f"suite: wrote {md_path} and {jsonl_path}", file=sys.stderr)
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+def _git_commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True, cwd=HERE).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def rebuild_table(jsonl, out):
+    meta, rows = {}, []
+    with open(jsonl) as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                if d.get("kind") == "meta":
+                    meta = d
+                else:
+                    rows.append(d)
+    with open(out, "w") as f:
+        f.write(render(meta, rows))
+    return 0
+
+
+# ------------------------------------------------------------- self-check
+
+
+# A stand-in for convgen in the self-check: writes -o/report.json naming the
+# cache record of the asked precision and layout, as a real run does; bf16
+# fails the way convgen does when nothing serves.
+_FAKE_CONVGEN = r'''
+import json, os, sys
+a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+if a["-precision"] == "bf16":
+    sys.exit(print("convgen: no candidate served", file=sys.stderr) or 1)
+for r in json.load(open(a["-cache"]))["records"]:
+    k = r["key"]
+    if (k["precision"], k["layout"]) == (a["-precision"], a["-layout"]):
+        os.makedirs(a["-o"], exist_ok=True)
+        json.dump(dict(shape=k["shape"], precision=k["precision"], layout=k["layout"], device=dict(name=k["device"]),
+                       kernel_sha256=r["kernel_sha256"]), open(os.path.join(a["-o"], "report.json"), "w"))
+        sys.exit(0)
+sys.exit(1)
+'''
+
+
+class _FakeGPU:
+    """The GPU side of a row in the self-check: returns set figures."""
+
+    class torch:
+        class cuda:
+            @staticmethod
+            def empty_cache():
+                pass
+
+    def __init__(self, result):
+        self.result, self.seen = result, []
+
+    def measure(self, s, prec, layout, rec, scratch, index):
+        self.seen.append(rec["kernel"])
+        return dict(self.result)
+
+
+def self_check():
+    """Checks, without a GPU, what the GPU run relies on: record decoding,
+    shape parsing and canonical form, the suites, the roofline arithmetic
+    and the table. Prints each check and exits 1 on any failure."""
+    root = os.path.dirname(HERE)
+    failures = []
+
+    def check(cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            failures.append(what)
+
+    # 1. Every record of the example cache: CUBIN and PTX decode.
+    recs = load_cache(os.path.join(root, "examples", "alexnet", "convgen-cache.json"))
+    check(len(recs) >= 6, f"examples/alexnet/convgen-cache.json holds {len(recs)} records (want the flagship's 6)")
+    for r in recs:
+        what = f"{r['key']['precision']}:{r['key']['layout']} ({r['kernel']})"
+        try:
+            cubin, ptx = decode_gzip_b64(r["cubin_gzip"]), decode_gzip_b64(r["ptx_gzip"]).decode()
+        except Exception as e:
+            check(False, f"{what}: decode: {e}")
+            continue
+        check(cubin[:4] == ELF_MAGIC, f"{what}: CUBIN ({len(cubin)} bytes) starts with the ELF magic")
+        check(ptx.lstrip().startswith(("//", ".version")), f"{what}: PTX decodes to text")
+        check(f".entry {r['kernel']}" in ptx or f"{r['kernel']}(" in ptx, f"{what}: the PTX defines the record's kernel name")
+        check(r["kernel"].encode() in cubin, f"{what}: the CUBIN holds the record's kernel name")
+        s = parse_shape(r["key"]["shape"])
+        check(canonical(s) == r["key"]["shape"], f"{what}: canonical form of the key's shape is the key")
+        found = find_record(recs, r["key"]["shape"], r["key"]["precision"], r["key"]["layout"], r["key"]["device"], r["kernel_sha256"])
+        check(found is r, f"{what}: find_record finds it by problem, device and kernel hash")
+    check(find_record(recs, recs[0]["key"]["shape"], "fp32", "nchw", "NVIDIA B200") is None, "find_record: another device finds nothing")
+    try:
+        decode_gzip_b64(base64.b64encode(b"not gzip").decode())
+        check(False, "decoding a record that is not gzip raises")
+    except OSError:
+        check(True, "decoding a record that is not gzip raises")
+
+    # 2. Shapes: canonical form, P/Q, refusals.
+    s = parse_shape(" n=8,C=32,H=512,W=512,K=64,R=5,S=9,pad_h=2,pad_w=4,dilation_h=2,dilation_w=3,bias=false")
+    check(canonical(s) == "N=8,C=32,H=512,W=512,K=64,R=5,S=9,stride=1,pad_h=2,pad_w=4,dilation_h=2,dilation_w=3,groups=1,bias=false",
+          "canonical form of an asymmetric shape")
+    check((s["p"], s["q"]) == (508, 496), f"P, Q of the dilated shape: {s['p']}, {s['q']} (want 508, 496)")
+    for bad in ("N=1,C=3,H=5,W=5,K=4,R=3", "N=1,C=3,H=5,W=5,K=4,R=3,S=3,groups=2", "N=1,C=3,H=2,W=5,K=3,R=3,S=3",
+                "N=1,C=3,H=5,W=5,K=3,R=3,S=3,pad=1,pad_h=1", "N=1,C=3,H=5,W=5,K=3,R=3,S=3,foo=1", "N=1,C=3,H=5,W=5,K=3,R=3,S=3,bias=maybe"):
+        try:
+            parse_shape(bad)
+            check(False, f"refuses {bad}")
+        except ShapeError:
+            check(True, f"refuses {bad}")
+
+    # 3. The suites parse, with the counts their READMEs give.
+    for suite, count, n in (("resnet50", 23, 32), ("mobilenetv2", 12, 32), ("kernelbench-l1", 11, None)):
+        shapes = read_suite(os.path.join(HERE, "suites", suite + ".txt"), n)
+        bad = [f"{name}: {p}" for name, _, p in shapes if isinstance(p, ShapeError)]
+        check(len(shapes) == count and not bad, f"bench/suites/{suite}.txt: {len(shapes)} shapes (want {count}), bad: {bad or 'none'}")
+    kb = dict((name, p) for name, _, p in read_suite(os.path.join(HERE, "suites", "kernelbench-l1.txt"), 32))
+    check(kb["kb55"]["n"] == 8, "a line's own N wins over the run's N")
+    rn = dict((name, p) for name, _, p in read_suite(os.path.join(HERE, "suites", "resnet50.txt"), 256))
+    check(rn["stem"]["n"] == 256 and (rn["stem"]["p"], rn["stem"]["q"]) == (112, 112), "the run's N is prefixed; the stem's P = Q = 112")
+    dw = dict((name, p) for name, _, p in read_suite(os.path.join(HERE, "suites", "mobilenetv2.txt"), 32))["dw-96-112s2"]
+    check(dw["groups"] == 96 and dw["p"] == 56, "depthwise stride-2 shape: groups 96, P 56")
+    check(parse_modes("fp16:nhwc, tf32:nchw,3xtf32") == [("fp16", "nhwc"), ("tf32", "nchw"), ("3xtf32", "nchw")], "modes parse")
+
+    # 4. Roofline arithmetic: the flagship's figures (docs/performance.md).
+    f = parse_shape("N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")
+    flops, nbytes = work(f, "fp32")
+    check(flops == 53972582400 and nbytes == 451650048, f"flagship FLOPs {flops}, bytes {nbytes} (want 53972582400, 451650048)")
+    h200 = dict(sms=132, clock_mhz=1980, bandwidth=4.3e12)
+    check(abs(floor_ms(f, "fp32", h200) - 0.8067) < 1e-3 and abs(floor_ms(f, "tf32", h200) - 0.1050) < 1e-3,
+          f"flagship floors {floor_ms(f, 'fp32', h200):.4f} ms fp32, {floor_ms(f, 'tf32', h200):.4f} ms tf32 (want 0.8067, 0.1050: memory-bound)")
+    dflops, dbytes = work(dw, "fp16")
+    check(dflops == 2 * 32 * 96 * 56 * 56 * 9, "depthwise FLOPs count C/groups = 1 channel per output")
+
+    # 5. The table: a verified row, a failure, a wrong result.
+    ok = lambda name, ratio: dict(name=name, mode="tf32:nhwc", precision="tf32", layout="nhwc", status="ok", kernel="k",
+                                  convgen_ms=1.0, pytorch_ms=ratio, ratio=ratio, tflops=10.0, roofline_share=0.5,
+                                  pytorch_roofline_share=0.25,
+                                  convgen_error=1e-4, pytorch_error=2e-4, winner_family="igemm", tune_s=12.0)
+    rows = [ok("a", 2.0), ok("b", 0.5), dict(ok("c", 9.0), status="wrong", failure="error 1e-1 above the bound"),
+            dict(name="d", mode="tf32:nhwc", precision="tf32", layout="nhwc", status="tune-failed", tune_s=3.0,
+                 failure="convgen exit 1: no | candidate")]
+    sm = summarize(rows)
+    check(abs(sm["geomean"] - 1.0) < 1e-12 and sm["min_ratio"] == 0.5 and sm["min_shape"] == "b",
+          f"summary over verified rows only: geomean {sm['geomean']}, min {sm['min_ratio']} ({sm['min_shape']})")
+    check((sm["served"], sm["verified"], sm["shapes"], sm["tune_s"]) == (3, 2, 4, 39.0), f"summary counts {sm}")
+    md = render(dict(suite="t", n=32, device="NVIDIA H100"), rows)
+    check("FAILED (tune-failed): convgen exit 1: no / candidate" in md, "a failed shape is a row with its failure (| escaped)")
+    check("**WRONG: error 1e-1 above the bound**" in md, "a wrong result is flagged in its row")
+    check("| tf32:nhwc | 3/4 | 2/4 | 1.00× | 0.50× | 50% | 39.0 |" in md, "the summary table's row")
+    check(gpu_slug("NVIDIA H100 80GB HBM3") == "h100", "GPU slug")
+
+    # 6. A row end to end, with a fake convgen (writes the package's
+    # report.json from the example cache's record, or fails) and a fake GPU.
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "cache.json")
+        shutil.copy(os.path.join(root, "examples", "alexnet", "convgen-cache.json"), cache)
+        fake = os.path.join(tmp, "convgen")
+        with open(fake, "w") as fh:
+            fh.write(f"#!{sys.executable}\n" + _FAKE_CONVGEN)
+        os.chmod(fake, 0o755)
+        fargs = argparse.Namespace(convgen=fake, cache=cache, time=None, tune_timeout=60)
+        fgpu = _FakeGPU(dict(nan_outputs=0, convgen_error=3e-7, pytorch_error=2e-6, convgen_ms=1.0, convgen_p10_ms=1.0,
+                             convgen_p90_ms=1.0, pytorch_ms=2.5, pytorch_p10_ms=2.5, pytorch_p90_ms=2.5))
+        flag = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+        row = run_one(fargs, fgpu, "NVIDIA H200", "alexnet", flag, parse_shape(flag), "fp32", "nchw", 1, tmp, h200)
+        check(row["status"] == "ok" and row.get("winner_family") == "winograd" and row.get("reused") is True
+              and row.get("kernel") == "convgen_winograd_4f300814" and abs(row.get("ratio", 0) - 2.5) < 1e-12,
+              f"a served shape: the record found through the package's report, reused, ratio 2.5 ({row.get('status')}, "
+              f"{row.get('failure', '')}{row.get('winner_family')}, reused {row.get('reused')}, ratio {row.get('ratio')})")
+        check(fgpu.seen == ["convgen_winograd_4f300814"], f"the GPU side got the record's kernel: {fgpu.seen}")
+        row = run_one(fargs, fgpu, "NVIDIA H200", "alexnet", flag, parse_shape(flag), "bf16", "nchw", 2, tmp, h200)
+        check(row["status"] == "tune-failed" and "exit 1: convgen: no candidate served" in row.get("failure", ""),
+              f"a shape convgen fails: a tune-failed row with its message ({row['status']}: {row.get('failure')})")
+        fgpu.result["convgen_error"] = 2e-5
+        row = run_one(fargs, fgpu, "NVIDIA H200", "alexnet", flag, parse_shape(flag), "fp32", "nchw", 3, tmp, h200)
+        check(row["status"] == "wrong" and "above the bound" in row.get("failure", ""),
+              f"an error above fp32's bound is a wrong row ({row['status']}: {row.get('failure')})")
+        fgpu.result["nan_outputs"] = 7
+        row = run_one(fargs, fgpu, "NVIDIA H200", "alexnet", flag, parse_shape(flag), "fp32", "nchw", 4, tmp, h200)
+        check(row["status"] == "wrong" and "7 outputs not written" in row.get("failure", ""), "unwritten (NaN) outputs are a wrong row")
+        row = run_one(fargs, fgpu, "NVIDIA B200", "alexnet", flag, parse_shape(flag), "tf32", "nhwc", 5, tmp, h200)
+        check(row.get("reused") is False and "note" in row, "a record of another GPU is not 'reused' here, and the row says so")
+
+    print(f"\nself-check: {'FAILED: ' + str(len(failures)) if failures else 'all passed'}")
+    return 1 if failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", help="suite file: 'name | shape' lines")
+    ap.add_argument("--n", help="batch size for lines without their own N= ('own': every line has one)")
+    ap.add_argument("--modes", help="precision:layout list, e.g. fp16:nhwc,tf32:nchw")
+    ap.add_argument("--out", default=os.path.join(HERE), help="directory of the results files (default bench/)")
+    ap.add_argument("--convgen", default=".dev/convgen", help="cuda-tagged convgen binary")
+    ap.add_argument("--cache", default="bench/suite-cache.json", help="tuning cache convgen reads and writes")
+    ap.add_argument("--only", default=os.environ.get("ONLY"), help="comma list of shape names to run (env ONLY)")
+    ap.add_argument("--time", default=os.environ.get("TIME"), help="convgen -time budget, e.g. 60s (env TIME)")
+    ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", MIN_RUNS)), help=f"timed runs (at least {MIN_RUNS})")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the random inputs")
+    ap.add_argument("--tune-timeout", type=int, default=int(os.environ.get("TUNE_TIMEOUT", 1800)), help="seconds before a convgen call is killed")
+    ap.add_argument("--commit", help="convgen commit (default: $CONVGEN_COMMIT, else git rev-parse)")
+    ap.add_argument("--driver", help="NVIDIA driver version, for the header")
+    ap.add_argument("--driver-cuda", help="CUDA version the driver supports, for the header")
+    ap.add_argument("--dry-run", action="store_true", help="parse the suite and print the convgen commands; no GPU")
+    ap.add_argument("--self-check", action="store_true", help="check decoding, parsing and the table without a GPU")
+    ap.add_argument("--table", metavar="ROWS.jsonl", help="rebuild the markdown of a results .jsonl (with -o)")
+    ap.add_argument("-o", dest="table_out", help="with --table: the markdown file to write")
+    args = ap.parse_args()
+    if args.self_check:
+        return self_check()
+    if args.table:
+        if not args.table_out:
+            ap.error("--table needs -o")
+        return rebuild_table(args.table, args.table_out)
+    if not (args.suite and args.n and args.modes):
+        ap.error("--suite, --n and --modes are required")
+    try:
+        return run(args)
+    except (UsageError, OSError) as e:
+        print(f"suite.py: {e}", file=sys.stderr)
+        return 2 if isinstance(e, UsageError) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
