@@ -258,6 +258,12 @@ class GPU:
     def measure(self, s, prec, layout, rec, scratch, index):
         """Checks and times the record's kernel and PyTorch's conv2d on shape
         s; returns the row's measured fields. Raises on a load failure."""
+        try:
+            return self._measure(s, prec, layout, rec, scratch, index)
+        finally:  # the tensors died with _measure's frame (on success)
+            self.torch.cuda.empty_cache()
+
+    def _measure(self, s, prec, layout, rec, scratch, index):
         torch, F, cp = self.torch, self.F, self.cp
         row = {}
         cubin = decode_gzip_b64(rec["cubin_gzip"])
@@ -317,6 +323,7 @@ class GPU:
         nan = 0
         b64 = b.double() if s["bias"] else None
         w64 = w.double()
+        torch.backends.cudnn.benchmark = False  # no algorithm search for the float64 reference
         for n0 in range(0, N, step):
             ref = F.conv2d(x[n0:n0 + step].double(), w64, b64, **conv)
             o = out_nkpq[n0:n0 + step].double()
@@ -325,19 +332,23 @@ class GPU:
             num_pt += float(((pt_out[n0:n0 + step].double() - ref) ** 2).sum().item())
             den += float((ref ** 2).sum().item())
             del ref, o
+        torch.backends.cudnn.benchmark = True
         den = math.sqrt(den) or 1.0
         row["nan_outputs"] = nan
-        row["convgen_error"] = math.sqrt(num_cg) / den if not nan else float("nan")
-        row["pytorch_error"] = math.sqrt(num_pt) / den
+        row["convgen_error"] = _finite(math.sqrt(num_cg) / den) if not nan else None  # None: not all written
+        row["pytorch_error"] = _finite(math.sqrt(num_pt) / den)
         del pt_out
 
         c_med, c_p10, c_p90 = self.time_it(run_convgen)
         p_med, p_p10, p_p90 = self.time_it(run_torch)
         row.update(convgen_ms=c_med, convgen_p10_ms=c_p10, convgen_p90_ms=c_p90,
                    pytorch_ms=p_med, pytorch_p10_ms=p_p10, pytorch_p90_ms=p_p90)
-        del x, w, b, xi, wi, out, xp, wp, mod
-        torch.cuda.empty_cache()
         return row
+
+
+def _finite(x):
+    """x, or None for NaN and infinities (JSON has neither)."""
+    return x if math.isfinite(x) else None
 
 
 def device_facts(torch):
@@ -413,10 +424,10 @@ def run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, fac
         return dict(row, status="run-failed", failure=f"{type(e).__name__}: {e}"[:300])
     finally:
         shutil.rmtree(pkg, ignore_errors=True)
-    if row["nan_outputs"] or not row["convgen_error"] <= row["bound"]:
+    if row["nan_outputs"] or row["convgen_error"] is None or not row["convgen_error"] <= row["bound"]:
         row["status"] = "wrong"
         row["failure"] = (f"{row['nan_outputs']} outputs not written (NaN)" if row["nan_outputs"]
-                          else f"error {row['convgen_error']:.2e} above the bound {row['bound']:g}")
+                          else f"error {_fmt(row['convgen_error'], '.2e')} above the bound {row['bound']:g}")
     row["ratio"] = row["pytorch_ms"] / row["convgen_ms"]
     row["tflops"] = flops / (row["convgen_ms"] * 1e-3) / 1e12
     row["roofline_share"] = row["floor_ms"] / row["convgen_ms"]
@@ -493,7 +504,7 @@ def render(meta, rows):
                 continue
             flag = "" if r["status"] == "ok" else f" **{r['status'].upper()}: {_cell(r.get('failure', ''))}**"
             w(f"| {_cell(r['name'])} | {r['convgen_ms']:.4f}{flag} | {r['pytorch_ms']:.4f} | {r['ratio']:.2f}× | {r['tflops']:.1f} "
-              f"| {r['roofline_share']:.0%} | {r['convgen_error']:.1e} | {r['pytorch_error']:.1e} | {_cell(r['winner_family'])} | {tune} |")
+              f"| {r['roofline_share']:.0%} | {_fmt(r['convgen_error'], '.1e')} | {_fmt(r['pytorch_error'], '.1e')} | {_cell(r['winner_family'])} | {tune} |")
         sm = summaries[mode] = summarize(mrows)
         w("")
         g = "—" if sm["geomean"] is None else f"{sm['geomean']:.2f}×"
@@ -610,7 +621,7 @@ def run(args):
                 rows.append(row)
                 out.write(json.dumps(row) + "\n")
                 out.flush()
-                brief = (f"{row['ratio']:.2f}x, error {row['convgen_error']:.1e}" if "ratio" in row else row.get("failure", ""))
+                brief = (f"{row['ratio']:.2f}x, error {_fmt(row['convgen_error'], '.1e')}" if "ratio" in row else row.get("failure", ""))
                 print(f"suite: {name} {prec}:{layout}: {row['status']}: {brief}", file=sys.stderr, flush=True)
                 with open(md_path, "w") as f:  # rewritten after each row: a killed run leaves its table
                     f.write(render(meta, rows))
@@ -802,6 +813,10 @@ def self_check():
         fgpu.result["nan_outputs"] = 7
         row = run_one(fargs, fgpu, "NVIDIA H200", "alexnet", flag, parse_shape(flag), "fp32", "nchw", 4, tmp, h200)
         check(row["status"] == "wrong" and "7 outputs not written" in row.get("failure", ""), "unwritten (NaN) outputs are a wrong row")
+        fgpu.result.update(nan_outputs=0, convgen_error=None)
+        row = run_one(fargs, fgpu, "NVIDIA H200", "alexnet", flag, parse_shape(flag), "fp32", "nchw", 4, tmp, h200)
+        check(row["status"] == "wrong" and "error — above" in row.get("failure", "") and "| —" in render({}, [row]),
+              "an infinite error (None) is a wrong row, shown as —")
         row = run_one(fargs, fgpu, "NVIDIA B200", "alexnet", flag, parse_shape(flag), "tf32", "nhwc", 5, tmp, h200)
         check(row.get("reused") is False and "note" in row, "a record of another GPU is not 'reused' here, and the row says so")
 
