@@ -50,7 +50,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = generate(ctx, cfg, stdout, stderr)
+		out, warn := stdout, stderr
+		if cfg.quiet { // -q: nothing on success; errors still reach stderr below
+			out, warn = io.Discard, io.Discard
+		}
+		err = generate(ctx, cfg, out, warn)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "convgen:", oneLine(err.Error()))

@@ -764,3 +764,26 @@ func TestCommandPinned(t *testing.T) {
 		t.Errorf("command() without pins = %q, want neither -pin nor -retune", got)
 	}
 }
+
+// TestQuiet: -q prints nothing on success, not even the warning about
+// tuning flags without a GPU, and a failure still says why on stderr with
+// the usual exit status.
+func TestQuiet(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache.json")
+	putRecords(t, cache, fixture(t, h200, 132))
+	for _, q := range []string{"-q", "--quiet"} {
+		r := runConvgen(t, q, "-shape", flagship, "-o", filepath.Join(dir, "alexnet"), "-cache", cache, "-trials", "5")
+		if r.code != 0 || r.stdout != "" || r.stderr != "" {
+			t.Errorf("%s: exit code %d, stdout %q, stderr %q: want 0 and nothing printed", q, r.code, r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "alexnet", "doc.go")); err != nil {
+			t.Errorf("%s: the package was not written: %v", q, err)
+		}
+	}
+	r := runConvgen(t, "-q", "-shape", flagship, "-o", filepath.Join(dir, "other"), "-cache", filepath.Join(dir, "none.json"))
+	if r.code != 1 || r.stdout != "" {
+		t.Errorf("failing -q run: exit code %d, stdout %q: want 1 and nothing on stdout", r.code, r.stdout)
+	}
+	oneErrorLine(t, r, "no record")
+}
