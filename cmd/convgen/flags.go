@@ -41,6 +41,8 @@ type config struct {
 	quiet     bool
 	compile   bool   // compile the search space for -arch and stop
 	sourceDir string // with compile: where to write each compiled candidate's CUDA source
+	list      bool   // print the candidate IDs for -arch and stop
+	verbose   bool   // with list: the rejected candidates too, with their reasons
 	shapeText string
 	// tuningSet names the tuning flags given on the command line (they
 	// have no effect when the package is replayed from the cache).
@@ -173,6 +175,8 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several; a pinned run always tunes and is not saved to the cache")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing on success (errors still go to stderr)")
 	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing but -source-dir (no GPU needed; -o not required)")
+	fs.BoolVar(&c.list, "list", false, "print the IDs of the candidates the shape has for -arch (default sm_90), one a line, for -pin; writes nothing, needs no GPU and no -o")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "with -list: also the candidates rejected statically, with the reason")
 	once(fs, &c.sourceDir, "source-dir", "", "", "with -compile-only: also write the CUDA source of each candidate compiled (or failing to) to this directory as KERNEL.cu")
 	help := fs.BoolP("help", "h", false, "show this help (on stdout)")
 	fs.Usage = func() {
@@ -208,7 +212,13 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	if c.sourceDir != "" && !c.compile {
 		return c, usageError{errors.New("-source-dir needs -compile-only (the sources of the compiled candidates)")}
 	}
-	if c.out == "" && !c.compile {
+	if c.list && c.compile {
+		return c, usageError{errors.New("-list and -compile-only: give one (-list prints the candidates, -compile-only compiles them)")}
+	}
+	if c.verbose && !c.list {
+		return c, usageError{errors.New("-v needs -list (it lists the rejected candidates too)")}
+	}
+	if c.out == "" && !c.compile && !c.list {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
 	}
 	if err := c.setPackage(fs.Changed("pkg")); err != nil {
@@ -267,7 +277,7 @@ func longDashes(args []string, fs *pflag.FlagSet) []string {
 // needed. The error blames -pkg only when -pkg was given.
 func (c *config) setPackage(pkgGiven bool) error {
 	if pkgGiven {
-		if c.compile {
+		if c.compile || c.list {
 			return nil
 		}
 		if err := gen.CheckPackageName(c.pkg); err != nil {
@@ -280,7 +290,7 @@ func (c *config) setPackage(pkgGiven bool) error {
 	}
 	dir := filepath.Base(filepath.Clean(c.out))
 	c.pkg = packageName(dir)
-	if c.compile {
+	if c.compile || c.list {
 		return nil
 	}
 	if c.pkg == "" {

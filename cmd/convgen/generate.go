@@ -26,6 +26,9 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.compile {
 		return compileOnly(ctx, c, stdout, stderr)
 	}
+	if c.list {
+		return list(c, stdout)
+	}
 	onGPU := gpu.Available()
 	if !onGPU {
 		switch {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/convgen/convgen/kernels"
+)
+
+// defaultListArch is the architecture -list and -compile-only use without
+// -arch.
+const defaultListArch = "sm_90"
+
+// listLimits are the static limits -list checks candidates against for
+// arch ("sm_90"): those of a tuning machine with that GPU and NVRTC 12 or
+// newer (so on sm_90 the sm_90a families are kept), as Tune would use.
+func listLimits(arch string) (kernels.Limits, error) {
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(arch, "sm_"), "a"))
+	if err != nil {
+		return kernels.Limits{}, usageError{fmt.Errorf("-arch %q: want sm_XY", arch)}
+	}
+	lim := kernels.DefaultLimits(n)
+	lim.SM90a = n == 90
+	return lim, nil
+}
+
+// list prints the candidate IDs of the problem for -arch, one a line, the
+// kept ones (what -pin accepts); with -v the rejected ones follow, each as
+// "rejected ID: reason". It writes nothing and needs no GPU.
+func list(c config, stdout io.Writer) error {
+	arch := c.arch
+	if arch == "" {
+		arch = defaultListArch
+	}
+	lim, err := listLimits(arch)
+	if err != nil {
+		return err
+	}
+	cands, err := kernels.Enumerate(c.problem, lim)
+	if err != nil {
+		return fmt.Errorf("list candidates: %w", err)
+	}
+	kept := 0
+	for _, cand := range cands {
+		if cand.Rejected == "" {
+			kept++
+			fmt.Fprintln(stdout, cand.ID())
+		}
+	}
+	if !c.verbose {
+		return nil
+	}
+	for _, cand := range cands {
+		if cand.Rejected != "" {
+			fmt.Fprintf(stdout, "rejected %s: %s\n", cand.ID(), oneLine(cand.Rejected))
+		}
+	}
+	fmt.Fprintf(stdout, "%s for %s: %d candidates, %d kept, %d rejected statically\n", c.problem, arch, len(cands), kept, len(cands)-kept)
+	return nil
+}
