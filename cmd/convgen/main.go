@@ -51,8 +51,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		out, warn := stdout, stderr
-		if cfg.quiet { // -q: nothing on success; errors still reach stderr below
-			out, warn = io.Discard, io.Discard
+		if cfg.quiet { // -q: no progress, no warnings; errors still reach stderr below
+			warn = io.Discard
+			if !cfg.compile && !cfg.list { // whose stdout is the answer asked for
+				out = io.Discard
+			}
 		}
 		err = generate(ctx, cfg, out, warn)
 	}
