@@ -7,6 +7,7 @@ require (
 	github.com/ebitengine/purego v0.11.3
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sys v0.41.0
+	golang.org/x/term v0.40.0
 	gorgonia.org/cu v0.9.6
 )
 

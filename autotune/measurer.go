@@ -6,7 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/convgen/convgen/gpu"
 )
@@ -125,21 +128,37 @@ func (m *measurer) measure(t *Trial, opt Options, seed uint32, runs int) (respon
 	return resp, nil
 }
 
-// progress prints one line per measured candidate.
+// progress reports the search as it goes: on a terminal one line
+// rewritten in place, a bar with the count, the best time, the failures,
+// the elapsed time and an ETA; elsewhere (a pipe, a CI log) one plain line
+// per measured candidate.
 type progress struct {
 	w        io.Writer
+	bar      bool      // w is a terminal: draw the bar
+	width    int       // the terminal's columns, for the bar
+	deadline time.Time // the -time budget's end; zero for none
 	began    time.Time
 	total    int
 	n        int
 	failures map[Status]int
+	now      func() time.Time
 }
 
 func newProgress(w io.Writer) *progress {
-	return &progress{w: w, failures: map[Status]int{}}
+	p := &progress{w: w, failures: map[Status]int{}, now: time.Now}
+	if f, ok := w.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar, p.width = true, 80
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			p.width = cols
+		}
+	}
+	return p
 }
 
-func (p *progress) start(all, kept, budget int) {
-	p.began = time.Now()
+// start begins the count: all configurations, kept of them not rejected,
+// measured at most budget (0: all kept), until deadline (zero: none).
+func (p *progress) start(all, kept, budget int, deadline time.Time) {
+	p.began, p.deadline = p.now(), deadline
 	p.total = kept
 	if budget > 0 && budget < kept {
 		p.total = budget
@@ -157,10 +176,6 @@ func (p *progress) trial(t *Trial, best *Trial) {
 	if p.w == nil {
 		return
 	}
-	what := string(t.Status)
-	if t.Status == StatusOK {
-		what = fmt.Sprintf("%.3f ms", t.MedianMS)
-	}
 	bestS := "none yet"
 	if best != nil {
 		bestS = fmt.Sprintf("%.3f ms", best.MedianMS)
@@ -169,11 +184,66 @@ func (p *progress) trial(t *Trial, best *Trial) {
 	for _, n := range p.failures {
 		fails += n
 	}
-	fmt.Fprintf(p.w, "[%3d/%d %5.0fs] %-9s best %s, %d failed  %s\n", p.n, p.total, time.Since(p.began).Seconds(), what, bestS, fails, t.ID)
+	now := p.now()
+	elapsed := now.Sub(p.began)
+	if p.bar {
+		left := time.Duration(-1)
+		if !p.deadline.IsZero() {
+			left = max(0, p.deadline.Sub(now))
+		}
+		fmt.Fprintf(p.w, "\r%s\x1b[K", barLine(p.width, p.n, p.total, elapsed, eta(elapsed, p.n, p.total, left), bestS, fails))
+		return
+	}
+	what := string(t.Status)
+	if t.Status == StatusOK {
+		what = fmt.Sprintf("%.3f ms", t.MedianMS)
+	}
+	fmt.Fprintf(p.w, "[%3d/%d %5.0fs] %-9s best %s, %d failed  %s\n", p.n, p.total, elapsed.Seconds(), what, bestS, fails, t.ID)
 }
 
 func (p *progress) done() {
-	if p.w != nil {
-		fmt.Fprintf(p.w, "tuning: measured %d candidates in %.0fs\n", p.n, time.Since(p.began).Seconds())
+	if p.w == nil {
+		return
 	}
+	if p.bar && p.n > 0 {
+		fmt.Fprintln(p.w) // end the bar's line
+	}
+	fmt.Fprintf(p.w, "tuning: measured %d candidates in %.0fs\n", p.n, p.now().Sub(p.began).Seconds())
+}
+
+// eta estimates the time left when done of total candidates took elapsed,
+// from the rate so far, bounded by budgetLeft, the time the -time budget
+// still allows (negative: no budget). It is negative when unknown (nothing
+// measured yet and no budget).
+func eta(elapsed time.Duration, done, total int, budgetLeft time.Duration) time.Duration {
+	est := time.Duration(-1)
+	switch {
+	case done >= total:
+		est = 0
+	case done > 0:
+		est = time.Duration(float64(elapsed) / float64(done) * float64(total-done))
+	}
+	if budgetLeft >= 0 && (est < 0 || budgetLeft < est) {
+		est = budgetLeft
+	}
+	return est
+}
+
+// barLine is the terminal bar at done of total, fitted to width columns.
+func barLine(width, done, total int, elapsed, eta time.Duration, best string, fails int) string {
+	etaS := "?"
+	if eta >= 0 {
+		etaS = eta.Round(time.Second).String()
+	}
+	text := fmt.Sprintf(" %d/%d  best %s  %d failed  %s elapsed  ETA %s", done, total, best, fails, elapsed.Round(time.Second), etaS)
+	cells := width - len(text) - 3 // the brackets and a spare column
+	if cells < 10 {
+		return strings.TrimSpace(text)
+	}
+	cells = min(cells, 40)
+	fill := cells
+	if total > 0 && done < total {
+		fill = cells * done / total
+	}
+	return "[" + strings.Repeat("=", fill) + strings.Repeat(" ", cells-fill) + "]" + text
 }

@@ -187,7 +187,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	}
 
 	s := &search{opt: opt, lib: lib, arch: arch, trials: trials, m: m, prog: prog, deadline: deadline(opt.Time)}
-	prog.start(len(cands), len(kept), opt.Trials)
+	prog.start(len(cands), len(kept), opt.Trials, s.deadline)
 	s.run(ctx, kept)
 	prog.done()
 	if err := ctx.Err(); err != nil {
