@@ -100,6 +100,18 @@ type Result struct {
 	// qualified; FallbackNote then says why.
 	Fallback     *Fallback
 	FallbackNote string
+	// Phases is where the run's wall time went.
+	Phases Phases
+}
+
+// Phases splits a tuning run's wall time: Setup starts the worker and
+// compiles the checking kernels, Enumerate lists and statically checks the
+// configurations, Compile is the time the search waited for NVRTC (compiles
+// run in parallel with measurements, so this is the wait, not the CPU
+// time), Measure the time in the worker checking and timing candidates
+// (re-timing the finalists and the fallback included).
+type Phases struct {
+	Setup, Enumerate, Compile, Measure time.Duration
 }
 
 // Fallback is a portable kernel: a verified candidate that is specific to
@@ -126,6 +138,7 @@ const FallbackSharedLimit = 99 * 1024
 func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error) {
 	opt = withDefaults(opt)
 	prog := newProgress(opt.Progress)
+	began := time.Now()
 	dir, err := os.MkdirTemp("", "convgen-tune-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -159,11 +172,13 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 		return nil, err
 	}
 
+	enumStart := time.Now()
 	cands, err := kernels.Enumerate(opt.Problem, Limits(info, lib.VersionString()))
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Problem: opt.Problem, Device: info, NVRTC: lib.VersionString()}
+	res.Phases.Setup, res.Phases.Enumerate = enumStart.Sub(began), time.Since(enumStart)
 	trials := make([]Trial, len(cands))
 	var kept []int
 	for i, c := range cands {
@@ -193,12 +208,10 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("tuning interrupted after %d candidates: %w", s.measured, err)
 	}
-	if err := s.pick(res); err != nil {
-		res.Trials = trials
-		return res, err
-	}
+	err = s.pick(res)
 	res.Trials = trials
-	return res, nil
+	res.Phases.Compile, res.Phases.Measure = s.compileWait, s.measureTime
+	return res, err
 }
 
 // notPinned is the reason a kept candidate left out by pins carries.
@@ -302,6 +315,9 @@ type search struct {
 	prog     *progress
 	deadline time.Time
 	measured int
+	// compileWait and measureTime add up the time spent waiting for
+	// compiles and measuring (Phases).
+	compileWait, measureTime time.Duration
 }
 
 func (s *search) outOfBudget() bool {
@@ -417,6 +433,7 @@ func (s *search) batch(ctx context.Context, idx []int) {
 	for n, i := range idx {
 		var r compiled
 		if !stopped {
+			waitStart := time.Now()
 			select {
 			case r = <-results[n]:
 			case <-budget:
@@ -424,6 +441,7 @@ func (s *search) batch(ctx context.Context, idx []int) {
 			case <-ctx.Done():
 				stopped = true
 			}
+			s.compileWait += time.Since(waitStart)
 		}
 		if stopped || s.outOfBudget() || ctx.Err() != nil {
 			stopped = true // the rest stay unmeasured
@@ -511,7 +529,9 @@ func (s *search) compile(i int) (compileOutput, error) {
 // measure checks and times one compiled trial in the worker.
 func (s *search) measure(t *Trial) {
 	s.m.seq++
+	start := time.Now()
 	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)+uint32(s.m.seq)*0x9e3779b9, s.opt.Runs)
+	s.measureTime += time.Since(start)
 	if err != nil {
 		switch {
 		case errors.Is(err, errWorkerTimeout):
@@ -596,7 +616,9 @@ func (s *search) fallback() (*Fallback, string) {
 		return nil, fmt.Sprintf("no verified candidate is specific to no architecture and fits %d B of shared memory", FallbackSharedLimit)
 	}
 	sm := strings.Replace(FallbackArch, "compute_", "sm_", 1)
+	compileStart := time.Now()
 	out, err := s.lib.CompilePTX(best.kernel.Source, nvrtc.Options{Name: best.kernel.Family + ".cu", Arch: sm})
+	s.compileWait += time.Since(compileStart)
 	if err != nil {
 		return nil, fmt.Sprintf("%s does not compile for %s: %v", best.ID, FallbackArch, err)
 	}
@@ -624,7 +646,9 @@ func (s *search) measure2(t *Trial) {
 // an error means the worker gave no outcome and t is unchanged.
 func (s *search) remeasure(t *Trial, salt uint32, runs int) error {
 	s.m.seq++
+	start := time.Now()
 	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^salt+uint32(s.m.seq), runs)
+	s.measureTime += time.Since(start)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,9 @@ import (
 )
 
 // SchemaVersion is the version of report.json's layout, its
-// "schema_version" field; it changes when fields change meaning or go.
-const SchemaVersion = 2
+// "schema_version" field; it changes when fields change meaning, come or
+// go (3: phases and untuned added).
+const SchemaVersion = 3
 
 // Row is one measured candidate of the report.
 type Row struct {
@@ -40,17 +41,21 @@ type Device struct {
 
 // Data is everything a report shows.
 type Data struct {
-	SchemaVersion  int               `json:"schema_version"` // SchemaVersion
-	Shape          string            `json:"shape"`
-	Precision      string            `json:"precision"`
-	Layout         string            `json:"layout"`
-	Device         Device            `json:"device"`
-	NVRTC          string            `json:"nvrtc"`
-	ConvgenVersion string            `json:"convgen_version"` // the convgen that tuned it
-	KernelSHA256   string            `json:"kernel_sha256"`   // the winner's kernel hash
-	Command        string            `json:"command"`
-	TunedAt        time.Time         `json:"tuned_at,omitzero"`   // zero when not recorded
-	DurationS      float64           `json:"duration_s,omitzero"` // 0 when not recorded
+	SchemaVersion  int              `json:"schema_version"` // SchemaVersion
+	Shape          string           `json:"shape"`
+	Precision      string           `json:"precision"`
+	Layout         string           `json:"layout"`
+	Device         Device           `json:"device"`
+	NVRTC          string           `json:"nvrtc"`
+	ConvgenVersion string           `json:"convgen_version"` // the convgen that tuned it
+	KernelSHA256   string           `json:"kernel_sha256"`   // the winner's kernel hash
+	Command        string           `json:"command"`
+	TunedAt        time.Time        `json:"tuned_at,omitzero"`   // zero when not recorded
+	DurationS      float64          `json:"duration_s,omitzero"` // 0 when not recorded
+	Phases         tunecache.Phases `json:"phases,omitzero"`     // where the tuning time went; zero when not recorded
+	// Untuned, when set, says that nothing was measured: the package's
+	// kernel is a heuristic default configuration (convgen -untuned).
+	Untuned        string            `json:"untuned,omitempty"`
 	GFLOP          float64           `json:"gflop"`
 	MBytes         float64           `json:"mbytes"`           // fewest bytes moved: inputs read once, output written once
 	ComputeFloorMS float64           `json:"compute_floor_ms"` // FLOPs at the precision's peak
@@ -87,7 +92,7 @@ func New(rec tunecache.Record, p problem.Problem, command string) Data {
 		Device: Device{Name: rec.Key.Device, Arch: sum.DeviceArch, SMs: rec.Key.SMCount, ClockMHz: sum.ClockMHz,
 			Driver: rec.Key.Driver, MemoryGBps: sum.MemoryGBps},
 		NVRTC: rec.Key.NVRTCVersion, ConvgenVersion: rec.ConvgenVersion, KernelSHA256: rec.KernelSHA256,
-		Command: command, TunedAt: sum.TunedAt, DurationS: sum.DurationS, TieNote: sum.TieNote,
+		Command: command, TunedAt: sum.TunedAt, DurationS: sum.DurationS, Phases: sum.Phases, TieNote: sum.TieNote,
 		Counts: sum.Counts, NoFallback: sum.NoFallback,
 		Winner:       kernels.Candidate{Family: rec.Winner.Family, Config: rec.Winner.Config}.ID(),
 		WinnerConfig: rec.Winner.Config}
@@ -160,32 +165,58 @@ func (d Data) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Markdown renders REPORT.md: the problem, the device, the floors, the
-// winner, then every measured candidate fastest first and the failures.
+// Markdown renders REPORT.md: the problem and the device, a summary (the
+// winner, the runners-up, the best of each family, when and how long it
+// was tuned, the floors, the candidates' fates), notes on the winner and
+// the fallback, then the fastest candidates and the fastest of each
+// family as tables.
 func (d Data) Markdown() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# convgen tuning report\n\n")
 	fmt.Fprintf(&b, "- shape: `%s`\n- precision: %s, layout: %s\n", d.Shape, d.Precision, d.Layout)
+	if d.Untuned != "" {
+		fmt.Fprintf(&b, "- untuned: no measurement. %s\n- reproduce: `%s`\n", d.Untuned, d.Command)
+		return b.Bytes()
+	}
 	fmt.Fprintf(&b, "- device: %s (%s, %d SMs, %d MHz), driver CUDA %s, measured copy bandwidth %.0f GB/s\n",
 		d.Device.Name, d.Device.Arch, d.Device.SMs, d.Device.ClockMHz, d.Device.Driver, d.Device.MemoryGBps)
-	fmt.Fprintf(&b, "- NVRTC %s, tuned by convgen %s", d.NVRTC, d.ConvgenVersion)
-	if !d.TunedAt.IsZero() {
-		fmt.Fprintf(&b, " on %s", d.TunedAt.UTC().Format("2006-01-02 15:04 MST"))
-	}
-	if d.DurationS > 0 {
-		fmt.Fprintf(&b, " in %s", (time.Duration(d.DurationS) * time.Second).String())
-	}
-	fmt.Fprintf(&b, "; winner's kernel hash %.12s\n", d.KernelSHA256)
+	fmt.Fprintf(&b, "- NVRTC %s, tuned by convgen %s; winner's kernel hash %.12s\n", d.NVRTC, d.ConvgenVersion, d.KernelSHA256)
 	fmt.Fprintf(&b, "- reproduce: `%s`\n\n", d.Command)
-	fmt.Fprintf(&b, "## Floors\n\n%.2f GFLOP and %.0f MB (each input read once, the output written once).\n\n", d.GFLOP, d.MBytes)
-	fmt.Fprintf(&b, "- compute floor: %.3f ms at %.1f TFLOP/s (%s)\n", d.ComputeFloorMS, d.PeakTFLOPS, d.PeakSource)
-	fmt.Fprintf(&b, "- memory floor: %.3f ms at the measured copy bandwidth\n\n", d.MemoryFloorMS)
-	fmt.Fprintf(&b, "\"of roofline\" below is max(floors) / median time.\n\n")
-	if w, ok := d.WinnerRow(); ok {
-		fmt.Fprintf(&b, "## Winner\n\n`%s`: median %.3f ms (p10 %.3f, p90 %.3f, %d runs), %.0f GFLOP/s, %.0f%% of roofline, rel. error %.2e (bound %.0e), %d registers, %d B spills, %d B shared memory.\n\n",
-			w.ID, w.MedianMS, w.P10MS, w.P90MS, w.Runs, w.GFLOPS, 100*w.Roofline, w.RelError,
+
+	fmt.Fprintf(&b, "## Summary\n\n")
+	w, hasWinner := d.WinnerRow()
+	if hasWinner {
+		fmt.Fprintf(&b, "- winner: `%s`: median %.3f ms (p10 %.3f, p90 %.3f, %d runs), %.1f TFLOP/s, %.0f%% of roofline, rel. error %.2e (bound %.0e), %d registers, %d B spills, %d B shared memory\n",
+			w.ID, w.MedianMS, w.P10MS, w.P90MS, w.Runs, w.GFLOPS/1e3, 100*w.Roofline, w.RelError,
 			mustPrecision(d.Precision).ErrorBound(), w.Registers, w.SpillStores, w.SharedBytes)
 	}
+	var runners []string
+	for _, r := range d.Top {
+		if r.ID == d.Winner || len(runners) == runnersUp {
+			continue
+		}
+		runners = append(runners, fmt.Sprintf("`%s` %.3f ms%s", r.ID, r.MedianMS, slower(r, w, hasWinner)))
+	}
+	if len(runners) > 0 {
+		fmt.Fprintf(&b, "- runners-up: %s\n", strings.Join(runners, "; "))
+	}
+	if len(d.BestPerFamily) > 0 {
+		fmt.Fprintf(&b, "- best of each family:\n")
+		for _, r := range d.BestPerFamily {
+			fmt.Fprintf(&b, "  - %s: `%s` %.3f ms%s\n", r.Family(), r.ID, r.MedianMS, slower(r, w, hasWinner))
+		}
+	}
+	if when := d.when(); when != "" {
+		fmt.Fprintf(&b, "- tuned %s\n", when)
+	}
+	fmt.Fprintf(&b, "- floors: compute %.3f ms at %.1f TFLOP/s, memory %.3f ms at the measured copy bandwidth (%.2f GFLOP, %.0f MB: each input read once, the output written once); \"of roofline\" is max(floors) / median time\n",
+		d.ComputeFloorMS, d.PeakTFLOPS, d.MemoryFloorMS, d.GFLOP, d.MBytes)
+	var parts []string
+	for _, c := range d.Counts {
+		parts = append(parts, fmt.Sprintf("%d %s", c.N, c.Status))
+	}
+	fmt.Fprintf(&b, "- candidates: %s\n\n", strings.Join(parts, ", "))
+
 	if note := d.executedNote(); note != "" {
 		fmt.Fprintf(&b, "%s\n\n", note)
 	}
@@ -200,14 +231,51 @@ func (d Data) Markdown() []byte {
 	case d.NoFallback != "":
 		fmt.Fprintf(&b, "No fallback for other GPUs: %s.\n\n", d.NoFallback)
 	}
-	var parts []string
-	for _, c := range d.Counts {
-		parts = append(parts, fmt.Sprintf("%d %s", c.N, c.Status))
-	}
-	fmt.Fprintf(&b, "## Candidates\n\n%s.\n\n", strings.Join(parts, ", "))
+	fmt.Fprintf(&b, "The compute floor's peak: %s.\n\n", d.PeakSource)
+	fmt.Fprintf(&b, "## Candidates\n\n")
 	table(&b, fmt.Sprintf("The %d fastest", len(d.Top)), d.Top)
 	table(&b, "The fastest of each family", d.BestPerFamily)
 	return b.Bytes()
+}
+
+// runnersUp is how many candidates after the winner the summary names.
+const runnersUp = 3
+
+// slower says how much slower than the winner r is, e.g. " (1.25×)"; ""
+// for the winner itself or without one.
+func slower(r, w Row, hasWinner bool) string {
+	if !hasWinner || r.ID == w.ID || w.MedianMS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2f× the winner's time)", r.MedianMS/w.MedianMS)
+}
+
+// when says when the search ran and how long each phase took, "" when
+// the record does not say.
+func (d Data) when() string {
+	var parts []string
+	if !d.TunedAt.IsZero() {
+		parts = append(parts, "on "+d.TunedAt.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	if d.DurationS > 0 {
+		parts = append(parts, "in "+seconds(d.DurationS))
+	}
+	ph := d.Phases
+	if ph != (tunecache.Phases{}) {
+		parts = append(parts, fmt.Sprintf("(setup %s, enumerating %s, waiting for compiles %s, measuring %s)",
+			seconds(ph.SetupS), seconds(ph.EnumerateS), seconds(ph.CompileS), seconds(ph.MeasureS)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// seconds formats a duration in seconds to the second, or to the
+// millisecond below one second.
+func seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // table writes a titled table of measured candidates.

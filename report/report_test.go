@@ -107,8 +107,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(js, []byte(`"schema_version": 2`)) {
-		t.Errorf("report.json has no schema_version 2:\n%.300s", js)
+	if !bytes.Contains(js, []byte(`"schema_version": 3`)) {
+		t.Errorf("report.json has no schema_version 3:\n%.300s", js)
 	}
 	var back Data
 	if err := json.Unmarshal(js, &back); err != nil {
@@ -117,6 +117,37 @@ func TestMarkdownAndJSON(t *testing.T) {
 	js2, _ := back.JSON()
 	if !bytes.Equal(js, js2) || !bytes.Equal(back.Markdown(), d.Markdown()) {
 		t.Error("a report decoded from report.json renders differently")
+	}
+}
+
+// TestSummaryFirst: REPORT.md opens with the summary (winner, runners-up
+// with how much slower, the best of each family, the tuning date and the
+// time of each phase, the floors, the counts) before any table.
+func TestSummaryFirst(t *testing.T) {
+	rec := flagshipRecord()
+	rec.Summary.Phases = tunecache.Phases{SetupS: 2, EnumerateS: 0.25, CompileS: 40, MeasureS: 250}
+	md := string(New(rec, flagship(t), "convgen -shape X").Markdown())
+	summary := strings.Index(md, "## Summary")
+	table := strings.Index(md, "| candidate |")
+	if summary < 0 || table < summary {
+		t.Fatalf("REPORT.md has no summary before the tables:\n%s", md)
+	}
+	head := md[summary:table]
+	for _, want := range []string{
+		"- winner: `direct/A=1`: median 2.000 ms",
+		"- runners-up: `mma/B=1` 3.000 ms (1.50× the winner's time); `direct/A=2` 4.000 ms (2.00× the winner's time)",
+		"  - direct: `direct/A=1` 2.000 ms\n", "  - mma: `mma/B=1` 3.000 ms (1.50×",
+		"- tuned on 2026-11-25 10:00 UTC in 5m0s (setup 2s, enumerating 250ms, waiting for compiles 40s, measuring 4m10s)",
+		"- floors: compute 0.807 ms", "- candidates: 3 ok, 1 wrong, 2 rejected",
+	} {
+		if !strings.Contains(head, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, head)
+		}
+	}
+	d := New(rec, flagship(t), "x")
+	js, _ := d.JSON()
+	if !bytes.Contains(js, []byte(`"measure_s": 250`)) {
+		t.Errorf("report.json lacks the phases:\n%s", js)
 	}
 }
 

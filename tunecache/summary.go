@@ -59,6 +59,7 @@ type Summary struct {
 	DeviceArch string    `json:"device_arch"`         // the device's architecture, "sm_90"
 	ClockMHz   int       `json:"clock_mhz"`           // the device's SM clock
 	MemoryGBps float64   `json:"memory_gbps"`         // its measured copy bandwidth, bytes read + written
+	Phases     Phases    `json:"phases,omitzero"`     // where the tuning time went; zero when not recorded
 	Counts     []Count   `json:"counts"`              // candidates per final status
 	// Top lists the TopN fastest measured candidates, fastest first, and
 	// the winner after them if it is not among them.
@@ -68,6 +69,16 @@ type Summary struct {
 	BestPerFamily []Measured `json:"best_per_family"`
 	TieNote       string     `json:"tie_note,omitempty"`    // how a near-tie for the winner was broken
 	NoFallback    string     `json:"no_fallback,omitempty"` // why there is no fallback
+}
+
+// Phases splits a search's wall time, in seconds: starting the worker
+// and compiling the checking kernels, enumerating the configurations,
+// waiting for NVRTC compiles, measuring on the GPU.
+type Phases struct {
+	SetupS     float64 `json:"setup_s,omitzero"`
+	EnumerateS float64 `json:"enumerate_s,omitzero"`
+	CompileS   float64 `json:"compile_s,omitzero"`
+	MeasureS   float64 `json:"measure_s,omitzero"`
 }
 
 // Count is how many candidates ended with one status ("ok", "rejected",

@@ -163,6 +163,14 @@ func checkSummary(s Summary) error {
 	if !(s.DurationS >= 0 && s.DurationS <= maxMS) {
 		return fieldErr("summary.duration_s", "%v is not a duration in [0, %g] s", s.DurationS, float64(maxMS))
 	}
+	for _, ph := range []struct {
+		name string
+		s    float64
+	}{{"setup_s", s.Phases.SetupS}, {"enumerate_s", s.Phases.EnumerateS}, {"compile_s", s.Phases.CompileS}, {"measure_s", s.Phases.MeasureS}} {
+		if !(ph.s >= 0 && ph.s <= maxMS) {
+			return fieldErr("summary.phases."+ph.name, "%v is not a duration in [0, %g] s", ph.s, float64(maxMS))
+		}
+	}
 	if s.DeviceArch != "" && smArch.FindStringSubmatch(s.DeviceArch) == nil {
 		return fieldErr("summary.device_arch", "%.32q is not a GPU architecture like sm_90", s.DeviceArch)
 	}

@@ -220,11 +220,17 @@ func newRecord(res *autotune.Result, key tunecache.Key, command string, started 
 	rec.Summary.TunedAt, rec.Summary.DurationS = started.UTC().Truncate(time.Second), took.Round(time.Second).Seconds()
 	rec.Summary.DeviceArch, rec.Summary.ClockMHz, rec.Summary.MemoryGBps = res.Device.Arch, res.Device.ClockMHz, res.Device.MemoryGBps
 	rec.Summary.TieNote = res.TieNote
+	ph := res.Phases
+	rec.Summary.Phases = tunecache.Phases{SetupS: roundS(ph.Setup), EnumerateS: roundS(ph.Enumerate),
+		CompileS: roundS(ph.Compile), MeasureS: roundS(ph.Measure)}
 	if res.Fallback == nil {
 		rec.Summary.NoFallback = res.FallbackNote
 	}
 	return rec
 }
+
+// roundS is d in seconds, to the millisecond.
+func roundS(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
 
 // summarize counts trials per status and ranks the measured ones.
 func summarize(trials []autotune.Trial, winner string) tunecache.Summary {
