@@ -21,11 +21,14 @@ const FuncName = "convgen_epilogue"
 // chain the function returns y.
 //
 // The code uses CUDA's accurate single-precision functions (expf, erfcf,
-// tanhf, log1pf; no intrinsics), in the same arrangements as Apply:
-// gelu as 0.5·y·erfcf(−y/√2), gelu_tanh and silu as y/(1+expf(−u)), mish
-// with a softplus that neither overflows nor cancels, and comparisons
-// rather than fmaxf/fminf so that NaN propagates as in PyTorch. It needs no
-// header. CUDA panics on a chain Validate rejects; Parse never returns one.
+// tanhf, log1pf; no intrinsics, no fast-math) in forms that neither cancel
+// nor overflow in float: gelu as 0.5·y·erfcf(−y/√2), gelu_tanh as
+// y/(1+expf(−2u)) (0.5·(1+tanh u) = sigmoid(2u)), sigmoid as
+// 1/(1+expf(−y)), silu as y/(1+expf(−y)), mish with softplus as
+// max(y,0)+log1pf(expf(−|y|)), scale_shift and a scaled residual as one
+// fmaf; and comparisons rather than fmaxf/fminf, so that NaN propagates as
+// in PyTorch. It needs no header. CUDA panics on a chain Validate rejects;
+// Parse never returns one.
 func CUDA(c Chain) string {
 	var b strings.Builder
 	desc := c.String()

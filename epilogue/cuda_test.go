@@ -1,0 +1,196 @@
+package epilogue
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/convgen/convgen/nvrtc"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var (
+	nvrtcOnce sync.Once
+	nvrtcLib  *nvrtc.Library
+	nvrtcErr  error
+)
+
+// openNVRTC opens NVRTC, or fails the test when CONVGEN_REQUIRE_NVRTC=1 and
+// skips it otherwise.
+func openNVRTC(t *testing.T) *nvrtc.Library {
+	t.Helper()
+	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = nvrtc.Open() })
+	if nvrtcErr != nil {
+		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
+			t.Fatalf("NVRTC required (CONVGEN_REQUIRE_NVRTC=1) but unavailable: %v", nvrtcErr)
+		}
+		t.Skipf("NVRTC unavailable (set CONVGEN_REQUIRE_NVRTC=1 to fail instead): %v", nvrtcErr)
+	}
+	return nvrtcLib
+}
+
+// goldenChain is the chain whose emitted source is kept in
+// testdata/all.cu.golden: every element once.
+const goldenChain = "scale_shift,residual(0.5),relu,relu6,leaky_relu(0.1),clamp(-1.5,6),sigmoid,tanh,gelu,gelu_tanh,silu,hardswish,mish"
+
+// testKernel wraps an emitted epilogue in a kernel that calls it, so that
+// NVRTC compiles (not only parses) the device function.
+const testKernel = `
+extern "C" __global__ void epilogue_test(float* out, const float* in, const float* scale,
+                                         const float* shift, const float* res, int n, int channels)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = convgen_epilogue(in[i], i % channels, scale, shift, res[i]);
+    }
+}
+`
+
+// TestCUDACompiles NVRTC-compiles, for sm_80, the emitted function of the
+// empty chain, of every element alone and of a few chains, each called from
+// a kernel, and checks that it needs no stack frame and no spills (the
+// accurate float functions it uses are inlined, without slow paths through
+// local memory).
+func TestCUDACompiles(t *testing.T) {
+	lib := openNVRTC(t)
+	specs := []string{"", goldenChain, "scale_shift,relu", "residual,relu", "scale_shift,residual(-0.25),gelu", "clamp(-1e-07,3.4028235e+38)"}
+	for _, op := range Ops() {
+		specs = append(specs, op.String()+map[Op]string{LeakyReLU: "(0.01)", Clamp: "(-1,1)"}[op])
+	}
+	for _, spec := range specs {
+		c, err := Parse(spec)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", spec, err)
+		}
+		src := CUDA(c) + testKernel
+		res, err := lib.Compile(src, nvrtc.Options{Name: "epilogue.cu", Arch: "sm_80"})
+		if err != nil {
+			t.Errorf("%q: %v\nsource:\n%s", spec, err, src)
+			continue
+		}
+		if res.Log != "" {
+			t.Errorf("%q: NVRTC warnings:\n%s", spec, res.Log)
+		}
+		r, ok := res.Resources["epilogue_test"]
+		if !ok {
+			t.Errorf("%q: no resources reported for epilogue_test: %v", spec, res.Resources)
+			continue
+		}
+		if r.StackBytes != 0 || r.SpillStores != 0 || r.SpillLoads != 0 {
+			t.Errorf("%q: stack %d B, spills %d/%d B; want none", spec, r.StackBytes, r.SpillStores, r.SpillLoads)
+		}
+	}
+}
+
+// TestCUDAGolden compares the emitted source of goldenChain with
+// testdata/all.cu.golden (go test ./epilogue -run TestCUDAGolden -update
+// rewrites it).
+func TestCUDAGolden(t *testing.T) {
+	c, err := Parse(goldenChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []byte(CUDA(c))
+	path := filepath.Join("testdata", "all.cu.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./epilogue -run TestCUDAGolden -update creates it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the emitted source (go test ./epilogue -run TestCUDAGolden -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+var (
+	readsScale = regexp.MustCompile(`\b(scale|shift)\b`)
+	readsZ     = regexp.MustCompile(`\bz\b`)
+)
+
+// TestCUDAReadsOnlyWhatItNeeds checks that the emitted code reads scale and
+// shift only for scale_shift, z only for residual, and that the empty
+// chain is the identity.
+func TestCUDAReadsOnlyWhatItNeeds(t *testing.T) {
+	for _, spec := range []string{"", "relu", "scale_shift", "residual", "scale_shift,residual(2),mish"} {
+		c, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := strings.Replace(CUDA(c), "(void)k; (void)scale; (void)shift; (void)z;", "", 1)
+		body = body[strings.Index(body, "{"):]
+		if got := readsScale.MatchString(body); got != c.NeedsScaleShift() {
+			t.Errorf("%q: reads scale/shift = %v, NeedsScaleShift = %v:\n%s", spec, got, c.NeedsScaleShift(), body)
+		}
+		if got := readsZ.MatchString(body); got != c.NeedsResidual() {
+			t.Errorf("%q: reads z = %v, NeedsResidual = %v:\n%s", spec, got, c.NeedsResidual(), body)
+		}
+	}
+}
+
+// TestFloatLiteral checks that every literal is valid C++ float syntax and
+// reads back as the same float32.
+func TestFloatLiteral(t *testing.T) {
+	for _, tc := range []struct {
+		v    float32
+		want string
+	}{
+		{0, "0.0f"},
+		{6, "6.0f"},
+		{0.1, "0.1f"},
+		{-1, "(-1.0f)"},
+		{-1.5, "(-1.5f)"},
+		{1e-7, "1e-07f"},
+		{1e-45, "1e-45f"},
+		{3.4028235e38, "3.4028235e+38f"},
+		{-3.4028235e38, "(-3.4028235e+38f)"},
+		{123456789, "1.2345679e+08f"},
+	} {
+		got := floatLiteral(tc.v)
+		if got != tc.want {
+			t.Errorf("floatLiteral(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+		num := strings.TrimSuffix(strings.Trim(got, "()"), "f")
+		back, err := strconv.ParseFloat(num, 32)
+		if err != nil || float32(back) != tc.v {
+			t.Errorf("floatLiteral(%v) = %q reads back as %v, %v", tc.v, got, back, err)
+		}
+	}
+}
+
+// ExampleCUDA shows the device function of a folded batch norm and ReLU.
+func ExampleCUDA() {
+	c, err := Parse("scale_shift, relu")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(CUDA(c))
+	// Output:
+	// // convgen epilogue: scale_shift,relu
+	// __device__ __forceinline__ float convgen_epilogue(float y, int k, const float* __restrict__ scale, const float* __restrict__ shift, float z)
+	// {
+	//     (void)k; (void)scale; (void)shift; (void)z;
+	//     { // scale_shift
+	//         y = fmaf(scale[k], y, shift[k]);
+	//     }
+	//     { // relu
+	//         y = (y < 0.0f) ? 0.0f : y;
+	//     }
+	//     return y;
+	// }
+}
