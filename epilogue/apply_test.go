@@ -131,16 +131,16 @@ func TestApplyGolden(t *testing.T) {
 		}
 		for _, g := range gs {
 			got := Apply(c, g.x, 0, scale, shift, z)
-			if !close(got, g.want, g.rel) {
+			if !near(got, g.want, g.rel) {
 				t.Errorf("%s(%v) = %v, want %v (rel %g)", spec, g.x, got, g.want, g.rel)
 			}
 		}
 	}
 }
 
-// close reports whether got is want within relative tolerance rel (exactly
+// near reports whether got is want within relative tolerance rel (exactly
 // for rel = 0), NaN matching NaN and an infinity only itself.
-func close(got, want, rel float64) bool {
+func near(got, want, rel float64) bool {
 	switch {
 	case math.IsNaN(want):
 		return math.IsNaN(got)
