@@ -9,5 +9,5 @@ func plantedKernel(name, body string) kernels.Kernel {
 		Source: `extern "C" __global__ void ` + name + `(float* out, const float* in, const float* filter, const float* bias) {
 ` + body + `
 }`,
-		Grid: [3]int{64, 1, 1}, Block: [3]int{128, 1, 1}}
+		Launch: kernels.Launch{Grid: [3]int{64, 1, 1}, Block: [3]int{128, 1, 1}}}
 }

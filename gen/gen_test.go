@@ -16,6 +16,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -31,17 +32,15 @@ func alexNet(t testing.TB) Binding {
 		t.Fatal(err)
 	}
 	return Binding{
-		Package:     "alexnet",
-		Problem:     problem.Problem{Shape: sh, Precision: problem.FP32, Layout: problem.NCHW},
-		Kernel:      "convgen_direct_fwd",
-		Grid:        [3]int{95, 1, 256},
-		Block:       [3]int{256, 1, 1},
-		SharedBytes: 73728,
-		Arch:        "sm_90",
-		CUBIN:       []byte("\x7fELF\x02\x01\x01fake cubin\x00\xff"),
-		PTX:         "//\n// fake PTX for the golden test\n//\n.version 7.8\n.target sm_90\n.address_size 64\n",
-		Command:     "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp32 -layout nchw -pkg alexnet -o ./alexnet",
-		Summary:     "tuned on NVIDIA H200 (sm_90): median 1.620 ms, rel. error 2.1e-07",
+		Package: "alexnet",
+		Problem: problem.Problem{Shape: sh, Precision: problem.FP32, Layout: problem.NCHW},
+		Kernel:  "convgen_direct_fwd",
+		Launch:  launch.Launch{Grid: [3]int{95, 1, 256}, Block: [3]int{256, 1, 1}, SharedBytes: 73728},
+		Arch:    "sm_90",
+		CUBIN:   []byte("\x7fELF\x02\x01\x01fake cubin\x00\xff"),
+		PTX:     "//\n// fake PTX for the golden test\n//\n.version 7.8\n.target sm_90\n.address_size 64\n",
+		Command: "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp32 -layout nchw -pkg alexnet -o ./alexnet",
+		Summary: "tuned on NVIDIA H200 (sm_90): median 1.620 ms, rel. error 2.1e-07",
 	}
 }
 
@@ -55,17 +54,15 @@ func oddShape(t testing.TB) Binding {
 		t.Fatal(err)
 	}
 	return Binding{
-		Package:     "odd",
-		Problem:     problem.Problem{Shape: sh, Precision: problem.TF32, Layout: problem.NHWC},
-		Kernel:      "odd_kernel",
-		Grid:        [3]int{7, 2, 1},
-		Block:       [3]int{32, 4, 1},
-		SharedBytes: 1024,
-		Arch:        "sm_90a",
-		CUBIN:       []byte{0x7f, 'E', 'L', 'F'},
-		PTX:         "",
-		Command:     "convgen -shape odd -o ./odd",
-		Summary:     "not tuned: test binding",
+		Package: "odd",
+		Problem: problem.Problem{Shape: sh, Precision: problem.TF32, Layout: problem.NHWC},
+		Kernel:  "odd_kernel",
+		Launch:  launch.Launch{Grid: [3]int{7, 2, 1}, Block: [3]int{32, 4, 1}, SharedBytes: 1024},
+		Arch:    "sm_90a",
+		CUBIN:   []byte{0x7f, 'E', 'L', 'F'},
+		PTX:     "",
+		Command: "convgen -shape odd -o ./odd",
+		Summary: "not tuned: test binding",
 	}
 }
 
@@ -82,8 +79,8 @@ func fp16NHWC(t testing.TB) Binding {
 	b.Grid = [3]int{448, 1, 1}
 	b.SharedBytes = 40960
 	b.CUBIN = []byte("\x7fELF\x02\x01\x01fake fp16 cubin\x00\xff")
-	b.Fallback = &Fallback{Kernel: "convgen_mmahalf_fp16_golden", Grid: [3]int{196, 2, 1}, Block: [3]int{256, 1, 1},
-		SharedBytes: 65536, Arch: "compute_80", PTX: "//\n// fake fallback PTX for the golden test\n//\n.version 7.8\n.target sm_80\n.address_size 64\n",
+	b.Fallback = &Fallback{Kernel: "convgen_mmahalf_fp16_golden",
+		Launch: launch.Launch{Grid: [3]int{196, 2, 1}, Block: [3]int{256, 1, 1}, SharedBytes: 65536}, Arch: "compute_80", PTX: "//\n// fake fallback PTX for the golden test\n//\n.version 7.8\n.target sm_80\n.address_size 64\n",
 		Summary: "mmahalf/TileK=48: median 0.400 ms, rel. error 2.0e-04 on the tuning GPU"}
 	b.Command = "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -pkg fp16nhwc -o ./fp16nhwc"
 	b.Summary = "not tuned: golden test binding"

@@ -184,5 +184,5 @@ func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return Kernel{Family: d.Name(), Config: cfg, Name: name, Source: src,
-		Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+		Launch: Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

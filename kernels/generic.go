@@ -240,5 +240,5 @@ func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}, nil
+		Launch: Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -65,17 +66,24 @@ func (c Candidate) ID() string { return c.Family + "/" + c.Config.String() }
 // Kernel is a rendered candidate: CUDA source and how to launch it. The
 // kernel's parameters are always (out, in, filter, bias) device pointers.
 type Kernel struct {
-	Family      string
-	Config      Config
-	Name        string // the __global__ function's name
-	Source      string
-	Grid        [3]int
-	Block       [3]int
-	SharedBytes int // dynamic shared memory per block
+	Family string
+	Config Config
+	Name   string // the __global__ function's name
+	Source string
+	Launch // grid, block and dynamic shared memory per block
 	// ArchSuffix is appended to the device's architecture to compile the
 	// kernel: "a" for code that only sm_90a runs (wgmma), else empty.
 	ArchSuffix string
 }
+
+// Launch is a kernel's launch geometry (grid, block, dynamic shared
+// memory), the one type the tuner, the tuning cache and the code generator
+// carry it in.
+type Launch = launch.Launch
+
+// Arch is a GPU architecture name parsed once ("sm_90", "sm_90a",
+// "compute_80").
+type Arch = launch.Arch
 
 // Family is a kernel template with its knobs.
 type Family interface {

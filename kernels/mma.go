@@ -138,7 +138,7 @@ func (f MMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
 
 // precisionTag is a precision's name as it may appear in an identifier.

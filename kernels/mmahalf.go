@@ -103,5 +103,5 @@ func (f MMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

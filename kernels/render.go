@@ -72,8 +72,7 @@ func Reference(p problem.Problem) (Kernel, error) {
 		Config: Config{},
 		Name:   ReferenceName,
 		Source: src,
-		Grid:   [3]int{(outputs + 255) / 256, 1, 1},
-		Block:  [3]int{256, 1, 1},
+		Launch: Launch{Grid: [3]int{(outputs + 255) / 256, 1, 1}, Block: [3]int{256, 1, 1}},
 	}, nil
 }
 

@@ -255,5 +255,5 @@ func (f WGMMARow) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return Kernel{Family: f.Name(), Config: cfg, Name: data.Name, Source: src, ArchSuffix: "a",
-		Grid: [3]int{g.Grid, p.Shape.K / tk, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}, nil
+		Launch: Launch{Grid: [3]int{g.Grid, p.Shape.K / tk, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
 )
@@ -89,7 +90,7 @@ func TestMarkdownAndJSON(t *testing.T) {
 	// A fallback is named with its measurement; its absence with the reason.
 	rec := flagshipRecord()
 	rec.Fallback = &tunecache.Fallback{Timing: tunecache.Timing{Family: "mma", Config: map[string]int{"B": 1}, MedianMS: 4, RelError: 1e-6},
-		Arch: "compute_80", SharedBytes: 1024}
+		Arch: "compute_80", Launch: launch.Launch{SharedBytes: 1024}}
 	if md := string(New(rec, p, "x").Markdown()); !strings.Contains(md, "runs its fallback, `mma/B=1`, as PTX for compute_80") ||
 		!strings.Contains(md, "ran in 4.000 ms") {
 		t.Errorf("REPORT.md does not name the fallback:\n%s", md)

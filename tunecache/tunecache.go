@@ -25,6 +25,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/convgen/convgen/kernels/launch"
 )
 
 // Format is the format number of the files this package reads and writes.
@@ -84,15 +86,15 @@ type Record struct {
 	// without comments, and its launch geometry) as rendered when tuned.
 	// The record is current while the code renders the winner's
 	// configuration to the same hash.
-	KernelSHA256 string  `json:"kernel_sha256"`
-	Kernel       string  `json:"kernel"`       // __global__ function name
-	Grid         [3]int  `json:"grid"`         // launch grid (x, y, z)
-	Block        [3]int  `json:"block"`        // launch block (x, y, z)
-	SharedBytes  int     `json:"shared_bytes"` // dynamic shared memory per block
-	Arch         string  `json:"arch"`         // "sm_90"
-	CUBIN        Gzipped `json:"cubin_gzip"`   // the winner compiled for Arch
-	PTX          Gzipped `json:"ptx_gzip"`     // the PTX the CUBIN was built from
-	Command      string  `json:"command"`      // the convgen command line that produced it
+	KernelSHA256 string `json:"kernel_sha256"`
+	Kernel       string `json:"kernel"` // __global__ function name
+	// Launch is the launch geometry: grid, block, shared_bytes (dynamic
+	// shared memory per block), marshalled as the record's own fields.
+	launch.Launch
+	Arch    string  `json:"arch"`       // "sm_90"
+	CUBIN   Gzipped `json:"cubin_gzip"` // the winner compiled for Arch
+	PTX     Gzipped `json:"ptx_gzip"`   // the PTX the CUBIN was built from
+	Command string  `json:"command"`    // the convgen command line that produced it
 	// Fallback is the kernel that generated packages run on GPUs other than
 	// Arch's; nil when no candidate qualified.
 	Fallback *Fallback `json:"fallback,omitempty"`
@@ -106,14 +108,12 @@ type Record struct {
 // PTX for a virtual architecture (e.g. "compute_80") that the driver
 // compiles for the device at hand.
 type Fallback struct {
-	Timing       Timing  `json:"timing"`        // as measured on the tuning device
-	KernelSHA256 string  `json:"kernel_sha256"` // kernels.Hash of the fallback as rendered when tuned
-	Kernel       string  `json:"kernel"`        // __global__ function name
-	Grid         [3]int  `json:"grid"`          // launch grid (x, y, z)
-	Block        [3]int  `json:"block"`         // launch block (x, y, z)
-	SharedBytes  int     `json:"shared_bytes"`  // dynamic shared memory per block
-	Arch         string  `json:"arch"`          // the PTX's virtual architecture, "compute_80"
-	PTX          Gzipped `json:"ptx_gzip"`
+	Timing        Timing  `json:"timing"`        // as measured on the tuning device
+	KernelSHA256  string  `json:"kernel_sha256"` // kernels.Hash of the fallback as rendered when tuned
+	Kernel        string  `json:"kernel"`        // __global__ function name
+	launch.Launch         // grid, block, shared_bytes, as in Record
+	Arch          string  `json:"arch"` // the PTX's virtual architecture, "compute_80"
+	PTX           Gzipped `json:"ptx_gzip"`
 }
 
 // File is the on-disk form of a cache: {"format": 2, "records": [...]}, the

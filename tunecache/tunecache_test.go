@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/convgen/convgen/kernels/launch"
 )
 
 // Environment of the helper process started by TestPutManyProcesses.
@@ -51,18 +53,14 @@ func testRecord(shape, device string, ms float64) Record {
 			SpreadMS: ms / 100,
 			RelError: 1.5e-7,
 		},
-		Kernel:      "conv_direct_k32",
-		Grid:        [3]int{64, 8, 1},
-		Block:       [3]int{128, 1, 1},
-		SharedBytes: 4096,
-		Arch:        "sm_90",
+		Kernel: "conv_direct_k32",
+		Launch: launch.Launch{Grid: [3]int{64, 8, 1}, Block: [3]int{128, 1, 1}, SharedBytes: 4096},
+		Arch:   "sm_90",
 		Fallback: &Fallback{
 			Timing:       Timing{Family: "mma", Config: map[string]int{"TileK": 32}, MedianMS: ms * 2, SpreadMS: 0.002, RelError: 3e-7},
 			KernelSHA256: strings.Repeat("cd", 32),
 			Kernel:       "conv_mma_k32",
-			Grid:         [3]int{32, 3, 1},
-			Block:        [3]int{256, 1, 1},
-			SharedBytes:  65536,
+			Launch:       launch.Launch{Grid: [3]int{32, 3, 1}, Block: [3]int{256, 1, 1}, SharedBytes: 65536},
 			Arch:         "compute_80",
 			PTX:          Gzip([]byte(".version 7.0\n.target sm_80\n")),
 		},

@@ -210,11 +210,11 @@ func newRecord(res *autotune.Result, key tunecache.Key, command string, started 
 	}
 	w := res.Winner
 	rec := tunecache.Record{Key: key, ConvgenVersion: version.Convgen, Winner: timing(*w), KernelSHA256: kernels.Hash(res.Kernel),
-		Kernel: res.Kernel.Name, Grid: res.Kernel.Grid, Block: res.Kernel.Block, SharedBytes: res.Kernel.SharedBytes,
+		Kernel: res.Kernel.Name, Launch: res.Kernel.Launch,
 		Arch: res.Arch, CUBIN: tunecache.Gzip(res.CUBIN), PTX: tunecache.Gzip([]byte(res.PTX)), Command: command}
 	if fb := res.Fallback; fb != nil {
 		rec.Fallback = &tunecache.Fallback{Timing: timing(*fb.Trial), KernelSHA256: kernels.Hash(fb.Kernel), Kernel: fb.Kernel.Name,
-			Grid: fb.Kernel.Grid, Block: fb.Kernel.Block, SharedBytes: fb.Kernel.SharedBytes, Arch: fb.Arch, PTX: tunecache.Gzip([]byte(fb.PTX))}
+			Launch: fb.Kernel.Launch, Arch: fb.Arch, PTX: tunecache.Gzip([]byte(fb.PTX))}
 	}
 	rec.Summary = summarize(res.Trials, w.ID)
 	rec.Summary.TunedAt, rec.Summary.DurationS = started.UTC().Truncate(time.Second), took.Round(time.Second).Seconds()
@@ -333,15 +333,15 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 	}
 	summary := fmt.Sprintf("tuned on %s (%s): %s, median %.3f ms, rel. error %.1e", rec.Key.Device, rec.Arch,
 		rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError)
-	b := gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: rec.Kernel, Grid: rec.Grid,
-		Block: rec.Block, SharedBytes: rec.SharedBytes, Arch: rec.Arch, CUBIN: cubin, PTX: string(ptx),
+	b := gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: rec.Kernel,
+		Launch: rec.Launch, Arch: rec.Arch, CUBIN: cubin, PTX: string(ptx),
 		Command: c.command(), Summary: summary}
 	if fb := rec.Fallback; fb != nil {
 		fptx, err := fb.PTX.Open()
 		if err != nil {
 			return fmt.Errorf("the tuning record's fallback PTX: %w", err)
 		}
-		b.Fallback = &gen.Fallback{Kernel: fb.Kernel, Grid: fb.Grid, Block: fb.Block, SharedBytes: fb.SharedBytes,
+		b.Fallback = &gen.Fallback{Kernel: fb.Kernel, Launch: fb.Launch,
 			Arch: fb.Arch, PTX: string(fptx), Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
 				kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), fb.Timing.MedianMS, fb.Timing.RelError, rec.Key.Device)}
 	}

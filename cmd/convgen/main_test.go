@@ -17,6 +17,7 @@ import (
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/internal/version"
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/report"
 	"github.com/convgen/convgen/tunecache"
@@ -230,7 +231,7 @@ func fixture(t *testing.T, device string, sms int) tunecache.Record {
 		ConvgenVersion: version.Convgen,
 		Winner:         tunecache.Timing{Family: "direct", Config: win.Config, MedianMS: 1.9, SpreadMS: 0.07, RelError: 2.1e-7},
 		KernelSHA256:   kernels.Hash(k),
-		Kernel:         k.Name, Grid: k.Grid, Block: k.Block, SharedBytes: k.SharedBytes, Arch: "sm_90",
+		Kernel:         k.Name, Launch: k.Launch, Arch: "sm_90",
 		CUBIN:   tunecache.Gzip([]byte("\x7fELF\x02\x01\x01 fixture cubin \x00\x01\x02\xff")),
 		PTX:     tunecache.Gzip([]byte(fixturePTX)),
 		Command: "convgen (fixture)",
@@ -424,7 +425,7 @@ func TestNoRecordOffline(t *testing.T) {
 	stale.KernelSHA256 = strings.Repeat("0", 64)
 	staleFallback := fixture(t, h200, 132)
 	staleFallback.Fallback = &tunecache.Fallback{Timing: staleFallback.Winner, KernelSHA256: strings.Repeat("1", 64),
-		Kernel: staleFallback.Kernel, Grid: staleFallback.Grid, Block: staleFallback.Block, Arch: "compute_80", PTX: staleFallback.PTX}
+		Kernel: staleFallback.Kernel, Launch: launch.Launch{Grid: staleFallback.Grid, Block: staleFallback.Block}, Arch: "compute_80", PTX: staleFallback.PTX}
 	otherShape := fixture(t, h200, 132)
 	otherShape.Key.Shape = strings.Replace(otherShape.Key.Shape, "N=256", "N=128", 1)
 	const notApply = "records of this problem do not apply"
