@@ -66,12 +66,25 @@ const maxListed = 20
 // refuses files without a doc.go starting with Header. On any failure dir
 // is left as it was and the temporary directory is removed.
 func Write(dir string, files map[string][]byte) error {
+	return write(dir, files, true)
+}
+
+// WriteReports writes a directory of reports (REPORT.md, report.json, ...)
+// as Write writes a package, atomically, with its ManifestFile, replacing
+// only a directory convgen wrote, but without a doc.go: the manifest alone
+// vouches for it.
+func WriteReports(dir string, files map[string][]byte) error {
+	return write(dir, files, false)
+}
+
+// write is Write; needDoc asks for the package's doc.go.
+func write(dir string, files map[string][]byte, needDoc bool) error {
 	dir, err := cleanDir(dir)
 	if err != nil {
 		return err
 	}
 	wrap := func(err error) error { return fmt.Errorf("gen: write %s: %w", dir, err) }
-	names, err := checkFiles(files)
+	names, err := checkFiles(files, needDoc)
 	if err != nil {
 		return wrap(err)
 	}
@@ -224,9 +237,9 @@ func cleanDir(dir string) (string, error) {
 	return dir, nil
 }
 
-// checkFiles checks the names and doc.go of the files to write and returns
-// the names, sorted.
-func checkFiles(files map[string][]byte) ([]string, error) {
+// checkFiles checks the names and (needDoc) doc.go of the files to write
+// and returns the names, sorted.
+func checkFiles(files map[string][]byte, needDoc bool) ([]string, error) {
 	names := make([]string, 0, len(files))
 	for name := range files {
 		if err := checkFileName(name); err != nil {
@@ -238,7 +251,7 @@ func checkFiles(files map[string][]byte) ([]string, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if !isGenerated(files[docFile]) {
+	if needDoc && !isGenerated(files[docFile]) {
 		return nil, fmt.Errorf("the files have no %s starting with %q, so the directory could not be regenerated later", docFile, Header)
 	}
 	return names, nil

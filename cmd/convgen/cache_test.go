@@ -109,7 +109,7 @@ func TestKeepAndWrite(t *testing.T) {
 		t.Setenv("TMPDIR", tmp)
 		out := filepath.Join(t.TempDir(), "alexnet")
 		var stdout bytes.Buffer
-		err := keepAndWrite(testConfig(t, out, filepath.Join(blocker, "cache.json")), rec, false, &stdout)
+		err := keepAndWrite(testConfig(t, out, filepath.Join(blocker, "cache.json")), rec, nil, false, &stdout)
 		files := rescued(t, tmp, rec)
 		if err == nil || len(files) != 1 || !strings.Contains(err.Error(), "save tuning record") || !strings.Contains(err.Error(), files[0]) {
 			t.Fatalf("error %v, rescue files %v: want one, named in the error", err, files)
@@ -122,7 +122,7 @@ func TestKeepAndWrite(t *testing.T) {
 		tmp := t.TempDir()
 		t.Setenv("TMPDIR", tmp)
 		cache := filepath.Join(t.TempDir(), "cache.json")
-		err := keepAndWrite(testConfig(t, filepath.Join(blocker, "alexnet"), cache), rec, false, &bytes.Buffer{})
+		err := keepAndWrite(testConfig(t, filepath.Join(blocker, "alexnet"), cache), rec, nil, false, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "saved in "+cache) {
 			t.Errorf("error %v: want one saying the record is saved in the cache", err)
 		}
@@ -141,7 +141,7 @@ func TestKeepAndWrite(t *testing.T) {
 		tmp := t.TempDir()
 		t.Setenv("TMPDIR", tmp)
 		cache := filepath.Join(t.TempDir(), "cache.json")
-		err := keepAndWrite(testConfig(t, filepath.Join(blocker, "alexnet"), cache), rec, true, &bytes.Buffer{})
+		err := keepAndWrite(testConfig(t, filepath.Join(blocker, "alexnet"), cache), rec, nil, true, &bytes.Buffer{})
 		files := rescued(t, tmp, rec)
 		if err == nil || len(files) != 1 || !strings.Contains(err.Error(), files[0]) {
 			t.Errorf("error %v, rescue files %v: want one, named in the error", err, files)

@@ -42,6 +42,7 @@ type config struct {
 	compile   bool   // compile the search space for -arch and stop
 	sourceDir string // with compile: where to write each compiled candidate's CUDA source
 	list      bool   // print the candidate IDs for -arch and stop
+	reportDir string // where the reports go instead of the package
 	verbose   bool   // with list: the rejected candidates too, with their reasons
 	shapeText string
 	// tuningSet names the tuning flags given on the command line (they
@@ -161,6 +162,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
 	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
+	once(fs, &c.reportDir, "report", "", "", "write the reports (REPORT.md, report.json, candidates.csv, candidates.svg) to this directory instead of the package")
 	once(fs, &c.pkg, "pkg", "", "", "package name (default: the output directory's name)")
 	once(fs, &c.cache, "cache", "", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
 	once(fs, &c.arch, "arch", "", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
@@ -217,6 +219,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	}
 	if c.verbose && !c.list {
 		return c, usageError{errors.New("-v needs -list (it lists the rejected candidates too)")}
+	}
+	if c.reportDir != "" && (c.compile || c.list) {
+		return c, usageError{errors.New("-report goes with a package to write, not -compile-only or -list")}
 	}
 	if c.out == "" && !c.compile && !c.list {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
@@ -325,6 +330,9 @@ func (c config) command() string {
 	}
 	if c.device != "" {
 		parts = append(parts, "-device", c.device)
+	}
+	if c.reportDir != "" {
+		parts = append(parts, "-report", filepath.ToSlash(c.reportDir))
 	}
 	if len(c.pin) > 0 { // a pinned run: it tunes, and its record is not cached
 		parts = append(parts, "-retune")

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,15 +47,21 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err := gen.CheckTarget(c.out); err != nil {
 		return err
 	}
+	if c.reportDir != "" {
+		if err := gen.CheckTarget(c.reportDir); err != nil {
+			return fmt.Errorf("-report: %w", err)
+		}
+	}
 	cache, err := tunecache.Load(c.cache)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "convgen %s: %s\n", version.Convgen, c.problem)
 	var rec tunecache.Record
-	fresh := false // a tuning result not yet saved anywhere
+	var cands []report.Candidate // every candidate, when tuned now
+	fresh := false               // a tuning result not yet saved anywhere
 	if onGPU {
-		rec, fresh, err = recordOnGPU(ctx, c, cache, stdout, stderr)
+		rec, cands, fresh, err = recordOnGPU(ctx, c, cache, stdout, stderr)
 	} else {
 		rec, err = recordOffline(c, cache, stdout)
 	}
@@ -61,9 +69,9 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fresh {
-		return keepAndWrite(c, rec, len(c.pin) > 0, stdout)
+		return keepAndWrite(c, rec, cands, len(c.pin) > 0, stdout)
 	}
-	return writePackage(c, rec, stdout)
+	return writePackage(c, rec, nil, stdout)
 }
 
 // keepAndWrite saves a fresh tuning result, then writes the package, so
@@ -73,7 +81,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 // cannot be written) is written to a rescue file in the temporary
 // directory, which the error names. A failed Put does not stop the package
 // from being written.
-func keepAndWrite(c config, rec tunecache.Record, pinned bool, stdout io.Writer) error {
+func keepAndWrite(c config, rec tunecache.Record, cands []report.Candidate, pinned bool, stdout io.Writer) error {
 	var saveErr error
 	saved := false
 	if !pinned {
@@ -85,7 +93,7 @@ func keepAndWrite(c config, rec tunecache.Record, pinned bool, stdout io.Writer)
 				kernels.Candidate{Family: rec.Winner.Family, Config: rec.Winner.Config}.ID(), rec.Winner.MedianMS, rec.Winner.RelError, c.cache)
 		}
 	}
-	werr := writePackage(c, rec, stdout)
+	werr := writePackage(c, rec, cands, stdout)
 	switch {
 	case werr == nil:
 		return saveErr
@@ -151,18 +159,18 @@ func sameKernel(p problem.Problem, t tunecache.Timing, want string) error {
 // recordOnGPU uses the cache's record for this exact device and toolchain, or
 // tunes a new one, which it returns with fresh set: the caller saves it
 // (keepAndWrite).
-func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, stderr io.Writer) (rec tunecache.Record, fresh bool, err error) {
+func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, stderr io.Writer) (rec tunecache.Record, cands []report.Candidate, fresh bool, err error) {
 	argv, err := workerArgv()
 	if err != nil {
-		return tunecache.Record{}, false, err
+		return tunecache.Record{}, nil, false, err
 	}
 	lib, err := nvrtc.Open()
 	if err != nil {
-		return tunecache.Record{}, false, fmt.Errorf("tuning needs NVRTC: %w", err)
+		return tunecache.Record{}, nil, false, fmt.Errorf("tuning needs NVRTC: %w", err)
 	}
 	info, err := autotune.Probe(argv)
 	if err != nil {
-		return tunecache.Record{}, false, err
+		return tunecache.Record{}, nil, false, err
 	}
 	key := baseKey(c)
 	key.NVRTCVersion, key.Device, key.ComputeCapability, key.SMCount, key.Driver =
@@ -173,12 +181,12 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 			fmt.Fprintf(stdout, "the cache's record for %s (%s) is stale: %v; tuning again\n", info.Name, c.cache, err)
 		} else {
 			fmt.Fprintf(stdout, "using the cache's record for %s (%s): %s, %.3f ms\n", info.Name, c.cache, rec.Winner.Family, rec.Winner.MedianMS)
-			return rec, false, nil
+			return rec, nil, false, nil
 		}
 	}
 	if !pinned {
 		if err := tunecache.CheckWritable(c.cache); err != nil { // before tuning, not after
-			return tunecache.Record{}, false, err
+			return tunecache.Record{}, nil, false, err
 		}
 	}
 	fmt.Fprintf(stdout, "tuning on %s (%s, %d SMs), NVRTC %s from %s\n", info.Name, info.Arch, info.SMs, lib.VersionString(), lib.Path())
@@ -190,7 +198,7 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 	res, err := autotune.Tune(ctx, lib, autotune.Options{Problem: c.problem, Worker: argv, Trials: c.trials,
 		Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, Only: c.pin, CompileTimeout: c.compileTO, Progress: progress})
 	if err != nil {
-		return tunecache.Record{}, false, fmt.Errorf("tune: %w", err)
+		return tunecache.Record{}, nil, false, fmt.Errorf("tune: %w", err)
 	}
 	rec = newRecord(res, key, c.command(), started, time.Since(started))
 	w := res.Winner
@@ -198,7 +206,7 @@ func recordOnGPU(ctx context.Context, c config, cache *tunecache.Cache, stdout, 
 		fmt.Fprintf(stdout, "winner of the %d pinned candidates %s: %.3f ms median, rel. error %.2e; not saved to %s (a pinned run is no full search)\n",
 			len(c.pin), w.ID, w.MedianMS, w.RelError, c.cache)
 	}
-	return rec, true, nil
+	return rec, candidates(res.Trials), true, nil
 }
 
 // newRecord makes the tuning record of a finished search: the key, the
@@ -227,6 +235,19 @@ func newRecord(res *autotune.Result, key tunecache.Key, command string, started 
 		rec.Summary.NoFallback = res.FallbackNote
 	}
 	return rec
+}
+
+// candidates converts a search's trials for candidates.csv and the chart.
+func candidates(trials []autotune.Trial) []report.Candidate {
+	out := make([]report.Candidate, len(trials))
+	for i, t := range trials {
+		out[i] = report.Candidate{ID: t.ID, Family: t.Family, Status: string(t.Status), Reason: t.Reason,
+			Registers: t.Registers, SpillBytes: t.SpillStores, SharedBytes: t.SharedBytes}
+		if t.Status == autotune.StatusOK {
+			out[i].MedianMS, out[i].P10MS, out[i].P90MS, out[i].RelError = t.MedianMS, t.P10MS, t.P90MS, t.RelError
+		}
+	}
+	return out
 }
 
 // roundS is d in seconds, to the millisecond.
@@ -320,8 +341,12 @@ records:
 	return fmt.Sprintf("; the cache's records of this problem do not apply: %s; %s", strings.Join(misses, "; "), hint)
 }
 
-// writePackage renders the binding and the report and writes them at once.
-func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
+// writePackage renders the binding and the reports and writes them at
+// once: the reports into the package, or with -report into their own
+// directory. cands, every candidate of a search just run, give
+// candidates.csv and candidates.svg; a replay (nil cands) keeps those of
+// the same record from the reports' directory (carriedReports).
+func writePackage(c config, rec tunecache.Record, cands []report.Candidate, stdout io.Writer) error {
 	data := report.New(rec, c.problem, c.command())
 	cubin, err := rec.CUBIN.Open()
 	if err != nil {
@@ -349,17 +374,80 @@ func writePackage(c config, rec tunecache.Record, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("generate package: %w", err)
 	}
-	js, err := data.JSON()
+	reports, err := reportFiles(data, cands)
 	if err != nil {
 		return err
 	}
-	files["REPORT.md"] = data.Markdown()
-	files["report.json"] = js
+	reportDir := c.reportDir
+	if reportDir == "" {
+		reportDir = c.out
+	}
+	if cands == nil {
+		maps.Copy(reports, carriedReports(reportDir, data))
+	}
+	if c.reportDir == "" {
+		maps.Copy(files, reports)
+	}
 	if err := gen.Write(c.out, files); err != nil {
 		return fmt.Errorf("write package: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote package %s to %s (%d files)\n", c.pkg, c.out, len(files))
+	if c.reportDir != "" {
+		if err := gen.WriteReports(c.reportDir, reports); err != nil {
+			return fmt.Errorf("write reports: %w", err)
+		}
+		fmt.Fprintf(stdout, "wrote the reports to %s (%d files)\n", c.reportDir, len(reports))
+	}
 	return nil
+}
+
+// The reports' file names.
+const (
+	reportMD      = "REPORT.md"
+	reportJSON    = "report.json"
+	candidatesCSV = "candidates.csv"
+	candidatesSVG = "candidates.svg"
+)
+
+// reportFiles renders REPORT.md and report.json, and with the candidates
+// of a search just run candidates.csv and candidates.svg.
+func reportFiles(data report.Data, cands []report.Candidate) (map[string][]byte, error) {
+	js, err := data.JSON()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{reportMD: data.Markdown(), reportJSON: js}
+	if cands != nil {
+		csv, err := data.CSV(cands)
+		if err != nil {
+			return nil, err
+		}
+		files[candidatesCSV], files[candidatesSVG] = csv, data.Chart(cands)
+	}
+	return files, nil
+}
+
+// carriedReports returns candidates.csv and candidates.svg from dir when
+// its report.json is the report of the same search as data (the same
+// winner's kernel hash, device, NVRTC and tuning time), so that a replay
+// keeps what only the tuning run could write; nothing otherwise.
+func carriedReports(dir string, data report.Data) map[string][]byte {
+	old, err := os.ReadFile(filepath.Join(dir, reportJSON))
+	if err != nil {
+		return nil
+	}
+	var prev report.Data
+	if json.Unmarshal(old, &prev) != nil || data.TunedAt.IsZero() || !prev.TunedAt.Equal(data.TunedAt) ||
+		prev.KernelSHA256 != data.KernelSHA256 || prev.Device.Name != data.Device.Name || prev.NVRTC != data.NVRTC {
+		return nil
+	}
+	kept := map[string][]byte{}
+	for _, name := range []string{candidatesCSV, candidatesSVG} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			kept[name] = b
+		}
+	}
+	return kept
 }
 
 // writeSources writes the CUDA source of every candidate among trials that
