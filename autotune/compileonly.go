@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -34,11 +34,11 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 	}
 	// Kernels that need an architecture-specific variant (wgmma: sm_90a)
 	// add the suffix themselves.
-	arch = strings.TrimSuffix(arch, "a")
-	n, err := strconv.Atoi(strings.TrimPrefix(arch, "sm_"))
-	if err != nil {
+	a, err := launch.ParseArch(arch)
+	if err != nil || a.Virtual {
 		return nil, fmt.Errorf("arch %q: want sm_XY", arch)
 	}
+	n := a.CC
 	lim := kernels.DefaultLimits(n)
 	lim.SM90a = n == 90 && lib.SupportsArch("sm_90a")
 	cands, err := kernels.Enumerate(p, lim)

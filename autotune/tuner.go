@@ -23,6 +23,7 @@ import (
 
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -252,8 +253,9 @@ func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) erro
 // an sm_90 device with NVRTC 12 or newer.
 func Limits(info gpu.Info, nvrtc string) kernels.Limits {
 	lim := kernels.DefaultLimits(90)
-	if n, err := strconv.Atoi(strings.TrimPrefix(info.Arch, "sm_")); err == nil {
-		lim.Arch = n
+	arch, err := launch.ParseArch(info.Arch)
+	if err == nil {
+		lim.Arch = arch.CC
 	}
 	if info.SharedOptin > 0 {
 		lim.MaxSharedPerBlock = info.SharedOptin
@@ -262,7 +264,7 @@ func Limits(info gpu.Info, nvrtc string) kernels.Limits {
 		lim.SMs = info.SMs
 	}
 	major, _, _ := strings.Cut(nvrtc, ".")
-	if m, err := strconv.Atoi(major); err == nil && m >= 12 && info.Arch == "sm_90" {
+	if m, err := strconv.Atoi(major); err == nil && m >= 12 && arch == launch.SM(90) {
 		lim.SM90a = true
 	}
 	return lim
@@ -615,7 +617,7 @@ func (s *search) fallback() (*Fallback, string) {
 	if best == nil {
 		return nil, fmt.Sprintf("no verified candidate is specific to no architecture and fits %d B of shared memory", FallbackSharedLimit)
 	}
-	sm := strings.Replace(FallbackArch, "compute_", "sm_", 1)
+	sm := launch.MustParseArch(FallbackArch).Real().String() // a constant
 	compileStart := time.Now()
 	out, err := s.lib.CompilePTX(best.kernel.Source, nvrtc.Options{Name: best.kernel.Family + ".cu", Arch: sm})
 	s.compileWait += time.Since(compileStart)

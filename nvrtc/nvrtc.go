@@ -19,10 +19,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/convgen/convgen/kernels/launch"
 )
 
 // EnvPath is the environment variable that, when set, names the only NVRTC
@@ -269,19 +270,12 @@ func (l *Library) SupportsArch(arch string) bool {
 	return slices.Contains(l.archs, sm)
 }
 
-// parseArch splits "sm_90a" into 90 and "a". The suffix, when present, is a
-// single lowercase letter ("a" or, from CUDA 12.9, "f").
+// parseArch splits "sm_90a" into 90 and "a" (launch.ParseArch). The
+// suffix, when present, is "a" or, from CUDA 12.9, "f".
 func parseArch(arch string) (sm int, suffix string, err error) {
-	rest, ok := strings.CutPrefix(arch, "sm_")
-	if !ok {
+	a, err := launch.ParseArch(arch)
+	if err != nil || a.Virtual {
 		return 0, "", fmt.Errorf("arch %q: want the form sm_XX or sm_XXa", arch)
 	}
-	if n := len(rest); n > 0 && rest[n-1] >= 'a' && rest[n-1] <= 'z' {
-		rest, suffix = rest[:n-1], rest[n-1:]
-	}
-	sm, err = strconv.Atoi(rest)
-	if err != nil || sm <= 0 || strings.HasPrefix(rest, "+") {
-		return 0, "", fmt.Errorf("arch %q: want the form sm_XX or sm_XXa", arch)
-	}
-	return sm, suffix, nil
+	return a.CC, a.Suffix, nil
 }

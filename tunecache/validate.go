@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/convgen/convgen/kernels/launch"
 )
 
 // Bounds that Validate checks a record's fields against: the limits of the
@@ -35,11 +37,9 @@ const (
 const checksumPrefix = "sha256:"
 
 var (
-	smArch      = regexp.MustCompile(`^sm_([1-9][0-9]{1,2})[af]?$`)
-	computeArch = regexp.MustCompile(`^compute_([1-9][0-9]{1,2})[af]?$`)
-	capability  = regexp.MustCompile(`^([1-9][0-9]?)\.([0-9])$`)
-	identifier  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sha256Hex   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	capability = regexp.MustCompile(`^([1-9][0-9]?)\.([0-9])$`)
+	identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256Hex  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // FieldError reports a record field that is out of bounds, naming the
@@ -107,11 +107,11 @@ func (r *Record) Validate() error {
 	if k.SMCount < 1 || k.SMCount > 4096 {
 		return fieldErr("key.sm_count", "%d is out of range 1..4096", k.SMCount)
 	}
-	a := smArch.FindStringSubmatch(r.Arch)
-	if a == nil {
+	a, err := launch.ParseArch(r.Arch)
+	if err != nil || a.Virtual {
 		return fieldErr("arch", "%.32q is not a GPU architecture like sm_90 or sm_90a", r.Arch)
 	}
-	if a[1] != m[1]+m[2] {
+	if strconv.Itoa(a.CC) != m[1]+m[2] {
 		return fieldErr("arch", "%s does not match compute capability %s", r.Arch, k.ComputeCapability)
 	}
 	if err := checkTiming("winner", r.Winner); err != nil {
@@ -137,7 +137,7 @@ func (r *Record) Validate() error {
 		return fieldErr("command", "not a single line of text of at most %d bytes", maxCommand)
 	}
 	if fb := r.Fallback; fb != nil {
-		if computeArch.FindStringSubmatch(fb.Arch) == nil {
+		if a, err := launch.ParseArch(fb.Arch); err != nil || !a.Virtual {
 			return fieldErr("fallback.arch", "%.32q is not a virtual architecture like compute_80", fb.Arch)
 		}
 		if err := checkTiming("fallback.timing", fb.Timing); err != nil {
@@ -171,7 +171,7 @@ func checkSummary(s Summary) error {
 			return fieldErr("summary.phases."+ph.name, "%v is not a duration in [0, %g] s", ph.s, float64(maxMS))
 		}
 	}
-	if s.DeviceArch != "" && smArch.FindStringSubmatch(s.DeviceArch) == nil {
+	if a, err := launch.ParseArch(s.DeviceArch); s.DeviceArch != "" && (err != nil || a.Virtual) {
 		return fieldErr("summary.device_arch", "%.32q is not a GPU architecture like sm_90", s.DeviceArch)
 	}
 	if s.ClockMHz < 0 || s.ClockMHz > 1e5 {
