@@ -149,8 +149,8 @@ func (Direct) reject(s problem.Shape, c Config, lim Limits) string {
 		return "staging: TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C"
 	case (c["TileQ"]/c["PixelsPerThread"])*c["TileP"]%32 != 0 && c["TileQ"]/c["PixelsPerThread"]*c["TileP"] < 32:
 		return "warps: pixel threads do not fill a warp, so filter reads are not broadcasts"
-	case g.Grid < 2*132 && s.N*s.K*s.P()*s.Q() >= 2*132*4096:
-		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs twice", g.Grid)
+	case g.Grid < 2*lim.SMs && s.N*s.K*s.P()*s.Q() >= 2*lim.SMs*4096:
+		return fmt.Sprintf("occupancy: %d blocks cannot fill %d SMs twice", g.Grid, lim.SMs)
 	}
 	return ""
 }

@@ -76,8 +76,8 @@ func gemmReject(s problem.Shape, c Config, t gemmTile, sharedBytes int, lim Limi
 		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
 	case c["TileP"] > 1 && t.TilesP*c["TileP"]-s.P() >= c["TileP"]:
 		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
-	case c["TilesPerBlock"] > 1 && t.GridTiles*(s.K/c["TileK"]) < 132:
-		return fmt.Sprintf("occupancy: %d blocks cannot fill 132 SMs", t.GridTiles*(s.K/c["TileK"]))
+	case c["TilesPerBlock"] > 1 && t.GridTiles*(s.K/c["TileK"]) < lim.SMs:
+		return fmt.Sprintf("occupancy: %d blocks cannot fill %d SMs", t.GridTiles*(s.K/c["TileK"]), lim.SMs)
 	}
 	return ""
 }
