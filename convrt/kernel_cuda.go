@@ -54,7 +54,8 @@ type Kernel struct {
 // Load loads s's kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first. On a
 // GPU of s.TunedArch it loads the CUBIN; on any other of compute capability
-// s.PTX.CC or more it loads the PTX (LoadPTX); below, or without PTX, it
+// s.PTX.CC or more it loads the PTX (LoadPTX), as on every GPU when the
+// package has no CUBIN (an untuned one); below, or without PTX, it
 // returns an error that says so.
 func Load(s *Spec) (*Kernel, error) {
 	dev, err := cu.CurrentDevice()
@@ -69,7 +70,7 @@ func Load(s *Spec) (*Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: load: compute capability: %w", s.Package, err)
 	}
-	if cc := major*10 + minor; cc == s.CUBIN.CC {
+	if cc := major*10 + minor; cc == s.CUBIN.CC && s.CUBIN.Code != "" { // an untuned package has no CUBIN
 		return load(s, s.CUBIN, s.TunedArch+" CUBIN")
 	} else if s.PTX.Code == "" {
 		return nil, fmt.Errorf("%s: load: the device is sm_%d%d, the CUBIN is for %s and no PTX is embedded", s.Package, major, minor, s.TunedArch)

@@ -59,7 +59,11 @@ func genDoc(s *spec) *jen.File {
 		b.WriteString("\n")
 	}
 
-	para("Package %s runs one CUDA convolution kernel that convgen generated and tuned for a single problem, fixed when the package was generated:", s.Package)
+	if s.Untuned {
+		para("Package %s runs one CUDA convolution kernel that convgen generated for a single problem, fixed when the package was generated. UNTUNED: nothing was measured; the kernel is a heuristic default configuration, embedded as PTX only, correct but not tuned for speed. Tune it on a GPU (convgen without -untuned, in a build with the cuda tag) and commit the cache to replace it:", s.Package)
+	} else {
+		para("Package %s runs one CUDA convolution kernel that convgen generated and tuned for a single problem, fixed when the package was generated:", s.Package)
+	}
 	code(
 		"shape      "+sh.String(),
 		fmt.Sprintf("precision  %s: %s, %s data", s.Problem.Precision, s.elem.arith, s.elem.data),
@@ -118,6 +122,8 @@ func genDoc(s *spec) *jen.File {
 	)
 	load := fmt.Sprintf("Load picks the embedded %s CUBIN on a %s device and otherwise has the driver compile the embedded PTX (for compute capability %d.%d or more).", s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10)
 	switch fb := s.Fallback; {
+	case s.Untuned:
+		load = fmt.Sprintf("Load has the driver compile the embedded PTX (%s) on any GPU of compute capability %d.%d or more: the package has no CUBIN.", s.Arch, s.ptxCC/10, s.ptxCC%10)
 	case s.ptx == "":
 		load = fmt.Sprintf("Load needs a %s device: the package embeds no PTX for other GPUs.", s.Arch)
 	case fb != nil:

@@ -38,6 +38,11 @@ type Binding struct {
 	// Fallback, when set, is the kernel the package runs on GPUs other than
 	// Arch's: its PTX is embedded instead of PTX.
 	Fallback *Fallback
+	// Untuned marks a package of a kernel nobody measured (convgen
+	// -untuned): no CUBIN, only PTX for Arch, a virtual architecture such
+	// as compute_80, which Load has the driver compile on every GPU; no
+	// Fallback.
+	Untuned bool
 }
 
 // Fallback is a portable kernel, as PTX that the driver compiles for the
@@ -115,7 +120,9 @@ func Files(b Binding) (map[string][]byte, error) {
 		}
 		files[g.name] = src
 	}
-	files[s.cubinName] = bytes.Clone(b.CUBIN)
+	if s.cubinName != "" { // none in an untuned package
+		files[s.cubinName] = bytes.Clone(b.CUBIN)
+	}
 	files[ptxFile] = []byte(s.ptx)
 	return files, nil
 }
@@ -191,6 +198,9 @@ func newSpec(b Binding) (*spec, error) {
 	}
 	if err := checkLaunch(b.Kernel, b.Grid, b.Block, b.SharedBytes); err != nil {
 		return nil, fmt.Errorf("gen: %w", err)
+	}
+	if b.Untuned {
+		return untunedSpec(b, sh, elem)
 	}
 	cc, ok := parseArch(b.Arch)
 	if !ok {

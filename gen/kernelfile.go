@@ -12,6 +12,8 @@ func loadDoc(s *spec) string {
 	d := "Load loads the kernel into the CUDA context current on the calling OS\n" +
 		"thread (lock it and make a context current first).\n"
 	switch {
+	case s.Untuned:
+		return d + wrap(fmt.Sprintf("This package is untuned and embeds no CUBIN: on every GPU from compute capability %d.%d on it loads the PTX (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
 	case s.ptx == "":
 		return d + "It needs a GPU of TunedArch: no PTX is embedded for other GPUs."
 	case s.Fallback != nil:
@@ -27,6 +29,8 @@ func loadPTXDoc(s *spec) string {
 	switch {
 	case s.ptx == "":
 		return d + "This package embeds no PTX: LoadPTX returns an error."
+	case s.Untuned:
+		return d + "The PTX is the package's only kernel, an untuned default configuration."
 	case s.Fallback != nil:
 		fb := s.Fallback
 		return d + wrap(fmt.Sprintf("The PTX is a fallback kernel for %s, not the tuned one: %s (grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory).",
@@ -71,9 +75,11 @@ func genKernel(s *spec) *jen.File {
 		jen.Type().Id("Kernel").Op("=").Add(convrt("Kernel")))
 	f.Var().Id("_").Add(convrt("Conv")).Op("=").Parens(jen.Op("*").Id("Kernel")).Parens(jen.Nil())
 	f.Line()
-	f.Comment("//go:embed " + s.cubinName)
-	f.Var().Id("cubin").String()
-	f.Line()
+	if s.cubinName != "" {
+		f.Comment("//go:embed " + s.cubinName)
+		f.Var().Id("cubin").String()
+		f.Line()
+	}
 	f.Comment("//go:embed " + ptxFile)
 	f.Var().Id("ptx").String()
 	f.Line()
@@ -84,7 +90,11 @@ func genKernel(s *spec) *jen.File {
 	}
 	sh = append(sh, "Bias", jen.Id("HasBias"))
 	tuned := launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes)
-	tuned = inline(convrt("Image"), "Code", jen.Id("cubin"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
+	if s.cubinName != "" {
+		tuned = inline(convrt("Image"), "Code", jen.Id("cubin"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
+	} else { // untuned: no CUBIN, Load runs the PTX
+		tuned = inline(convrt("Image"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
+	}
 	ptxImage := convrt("Image").Values()
 	switch fb := s.Fallback; {
 	case s.ptx == "":

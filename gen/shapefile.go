@@ -73,7 +73,7 @@ func genShape(s *spec) *jen.File {
 		{name: "Shape", doc: "canonical shape", value: lit(sh.String())},
 		{name: "Precision", doc: s.elem.arith, value: lit(string(s.Problem.Precision)), typ: jen.Qual(problemPath, "Precision")},
 		{name: "Layout", doc: "filter " + s.Problem.Layout.FilterLayout(), value: lit(string(s.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
-		{name: "TunedArch", doc: "architecture of the embedded CUBIN; other GPUs load the PTX", value: lit(s.Arch)},
+		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
 		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
 	})
 	return f
@@ -99,4 +99,12 @@ func genShapeTest(s *spec) *jen.File {
 			),
 		))
 	return f
+}
+
+// tunedArchDoc documents TunedArch.
+func tunedArchDoc(s *spec) string {
+	if s.Untuned {
+		return "architecture of the embedded PTX: the package is untuned and has no CUBIN"
+	}
+	return "architecture of the embedded CUBIN; other GPUs load the PTX"
 }

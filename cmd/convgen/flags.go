@@ -43,6 +43,7 @@ type config struct {
 	sourceDir string // with compile: where to write each compiled candidate's CUDA source
 	list      bool   // print the candidate IDs for -arch and stop
 	reportDir string // where the reports go instead of the package
+	untuned   bool   // without a GPU and a record: write an untuned package
 	verbose   bool   // with list: the rejected candidates too, with their reasons
 	shapeText string
 	// tuningSet names the tuning flags given on the command line (they
@@ -167,6 +168,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	once(fs, &c.cache, "cache", "", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
 	once(fs, &c.arch, "arch", "", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
 	once(fs, &c.device, "device", "", "", "device name to pick among cache records when replaying without a GPU")
+	fs.BoolVar(&c.untuned, "untuned", false, "without a GPU and without a cache record: write an untuned package (a default configuration as PTX for compute_80, compiled with NVRTC) instead of failing")
 	fs.BoolVar(&c.retune, "retune", false, "tune even when the cache has a matching record (needs a GPU)")
 	fs.IntVar(&c.trials, "trials", 64, "candidates to measure at most (0: every candidate)")
 	fs.DurationVar(&c.budget, "time", 15*time.Minute, "tuning time budget (0: none)")
@@ -333,6 +335,9 @@ func (c config) command() string {
 	}
 	if c.reportDir != "" {
 		parts = append(parts, "-report", filepath.ToSlash(c.reportDir))
+	}
+	if c.untuned {
+		parts = append(parts, "-untuned")
 	}
 	if len(c.pin) > 0 { // a pinned run: it tunes, and its record is not cached
 		parts = append(parts, "-retune")

@@ -64,6 +64,10 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		rec, cands, fresh, err = recordOnGPU(ctx, c, cache, stdout, stderr)
 	} else {
 		rec, err = recordOffline(c, cache, stdout)
+		var none noRecordError
+		if c.untuned && errors.As(err, &none) {
+			return writeUntuned(c, stdout)
+		}
 	}
 	if err != nil {
 		return err
@@ -295,8 +299,8 @@ func recordOffline(c config, cache *tunecache.Cache, stdout io.Writer) (tunecach
 		if _, err := os.Stat(c.cache); errors.Is(err, os.ErrNotExist) {
 			where += " (no such file)"
 		}
-		return tunecache.Record{}, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s",
-			gpu.ErrNoCUDA, where, c.problem, nearMisses(cache, q))
+		return tunecache.Record{}, noRecordError{fmt.Errorf("%w; no record in %s for %s that the current kernels match%s (-untuned writes an untuned package instead)",
+			gpu.ErrNoCUDA, where, c.problem, nearMisses(cache, q))}
 	case 1:
 		fmt.Fprintf(stdout, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.cache)
 		return recs[0], nil
@@ -370,6 +374,12 @@ func writePackage(c config, rec tunecache.Record, cands []report.Candidate, stdo
 			Arch: fb.Arch, PTX: string(fptx), Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
 				kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), fb.Timing.MedianMS, fb.Timing.RelError, rec.Key.Device)}
 	}
+	return writeFiles(c, b, data, cands, stdout)
+}
+
+// writeFiles renders the package of b and the reports of data and writes
+// them (writePackage).
+func writeFiles(c config, b gen.Binding, data report.Data, cands []report.Candidate, stdout io.Writer) error {
 	files, err := gen.Files(b)
 	if err != nil {
 		return fmt.Errorf("generate package: %w", err)
