@@ -297,6 +297,41 @@ func vecRow(p problem.Problem) int {
 	return p.Shape.W
 }
 
+// wgmmaData is the wgmma template's data: the shape, the geometry, the
+// knobs, and the inline-PTX operand numbers of the wgmma instructions (the
+// accumulators come first, then the descriptors and the scale operands).
+type wgmmaData struct {
+	shapeData
+	wgmmaGeometry
+	Name, Config, FilterLayout string
+	PrecisionDoc               string // the precision paragraph of the header comment
+	Split3                     bool   // 3xtf32
+	// Knobs.
+	TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
+	Producer, RoundInput, Overlap, PredicatedStores, VecStage  int
+	RegisterA, AGroup                                          int
+	IOHalf                                                     int // tensors in memory: 0 FP32, 1 FP16, 2 BF16
+	// Operands of the TileK-wide wgmma (N = TileK, TileK/2 accumulators).
+	AccOperands, AccConstraints              string
+	DescAOperand, DescBOperand, ScaleOperand int
+	// Operands of the double-width wgmma (N = WideN = 2*TileK).
+	WideN                                                int
+	WideAccOperands, WideAccConstraints                  string
+	WideDescAOperand, WideDescBOperand, WideScaleOperand int
+	// Operands of the register-A wgmmas: the four A registers, then the
+	// B descriptor and the scale.
+	RegAOperands                               string
+	RegADescBOperand, RegAScaleOperand         int
+	WideRegAOperands                           string
+	WideRegADescBOperand, WideRegAScaleOperand int
+}
+
+// regOperands names the four inline-PTX operands from first on, "{%first,
+// ...}": the A fragment registers of a register-A wgmma.
+func regOperands(first int) string {
+	return fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", first, first+1, first+2, first+3)
+}
+
 // Render implements Family.
 func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
@@ -344,30 +379,24 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		ioHalf = 2
 		doc = "BF16 input, filter, bias and output; exact TF32 products, FP32 accumulation,\n// the output rounded to BF16 once"
 	}
-	data := struct {
-		shapeData
-		wgmmaGeometry
-		Name, Config, FilterLayout, PrecisionDoc                   string
-		Split3                                                     bool
-		TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
-		Producer, RoundInput, Overlap, PredicatedStores, VecStage  int
-		IOHalf                                                     int
-		AccOperands, AccConstraints                                string
-		DescAOperand, DescBOperand, ScaleOperand                   int
-		WideN                                                      int
-		WideAccOperands, WideAccConstraints                        string
-		WideDescAOperand, WideDescBOperand, WideScaleOperand       int
-		RegisterA, AGroup                                          int
-		RegAOperands                                               string
-		RegADescBOperand, RegAScaleOperand                         int
-		WideRegAOperands                                           string
-		WideRegADescBOperand, WideRegAScaleOperand                 int
-	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, split3,
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"], cfg["Producer"], cfg["RoundInput"], cfg["Overlap"], cfg["PredicatedStores"], cfg["VecStage"],
-		ioHalf, accOps, accCons, acc, acc + 1, acc + 2,
-		2 * cfg["TileK"], wideOps, wideCons, 2 * acc, 2*acc + 1, 2*acc + 2,
-		cfg["RegisterA"], max(cfg["AGroup"], 1), fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
-		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", 2*acc, 2*acc+1, 2*acc+2, 2*acc+3), 2*acc + 4, 2*acc + 5}
+	data := wgmmaData{
+		shapeData: newShapeData(p), wgmmaGeometry: g,
+		Name: name, Config: cfg.String(), FilterLayout: p.Layout.FilterLayout(), PrecisionDoc: doc, Split3: split3,
+		TileP: cfg["TileP"], TileQ: cfg["TileQ"], TileK: cfg["TileK"], Warpgroups: cfg["Warpgroups"],
+		TilesPerWarpgroup: cfg["TilesPerWarpgroup"], Stages: cfg["Stages"], Producer: cfg["Producer"],
+		RoundInput: cfg["RoundInput"], Overlap: cfg["Overlap"], PredicatedStores: cfg["PredicatedStores"], VecStage: cfg["VecStage"],
+		IOHalf:      ioHalf,
+		AccOperands: accOps, AccConstraints: accCons,
+		DescAOperand: acc, DescBOperand: acc + 1, ScaleOperand: acc + 2,
+		WideN:           2 * cfg["TileK"],
+		WideAccOperands: wideOps, WideAccConstraints: wideCons,
+		WideDescAOperand: 2 * acc, WideDescBOperand: 2*acc + 1, WideScaleOperand: 2*acc + 2,
+		RegisterA: cfg["RegisterA"], AGroup: max(cfg["AGroup"], 1),
+		RegAOperands:     regOperands(acc),
+		RegADescBOperand: acc + 4, RegAScaleOperand: acc + 5,
+		WideRegAOperands:     regOperands(2 * acc),
+		WideRegADescBOperand: 2*acc + 4, WideRegAScaleOperand: 2*acc + 5,
+	}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err
