@@ -38,9 +38,10 @@ func newShapeData(p problem.Problem) shapeData {
 	}
 }
 
-// render executes the named template file with data.
+// render executes the named template file with data; the file may use the
+// shared partials of templates.Partial ({{template "shape" .}}).
 func render(file string, data any) (string, error) {
-	t, err := template.New(file).Option("missingkey=error").ParseFS(templates.FS, file)
+	t, err := template.New(file).Option("missingkey=error").ParseFS(templates.FS, file, templates.Partial)
 	if err != nil {
 		return "", fmt.Errorf("parse template %s: %w", file, err)
 	}

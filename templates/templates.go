@@ -10,10 +10,14 @@ import (
 	"sort"
 )
 
-// FS holds every *.cu.tmpl file.
+// FS holds every *.cu.tmpl file and the partial they share, Partial.
 //
-//go:embed *.cu.tmpl
+//go:embed *.cu.tmpl shape.tmpl
 var FS embed.FS
+
+// Partial is the file that defines the templates "dims", "shape" and
+// "flags": the shape's #define block that the kernel templates share.
+const Partial = "shape.tmpl"
 
 // Version is a short hash of the names and contents of the given template
 // files (every template when none is given): part of the tuning cache's key,
