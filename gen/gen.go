@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -38,6 +39,10 @@ type Binding struct {
 	// Fallback, when set, is the kernel the package runs on GPUs other than
 	// Arch's: its PTX is embedded instead of PTX.
 	Fallback *Fallback
+	// FilePrefix, when set, starts every file name (FilePrefix +
+	// "doc.go", ...), for files written into a directory that holds other
+	// files of the package (WriteInto): FilesPrefix is the one convgen uses.
+	FilePrefix string
 	// Untuned marks a package of a kernel nobody measured (convgen
 	// -untuned): no CUBIN, only PTX for Arch, a virtual architecture such
 	// as compute_80, which Load has the driver compile on every GPU; no
@@ -97,6 +102,9 @@ type spec struct {
 
 // Files renders every file of the package: name → content.
 func Files(b Binding) (map[string][]byte, error) {
+	if b.FilePrefix != "" && !filePrefix.MatchString(b.FilePrefix) {
+		return nil, fmt.Errorf("gen: file prefix %q: want lower-case letters, digits and underscores, starting with a letter", b.FilePrefix)
+	}
 	s, err := newSpec(b)
 	if err != nil {
 		return nil, err
@@ -118,14 +126,18 @@ func Files(b Binding) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gen: %s: %w", g.name, err)
 		}
-		files[g.name] = src
+		files[b.FilePrefix+g.name] = src
 	}
 	if s.cubinName != "" { // none in an untuned package
 		files[s.cubinName] = bytes.Clone(b.CUBIN)
 	}
-	files[ptxFile] = []byte(s.ptx)
+	files[b.FilePrefix+ptxFile] = []byte(s.ptx)
 	return files, nil
 }
+
+// filePrefix is what Binding.FilePrefix may be: no path, nothing the go
+// tool ignores (a leading "_" or "."), no build-constraint suffix.
+var filePrefix = regexp.MustCompile(`^[a-z][a-z0-9]*_$`)
 
 // isCIdent says whether name is a C identifier.
 func isCIdent(name string) bool {
@@ -223,7 +235,7 @@ func newSpec(b Binding) (*spec, error) {
 		Binding:   b,
 		shape:     sh,
 		elem:      elem,
-		cubinName: "kernel_" + b.Arch + ".cubin",
+		cubinName: b.FilePrefix + "kernel_" + b.Arch + ".cubin",
 		cubinCC:   cc,
 		ptx:       b.PTX,
 		ptxCC:     cc,

@@ -80,7 +80,7 @@ func genKernel(s *spec) *jen.File {
 		f.Var().Id("cubin").String()
 		f.Line()
 	}
-	f.Comment("//go:embed " + ptxFile)
+	f.Comment("//go:embed " + s.FilePrefix + ptxFile)
 	f.Var().Id("ptx").String()
 	f.Line()
 

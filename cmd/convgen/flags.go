@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -44,6 +45,7 @@ type config struct {
 	list      bool   // print the candidate IDs for -arch and stop
 	reportDir string // where the reports go instead of the package
 	untuned   bool   // without a GPU and a record: write an untuned package
+	into      bool   // -o .: convgen's files go among the user's (gen.WriteInto)
 	verbose   bool   // with list: the rejected candidates too, with their reasons
 	shapeText string
 	// tuningSet names the tuning flags given on the command line (they
@@ -287,12 +289,23 @@ func (c *config) setPackage(pkgGiven bool) error {
 		if c.compile || c.list {
 			return nil
 		}
+		c.into = c.out != "" && filepath.Clean(c.out) == "."
 		if err := gen.CheckPackageName(c.pkg); err != nil {
 			return fmt.Errorf("-pkg: %w", err)
 		}
 		return nil
 	}
 	if c.out == "" {
+		return nil
+	}
+	if c.into = filepath.Clean(c.out) == "." && !c.compile && !c.list; c.into {
+		c.pkg = os.Getenv("GOPACKAGE") // set by go generate
+		if c.pkg == "" {
+			return errors.New("-o .: writing into the current directory's package needs its name: run convgen from a go:generate line (which sets $GOPACKAGE) or give -pkg NAME")
+		}
+		if err := gen.CheckPackageName(c.pkg); err != nil {
+			return fmt.Errorf("-o . in package %s ($GOPACKAGE): %w", clip.Quote(c.pkg), err)
+		}
 		return nil
 	}
 	dir := filepath.Base(filepath.Clean(c.out))

@@ -44,7 +44,11 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	// Refuse a bad output directory before tuning (the -pin path included),
 	// not after: one holding foreign files, or a parent Write cannot use.
-	if err := gen.CheckTarget(c.out); err != nil {
+	if c.into {
+		if err := gen.CheckInto(c.out, gen.FilesPrefix); err != nil {
+			return err
+		}
+	} else if err := gen.CheckTarget(c.out); err != nil {
 		return err
 	}
 	if c.reportDir != "" {
@@ -380,11 +384,18 @@ func writePackage(c config, rec tunecache.Record, cands []report.Candidate, stdo
 // writeFiles renders the package of b and the reports of data and writes
 // them (writePackage).
 func writeFiles(c config, b gen.Binding, data report.Data, cands []report.Candidate, stdout io.Writer) error {
+	prefix := "" // of the reports' names
+	if c.into {
+		b.FilePrefix = gen.FilesPrefix
+		if c.reportDir == "" {
+			prefix = gen.FilesPrefix
+		}
+	}
 	files, err := gen.Files(b)
 	if err != nil {
 		return fmt.Errorf("generate package: %w", err)
 	}
-	reports, err := reportFiles(data, cands)
+	reports, err := reportFiles(data, cands, prefix)
 	if err != nil {
 		return err
 	}
@@ -393,12 +404,16 @@ func writeFiles(c config, b gen.Binding, data report.Data, cands []report.Candid
 		reportDir = c.out
 	}
 	if cands == nil {
-		maps.Copy(reports, carriedReports(reportDir, data))
+		maps.Copy(reports, carriedReports(reportDir, prefix, data))
 	}
 	if c.reportDir == "" {
 		maps.Copy(files, reports)
 	}
-	if err := gen.Write(c.out, files); err != nil {
+	write := gen.Write
+	if c.into {
+		write = func(dir string, files map[string][]byte) error { return gen.WriteInto(dir, gen.FilesPrefix, files) }
+	}
+	if err := write(c.out, files); err != nil {
 		return fmt.Errorf("write package: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote package %s to %s (%d files)\n", c.pkg, c.out, len(files))
@@ -421,18 +436,18 @@ const (
 
 // reportFiles renders REPORT.md and report.json, and with the candidates
 // of a search just run candidates.csv and candidates.svg.
-func reportFiles(data report.Data, cands []report.Candidate) (map[string][]byte, error) {
+func reportFiles(data report.Data, cands []report.Candidate, prefix string) (map[string][]byte, error) {
 	js, err := data.JSON()
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{reportMD: data.Markdown(), reportJSON: js}
+	files := map[string][]byte{prefix + reportMD: data.Markdown(), prefix + reportJSON: js}
 	if cands != nil {
 		csv, err := data.CSV(cands)
 		if err != nil {
 			return nil, err
 		}
-		files[candidatesCSV], files[candidatesSVG] = csv, data.Chart(cands)
+		files[prefix+candidatesCSV], files[prefix+candidatesSVG] = csv, data.Chart(cands)
 	}
 	return files, nil
 }
@@ -441,8 +456,8 @@ func reportFiles(data report.Data, cands []report.Candidate) (map[string][]byte,
 // its report.json is the report of the same search as data (the same
 // winner's kernel hash, device, NVRTC and tuning time), so that a replay
 // keeps what only the tuning run could write; nothing otherwise.
-func carriedReports(dir string, data report.Data) map[string][]byte {
-	old, err := os.ReadFile(filepath.Join(dir, reportJSON))
+func carriedReports(dir, prefix string, data report.Data) map[string][]byte {
+	old, err := os.ReadFile(filepath.Join(dir, prefix+reportJSON))
 	if err != nil {
 		return nil
 	}
@@ -452,7 +467,7 @@ func carriedReports(dir string, data report.Data) map[string][]byte {
 		return nil
 	}
 	kept := map[string][]byte{}
-	for _, name := range []string{candidatesCSV, candidatesSVG} {
+	for _, name := range []string{prefix + candidatesCSV, prefix + candidatesSVG} {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
 			kept[name] = b
 		}
