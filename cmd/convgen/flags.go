@@ -184,6 +184,8 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	fs.BoolVar(&c.list, "list", false, "print the IDs of the candidates the shape has for -arch (default sm_90), one a line, for -pin; writes nothing, needs no GPU and no -o")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "with -list: also the candidates rejected statically, with the reason")
 	once(fs, &c.sourceDir, "source-dir", "", "", "with -compile-only: also write the CUDA source of each candidate compiled (or failing to) to this directory as KERNEL.cu")
+	var configFile string // handled before parsing (splitConfig): listed for -help
+	once(fs, &configFile, "config", "", "", "generate every package a JSON config file lists (shape, precision, layout, out, pkg, cache each); the other flags apply to each")
 	help := fs.BoolP("help", "h", false, "show this help (on stdout)")
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "usage: convgen -shape N=..,C=..,H=..,W=..,K=..,R=..,S=.. -o DIR [flags]\n\nFlags (one dash or two; string flags given once, -pin repeatable):\n%s", fs.FlagUsages())

@@ -45,6 +45,14 @@ func (e usageError) Unwrap() error { return e.err }
 
 // run is the whole command; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	config, rest, err := splitConfig(args)
+	if err == nil && config != "" {
+		err = runConfig(ctx, config, rest, stdout, stderr)
+		return exitStatus(err, stderr)
+	}
+	if err != nil {
+		return exitStatus(err, stderr)
+	}
 	cfg, err := parseFlags(args, stdout)
 	if errors.Is(err, errHelp) {
 		return 0
@@ -59,15 +67,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		err = generate(ctx, cfg, out, warn)
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "convgen:", oneLine(err.Error()))
-		var ue usageError
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
+	return exitStatus(err, stderr)
+}
+
+// exitStatus prints err, if any, on stderr and returns the exit status:
+// 0 for none, 2 for a usage error, 1 for any other.
+func exitStatus(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
-	return 0
+	fmt.Fprintln(stderr, "convgen:", oneLine(err.Error()))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
