@@ -1,0 +1,44 @@
+package kernels
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/nvrtc"
+)
+
+// TestSharedBytesAsserted: the direct and generic kernels assert at compile
+// time that the dynamic shared memory Go launches them with is their
+// layout's size. Rendered as is they compile; with a launch size that
+// disagrees (the asserted figure off by 16 bytes) NVRTC rejects them with
+// the assertion's message.
+func TestSharedBytesAsserted(t *testing.T) {
+	lib := openNVRTC(t)
+	var ks []Kernel
+	for _, k := range goldenKernels(t) {
+		if k.Family == "direct" {
+			ks = append(ks, k)
+			break
+		}
+	}
+	if len(ks) != 1 {
+		t.Fatal("no direct golden kernel")
+	}
+	ks = append(ks, goldenGeneric(t))
+	for _, k := range ks {
+		want := fmt.Sprintf(") == %d,", k.SharedBytes)
+		if strings.Count(k.Source, want) != 1 {
+			t.Fatalf("%s: no static_assert of the shared memory size %d", k.Name, k.SharedBytes)
+		}
+		opt := nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_80"}
+		if _, err := lib.Compile(k.Source, opt); err != nil {
+			t.Fatalf("%s: %v", k.Name, err)
+		}
+		bad := strings.Replace(k.Source, want, fmt.Sprintf(") == %d,", k.SharedBytes+16), 1)
+		_, err := lib.Compile(bad, opt)
+		if err == nil || !strings.Contains(err.Error(), "dynamic shared memory") {
+			t.Errorf("%s with a wrong shared memory size: compile error %v, want the static_assert's", k.Name, err)
+		}
+	}
+}
