@@ -1,6 +1,6 @@
 module github.com/convgen/convgen
 
-go 1.26
+go 1.25.0
 
 require (
 	github.com/dave/jennifer v1.7.1

@@ -80,7 +80,7 @@ func TestTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Load(path)
-	if _, ok := errors.AsType[*CorruptError](err); !ok || !strings.Contains(err.Error(), "more than") {
+	if !errors.As(err, new(*CorruptError)) || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("Load of a %d-byte file = %v, want a corrupt-cache error", MaxFileBytes+1, err)
 	}
 	if err := os.Truncate(path, 100); err != nil {

@@ -32,7 +32,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, err := parse("fuzz.json", data)
 		if err != nil {
-			if _, ok := errors.AsType[*CorruptError](err); !ok {
+			if !errors.As(err, new(*CorruptError)) {
 				t.Fatalf("parse error %T is not a *CorruptError: %v", err, err)
 			}
 			return

@@ -523,7 +523,8 @@ func readFile(path string, limit int64) ([]byte, error) {
 func parse(path string, data []byte) ([]Record, error) {
 	var f File
 	if err := json.Unmarshal(data, &f); err != nil {
-		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
 			err = fmt.Errorf("%w at offset %d", se, se.Offset)
 		}
 		return nil, &CorruptError{Path: path, Err: err}

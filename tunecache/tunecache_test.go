@@ -379,7 +379,7 @@ func TestCorrupt(t *testing.T) {
 					t.Errorf("Load error %q does not contain %q", msg, want)
 				}
 			}
-			if _, ok := errors.AsType[*CorruptError](err); !ok {
+			if !errors.As(err, new(*CorruptError)) {
 				t.Errorf("Load error %T is not a *CorruptError", err)
 			}
 

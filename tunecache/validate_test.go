@@ -87,7 +87,8 @@ func TestValidate(t *testing.T) {
 		r := cloneRecord(valid)
 		tc.edit(&r)
 		err := r.Validate()
-		fe, ok := errors.AsType[*FieldError](err)
+		var fe *FieldError
+		ok := errors.As(err, &fe)
 		if !ok || fe.Field != tc.field {
 			t.Errorf("tampered %s: Validate = %v, want an error naming %s", tc.field, err, tc.field)
 		}
@@ -113,8 +114,9 @@ func TestLoadTampered(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := Load(path)
-		_, corrupt := errors.AsType[*CorruptError](err)
-		re, isRec := errors.AsType[*RecordError](err)
+		corrupt := errors.As(err, new(*CorruptError))
+		var re *RecordError
+		isRec := errors.As(err, &re)
 		if !corrupt || !isRec || re.Index != 1 || err == nil ||
 			!strings.Contains(err.Error(), tc.field+":") || !strings.Contains(err.Error(), "record 1 (") || !strings.Contains(err.Error(), path) {
 			t.Errorf("tampered %s: Load = %v, want a corrupt-cache error naming %s, record 1 and %s", tc.field, err, path, tc.field)
@@ -182,7 +184,8 @@ func TestChecksum(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if re, ok := errors.AsType[*RecordError](err); !ok || re.Index != 0 || !strings.Contains(err.Error(), "checksum") {
+	var re *RecordError
+	if ok := errors.As(err, &re); !ok || re.Index != 0 || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("Load of an edited record = %v, want a checksum error naming record 0", err)
 	}
 }
