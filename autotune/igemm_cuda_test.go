@@ -4,13 +4,11 @@ package autotune
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convgen/convgen/kernels"
-	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -24,14 +22,7 @@ import (
 // 1x1, a 1x1 on a 7x7 map, asymmetric stride/pad/dilation with K=17, and
 // partial tiles everywhere.
 func TestIGEMMShapes(t *testing.T) {
-	lib, err := nvrtc.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib, worker, lim := gpuSetup(t)
 	shapes := []string{
 		"N=2,C=64,H=30,W=30,K=64,R=3,S=3,pad=1",                                                        // VGG-like 3x3
 		"N=2,C=256,H=28,W=28,K=136,R=1,S=1,stride=2,bias=false",                                        // strided 1x1
@@ -41,69 +32,39 @@ func TestIGEMMShapes(t *testing.T) {
 		"N=2,C=12,H=17,W=15,K=40,R=3,S=3,stride=2,pad=1,dilation_w=2",                                  // 8-byte loads
 		"N=1,C=5,H=9,W=9,K=24,R=5,S=5",                                                                 // one k-tile, C·R·S odd
 	}
-	lim := kernels.DefaultLimits(90)
-	lim.SM90a = lib.SupportsArch("sm_90a")
-	for _, text := range shapes {
-		shape, err := problem.ParseShape(text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32, problem.TF32x3} {
-			for _, lay := range problem.Layouts {
-				p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
-				t.Run(p.String(), func(t *testing.T) {
-					cands, err := kernels.Enumerate(p, lim)
-					if err != nil {
-						t.Fatalf("enumerate: %v", err)
-					}
-					var kept []kernels.Candidate
-					for _, c := range cands {
-						if c.Family == "igemm" && c.Rejected == "" {
-							kept = append(kept, c)
-						}
-					}
-					if len(kept) == 0 {
-						t.Fatal("no kept igemm candidate")
-					}
-					pins := []string{kept[0].ID()}
-					for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
-						if c.ID() != pins[len(pins)-1] {
-							pins = append(pins, c.ID())
-						}
-					}
-					res, err := Tune(context.Background(), lib, Options{Problem: p,
-						Worker: []string{"env", "CONVGEN_TEST_WORKER=1", exe}, Only: pins,
-						Trials: 0, Runs: 10, Seed: 5, Timeout: 60 * time.Second})
-					if err != nil {
-						t.Fatalf("tune: %v", err)
-					}
-					measured := 0
-					for _, tr := range res.Trials {
-						switch tr.Status {
-						case StatusOK:
-							measured++
-							if tr.RelError > prec.ErrorBound() || tr.SampleError > prec.ErrorBound() {
-								t.Errorf("%s passed with error %.2e/%.2e over the bound %.0e", tr.ID, tr.RelError, tr.SampleError, prec.ErrorBound())
-							}
-							t.Logf("ok %s: %.4f ms, error %.2e", tr.ID, tr.MedianMS, tr.RelError)
-						case StatusRejected, StatusSkipped:
-							for _, pin := range pins {
-								if tr.ID == pin {
-									t.Errorf("pinned %s was not measured: %s: %s", tr.ID, tr.Status, tr.Reason)
-								}
-							}
-						default:
-							t.Errorf("%s: %s: %s", tr.ID, tr.Status, tr.Reason)
-						}
-					}
-					if measured != len(pins) {
-						t.Errorf("%d of %d pinned igemm candidates passed", measured, len(pins))
-					}
-					if res.Winner == nil || !strings.HasPrefix(res.Winner.ID, "igemm/") {
-						t.Fatalf("winner %v, want an igemm candidate", res.Winner)
-					}
-				})
+	precs := []problem.Precision{problem.FP16, problem.BF16, problem.TF32, problem.TF32x3}
+	eachProblem(t, shapes, precs, func(p problem.Problem) {
+		t.Run(p.String(), func(t *testing.T) {
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Fatalf("enumerate: %v", err)
 			}
-		}
-	}
+			var kept []kernels.Candidate
+			for _, c := range cands {
+				if c.Family == "igemm" && c.Rejected == "" {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) == 0 {
+				t.Fatal("no kept igemm candidate")
+			}
+			pins := []string{kept[0].ID()}
+			for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
+				if c.ID() != pins[len(pins)-1] {
+					pins = append(pins, c.ID())
+				}
+			}
+			res, err := Tune(context.Background(), lib, Options{Problem: p,
+				Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 5, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+				t.Errorf("%d of %d pinned igemm candidates passed", passed, len(pins))
+			}
+			if res.Winner == nil || !strings.HasPrefix(res.Winner.ID, "igemm/") {
+				t.Fatalf("winner %v, want an igemm candidate", res.Winner)
+			}
+		})
+	})
 }

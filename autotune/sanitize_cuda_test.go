@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/convgen/convgen/kernels"
-	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
 )
@@ -43,19 +42,12 @@ func TestSanitize(t *testing.T) {
 	if os.Getenv("CONVGEN_SANITIZE") == "" {
 		t.Skip("set CONVGEN_SANITIZE=1 (scripts/sanitize does, under compute-sanitizer)")
 	}
-	lib, err := nvrtc.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib, testWorker, lim := gpuSetup(t)
 	// The workers, which run the kernels, run under the sanitizer: it
 	// cannot follow a Go program's children itself (Go starts them with
 	// raw system calls), and its log file keeps its report off the
 	// workers' protocol pipes.
-	worker := []string{"env", "CONVGEN_TEST_WORKER=1"}
+	worker := testWorker[:2:2] // env CONVGEN_TEST_WORKER=1
 	if san := os.Getenv("CONVGEN_SANITIZER"); san != "" {
 		tool, log := os.Getenv("CONVGEN_SANITIZE_TOOL"), os.Getenv("CONVGEN_SANITIZE_LOG")
 		if tool == "" || log == "" {
@@ -66,9 +58,7 @@ func TestSanitize(t *testing.T) {
 			worker = append(worker, "--racecheck-report", "all")
 		}
 	}
-	worker = append(worker, exe)
-	lim := kernels.DefaultLimits(90)
-	lim.SM90a = lib.SupportsArch("sm_90a")
+	worker = append(worker, testWorker[2:]...)
 	run := func(t *testing.T, p problem.Problem, pins []string, extra []kernels.Kernel) {
 		res, err := Tune(context.Background(), lib, Options{Problem: p,
 			Worker: worker, Only: pins, Extra: extra,
@@ -76,13 +66,7 @@ func TestSanitize(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tune: %v", err)
 		}
-		for _, tr := range res.Trials {
-			switch tr.Status {
-			case StatusOK, StatusRejected, StatusSkipped:
-			default:
-				t.Errorf("%s: %s: %s", tr.ID, tr.Status, tr.Reason)
-			}
-		}
+		checkTrials(t, p, res.Trials)
 		if res.Winner == nil {
 			t.Fatal("no winner")
 		}
@@ -140,33 +124,24 @@ func TestSanitize(t *testing.T) {
 	if os.Getenv("CONVGEN_SANITIZE_PINS") == "2" {
 		perFamily = 2
 	}
-	for _, text := range sanitizeShapes {
-		shape, err := problem.ParseShape(text)
+	eachProblem(t, sanitizeShapes, nil, func(p problem.Problem) {
+		cands, err := kernels.Enumerate(p, lim)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: %v", p, err)
+			return
 		}
-		for _, prec := range problem.Precisions {
-			for _, lay := range problem.Layouts {
-				p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
-				cands, err := kernels.Enumerate(p, lim)
-				if err != nil {
-					t.Errorf("%s: %v", p, err)
-					continue
-				}
-				// One run per problem: the first kept configurations of
-				// every family serving it (one worker process each).
-				var pins []string
-				perFam := map[string]int{}
-				for _, c := range cands {
-					if c.Rejected == "" && perFam[c.Family] < perFamily {
-						perFam[c.Family]++
-						pins = append(pins, c.ID())
-					}
-				}
-				t.Run(p.String(), func(t *testing.T) { run(t, p, pins, nil) })
+		// One run per problem: the first kept configurations of every
+		// family serving it (one worker process each).
+		var pins []string
+		perFam := map[string]int{}
+		for _, c := range cands {
+			if c.Rejected == "" && perFam[c.Family] < perFamily {
+				perFam[c.Family]++
+				pins = append(pins, c.ID())
 			}
 		}
-	}
+		t.Run(p.String(), func(t *testing.T) { run(t, p, pins, nil) })
+	})
 }
 
 // firstKept pins the first configuration the static rules keep for p, so

@@ -5,14 +5,12 @@ package autotune
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convgen/convgen/kernels"
-	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -21,14 +19,7 @@ import (
 // serves (generic serves them all), once per serving family (pinned to the configurations pinsCovering picks): every
 // measured candidate passed the float64 checks, and each run has a winner.
 func TestOddShapes(t *testing.T) {
-	lib, err := nvrtc.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib, worker, lim := gpuSetup(t)
 	shapes := []string{
 		"N=3,C=5,H=37,W=41,K=24,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_w=2,bias=false",
 		"N=2,C=3,H=60,W=64,K=32,R=7,S=7,stride=4,pad=3",
@@ -59,75 +50,54 @@ func TestOddShapes(t *testing.T) {
 		"N=4,C=45,H=7,W=7,K=70,R=1,S=1",
 		"N=1,C=3,H=5,W=5,K=5,R=5,S=5,groups=1",
 	}
-	lim := kernels.DefaultLimits(90)
-	lim.SM90a = lib.SupportsArch("sm_90a") // the test runs on an sm_90 GPU
-	for _, text := range shapes {
-		shape, err := problem.ParseShape(text)
+	eachProblem(t, shapes, nil, func(p problem.Problem) {
+		cands, err := kernels.Enumerate(p, lim)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: %v", p, err) // generic serves every valid shape
+			return
 		}
-		for _, prec := range problem.Precisions {
-			for _, lay := range problem.Layouts {
-				p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
-				cands, err := kernels.Enumerate(p, lim)
-				if err != nil {
-					continue // no family serves this combination (e.g. fp32 nhwc)
-				}
-				byFamily := map[string][]kernels.Candidate{}
-				for _, c := range cands {
-					if c.Rejected == "" {
-						byFamily[c.Family] = append(byFamily[c.Family], c)
-					}
-				}
-				for fam, kept := range byFamily {
-					pins := pinsCovering(kept)
-					t.Run(p.String()+"/"+fam, func(t *testing.T) {
-						res, err := Tune(context.Background(), lib, Options{Problem: p,
-							Worker: []string{"env", "CONVGEN_TEST_WORKER=1", exe}, Only: pins,
-							Trials: 0, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
-						if err != nil {
-							t.Fatalf("tune: %v", err)
-						}
-						for _, tr := range res.Trials {
-							switch tr.Status {
-							case StatusOK:
-								if tr.RelError > prec.ErrorBound() || tr.SampleError > prec.ErrorBound() {
-									t.Errorf("%s passed with error %.2e/%.2e over bound", tr.ID, tr.RelError, tr.SampleError)
-								}
-							case StatusRejected, StatusSkipped:
-							default:
-								t.Errorf("%s: %s: %s", tr.ID, tr.Status, tr.Reason)
-							}
-						}
-						if res.Winner == nil {
-							t.Fatal("no winner")
-						}
-						t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
-						for _, tr := range res.Trials {
-							if tr.Status == StatusOK {
-								t.Logf("ok %s: %.4f ms, error %.2e", tr.ID, tr.MedianMS, tr.RelError)
-							}
-						}
-						// The fallback: a portable candidate whose PTX passed
-						// its own check on this GPU, or a reason for none
-						// (always for the sm_90a families run alone).
-						switch fb := res.Fallback; {
-						case fb == nil && res.FallbackNote == "":
-							t.Error("no fallback and no reason")
-						case fb == nil:
-							t.Logf("no fallback: %s", res.FallbackNote)
-						case fb.Kernel.ArchSuffix != "" || fb.Trial.Status != StatusOK || fb.Trial.RelError > prec.ErrorBound() ||
-							fb.Trial.SharedBytes > FallbackSharedLimit || !strings.Contains(fb.PTX, ".target sm_80"):
-							t.Errorf("fallback %s (%s, error %.2e, %d B shared, arch suffix %q) does not qualify",
-								fb.Trial.ID, fb.Trial.Status, fb.Trial.RelError, fb.Trial.SharedBytes, fb.Kernel.ArchSuffix)
-						default:
-							t.Logf("fallback %s as PTX for %s: %.4f ms, error %.2e", fb.Trial.ID, fb.Arch, fb.Trial.MedianMS, fb.Trial.RelError)
-						}
-					})
-				}
+		byFamily := map[string][]kernels.Candidate{}
+		for _, c := range cands {
+			if c.Rejected == "" {
+				byFamily[c.Family] = append(byFamily[c.Family], c)
 			}
 		}
-	}
+		for fam, kept := range byFamily {
+			pins := pinsCovering(kept)
+			t.Run(p.String()+"/"+fam, func(t *testing.T) {
+				res, err := Tune(context.Background(), lib, Options{Problem: p,
+					Worker: worker, Only: pins, Trials: 0, Runs: 20, Seed: 3, Timeout: 30 * time.Second})
+				if err != nil {
+					t.Fatalf("tune: %v", err)
+				}
+				checkTrials(t, p, res.Trials)
+				if res.Winner == nil {
+					t.Fatal("no winner")
+				}
+				t.Logf("winner %s: %.4f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
+				for _, tr := range res.Trials {
+					if tr.Status == StatusOK {
+						t.Logf("ok %s: %.4f ms, error %.2e", tr.ID, tr.MedianMS, tr.RelError)
+					}
+				}
+				// The fallback: a portable candidate whose PTX passed its
+				// own check on this GPU, or a reason for none (always for
+				// the sm_90a families run alone).
+				switch fb := res.Fallback; {
+				case fb == nil && res.FallbackNote == "":
+					t.Error("no fallback and no reason")
+				case fb == nil:
+					t.Logf("no fallback: %s", res.FallbackNote)
+				case fb.Kernel.ArchSuffix != "" || fb.Trial.Status != StatusOK || fb.Trial.RelError > p.Precision.ErrorBound() ||
+					fb.Trial.SharedBytes > FallbackSharedLimit || !strings.Contains(fb.PTX, ".target sm_80"):
+					t.Errorf("fallback %s (%s, error %.2e, %d B shared, arch suffix %q) does not qualify",
+						fb.Trial.ID, fb.Trial.Status, fb.Trial.RelError, fb.Trial.SharedBytes, fb.Kernel.ArchSuffix)
+				default:
+					t.Logf("fallback %s as PTX for %s: %.4f ms, error %.2e", fb.Trial.ID, fb.Arch, fb.Trial.MedianMS, fb.Trial.RelError)
+				}
+			})
+		}
+	})
 }
 
 // pinsCovering picks the configurations of one family to measure: 4 spread
