@@ -46,6 +46,23 @@ var (
 	directTilesPerBlock     = []int{1}
 )
 
+// directKnobs are a direct configuration's knobs (see Direct).
+type directKnobs struct {
+	TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock int
+}
+
+// check refuses knobs that do not tile s: every knob positive, the
+// thread tile dividing the block tile, StageC dividing C and TileK K.
+func (c directKnobs) check(s problem.Shape) error {
+	if c.TileP < 1 || c.TileQ < 1 || c.TileK < 1 || c.PixelsPerThread < 1 || c.ChannelsPerThread < 1 || c.StageC < 1 || c.TilesPerBlock < 1 {
+		return fmt.Errorf("every knob must be positive")
+	}
+	if c.TileQ%c.PixelsPerThread != 0 || c.TileK%c.ChannelsPerThread != 0 || s.C%c.StageC != 0 || s.K%c.TileK != 0 {
+		return fmt.Errorf("PixelsPerThread must divide TileQ, ChannelsPerThread TileK, StageC C and TileK K")
+	}
+	return nil
+}
+
 // directGeometry holds a configuration's derived sizes.
 type directGeometry struct {
 	ThreadsPerBlock, TilesP, TilesQ, InRows, InCols, RowsPerPhase int
@@ -54,38 +71,38 @@ type directGeometry struct {
 	InSmemFloats                                                  int // input patch floats, rounded up to 16 bytes
 }
 
-func directGeom(s problem.Shape, c Config) directGeometry {
+func directGeom(s problem.Shape, c directKnobs) directGeometry {
 	var g directGeometry
-	px := c["PixelsPerThread"]
-	g.ThreadsPerBlock = c["TileP"] * (c["TileQ"] / px) * (c["TileK"] / c["ChannelsPerThread"])
-	g.TilesP = ceilDiv(s.P(), c["TileP"])
-	g.TilesQ = ceilDiv(s.Q(), c["TileQ"])
-	g.InRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
-	g.InCols = (c["TileQ"]-1)*s.StrideW + (s.S-1)*s.DilationW + 1
+	px := c.PixelsPerThread
+	g.ThreadsPerBlock = c.TileP * (c.TileQ / px) * (c.TileK / c.ChannelsPerThread)
+	g.TilesP = ceilDiv(s.P(), c.TileP)
+	g.TilesQ = ceilDiv(s.Q(), c.TileQ)
+	g.InRows = (c.TileP-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.InCols = (c.TileQ-1)*s.StrideW + (s.S-1)*s.DilationW + 1
 	g.RowsPerPhase = ceilDiv(g.InRows, s.StrideH)
 	g.SegLen = (px-1)*s.StrideW + (s.S-1)*s.DilationW + 1
 	if px*s.StrideW%4 == 0 {
 		g.SegVec = 1
 		g.SegLen = roundUp(g.SegLen, 4)
 	}
-	need := max(g.InCols, (c["TileQ"]/px-1)*px*s.StrideW+g.SegLen)
+	need := max(g.InCols, (c.TileQ/px-1)*px*s.StrideW+g.SegLen)
 	if g.SegVec == 1 {
 		g.InPitch = pitch4(need) // 16-byte rows, ≡ 4 words mod 8: conflict-free LDS.128 across rows
 	} else {
 		g.InPitch = need | 1 // odd: conflict-free scalar reads across rows
 	}
-	if c["ChannelsPerThread"]%4 == 0 {
-		g.FilterPitch = pitch4(c["TileK"])
+	if c.ChannelsPerThread%4 == 0 {
+		g.FilterPitch = pitch4(c.TileK)
 	} else {
-		g.FilterPitch = c["TileK"]
+		g.FilterPitch = c.TileK
 	}
 	// The filter slice follows the input patch: start it on 16 bytes for
 	// its float4 reads.
-	g.InSmemFloats = roundUp(c["StageC"]*s.StrideH*g.RowsPerPhase*g.InPitch, 4)
-	g.SharedBytes = 4 * (g.InSmemFloats + c["StageC"]*s.R*s.S*g.FilterPitch)
+	g.InSmemFloats = roundUp(c.StageC*s.StrideH*g.RowsPerPhase*g.InPitch, 4)
+	g.SharedBytes = 4 * (g.InSmemFloats + c.StageC*s.R*s.S*g.FilterPitch)
 	tiles := s.N * g.TilesP * g.TilesQ
-	g.Grid = (s.K / c["TileK"]) * ceilDiv(tiles, c["TilesPerBlock"])
-	g.Registers = px*c["ChannelsPerThread"] + g.SegLen + c["ChannelsPerThread"] + 24
+	g.Grid = (s.K / c.TileK) * ceilDiv(tiles, c.TilesPerBlock)
+	g.Registers = px*c.ChannelsPerThread + g.SegLen + c.ChannelsPerThread + 24
 	return g
 }
 
@@ -106,9 +123,9 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 								if tpb > 1 && sc != s.C {
 									continue // walking tiles keeps the filter, which needs StageC == C
 								}
-								cfg := Config{"TileP": tp, "TileQ": px * groups, "TileK": tk,
-									"PixelsPerThread": px, "ChannelsPerThread": kx, "StageC": sc, "TilesPerBlock": tpb}
-								out = append(out, Candidate{Family: d.Name(), Config: cfg, Rejected: d.reject(s, cfg, lim)})
+								k := directKnobs{TileP: tp, TileQ: px * groups, TileK: tk,
+									PixelsPerThread: px, ChannelsPerThread: kx, StageC: sc, TilesPerBlock: tpb}
+								out = append(out, newCandidate(d.Name(), k, d.reject(s, k, lim)))
 							}
 						}
 					}
@@ -119,46 +136,47 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 	return out
 }
 
-// reject returns why a configuration is not worth compiling, or "".
-func (Direct) reject(s problem.Shape, c Config, lim Limits) string {
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection.
+func (Direct) reject(s problem.Shape, c directKnobs, lim Limits) Rejection {
 	g := directGeom(s, c)
 	switch {
-	case c["TileK"]%c["ChannelsPerThread"] != 0:
-		return fmt.Sprintf("divisibility: ChannelsPerThread=%d does not divide TileK=%d", c["ChannelsPerThread"], c["TileK"])
-	case c["PixelsPerThread"]*c["ChannelsPerThread"] < 32 || c["PixelsPerThread"]*c["ChannelsPerThread"] > 64:
-		return fmt.Sprintf("register tile: %d accumulators per thread outside [32, 64]", c["PixelsPerThread"]*c["ChannelsPerThread"])
+	case c.TileK%c.ChannelsPerThread != 0:
+		return hard("divisibility", "ChannelsPerThread=%d does not divide TileK=%d", c.ChannelsPerThread, c.TileK)
+	case c.PixelsPerThread*c.ChannelsPerThread < 32 || c.PixelsPerThread*c.ChannelsPerThread > 64:
+		return hard("register tile", "%d accumulators per thread outside [32, 64]", c.PixelsPerThread*c.ChannelsPerThread)
 	case g.ThreadsPerBlock > 512:
-		return fmt.Sprintf("threads: %d per block > 512 leaves too few registers per thread", g.ThreadsPerBlock)
+		return hard("threads", "%d per block > 512 leaves too few registers per thread", g.ThreadsPerBlock)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+		return hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case g.ThreadsPerBlock < 64 || g.ThreadsPerBlock%32 != 0:
-		return fmt.Sprintf("warps: %d threads per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
+		return soft("warps", "%d threads per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:
-		return fmt.Sprintf("registers: about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+		return hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.ThreadsPerBlock > lim.RegistersPerSM:
-		return fmt.Sprintf("registers: about %d per block > %d per SM", g.Registers*g.ThreadsPerBlock, lim.RegistersPerSM)
-	case c["TileP"] > 1 && g.TilesP*c["TileP"]-s.P() >= c["TileP"]:
-		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
-	case c["TileQ"] > s.Q() && c["PixelsPerThread"]*(c["TileQ"]/c["PixelsPerThread"]-1) >= s.Q():
-		return fmt.Sprintf("waste: TileQ=%d has a whole idle column group for Q=%d", c["TileQ"], s.Q())
+		return hard("registers", "about %d per block > %d per SM", g.Registers*g.ThreadsPerBlock, lim.RegistersPerSM)
+	case c.TileP > 1 && g.TilesP*c.TileP-s.P() >= c.TileP:
+		return soft("waste", "TileP=%d leaves a whole empty tile row for P=%d", c.TileP, s.P())
+	case c.TileQ > s.Q() && c.PixelsPerThread*(c.TileQ/c.PixelsPerThread-1) >= s.Q():
+		return soft("waste", "TileQ=%d has a whole idle column group for Q=%d", c.TileQ, s.Q())
 	case wasteFraction(s, c) > 0.20:
-		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*wasteFraction(s, c), s.P(), s.Q())
-	case c["TilesPerBlock"] > 1 && c["StageC"] != s.C:
-		return "staging: TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C"
-	case (c["TileQ"]/c["PixelsPerThread"])*c["TileP"]%32 != 0 && c["TileQ"]/c["PixelsPerThread"]*c["TileP"] < 32:
-		return "warps: pixel threads do not fill a warp, so filter reads are not broadcasts"
+		return soft("waste", "%.0f%% of computed outputs fall outside the %dx%d output", 100*wasteFraction(s, c), s.P(), s.Q())
+	case c.TilesPerBlock > 1 && c.StageC != s.C:
+		return hard("staging", "TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C")
+	case (c.TileQ/c.PixelsPerThread)*c.TileP%32 != 0 && c.TileQ/c.PixelsPerThread*c.TileP < 32:
+		return soft("warps", "pixel threads do not fill a warp, so filter reads are not broadcasts")
 	case g.Grid < 2*lim.SMs && s.N*s.K*s.P()*s.Q() >= 2*lim.SMs*4096:
-		return fmt.Sprintf("occupancy: %d blocks cannot fill %d SMs twice", g.Grid, lim.SMs)
+		return soft("occupancy", "%d blocks cannot fill %d SMs twice", g.Grid, lim.SMs)
 	}
-	return ""
+	return Rejection{}
 }
 
 // wasteFraction is the share of computed outputs that lie outside P×Q.
-func wasteFraction(s problem.Shape, c Config) float64 {
+func wasteFraction(s problem.Shape, c directKnobs) float64 {
 	g := directGeom(s, c)
-	computed := float64(g.TilesP*c["TileP"]) * float64(g.TilesQ*c["TileQ"])
+	computed := float64(g.TilesP*c.TileP) * float64(g.TilesQ*c.TileQ)
 	return 1 - float64(s.P()*s.Q())/computed
 }
 
@@ -167,18 +185,22 @@ func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := d.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(d.Name(), cfg, "TileP", "TileQ", "TileK", "PixelsPerThread", "ChannelsPerThread", "StageC", "TilesPerBlock"); err != nil {
+	k, err := parseKnobs[directKnobs](d.Name(), cfg)
+	if err != nil {
 		return Kernel{}, err
 	}
-	g := directGeom(p.Shape, cfg)
+	if err := k.check(p.Shape); err != nil {
+		return Kernel{}, fmt.Errorf("%s: config %s: %w", d.Name(), cfg, err)
+	}
+	cfg = knobsConfig(k)
+	g := directGeom(p.Shape, k)
 	name := "convgen_direct_" + kernelSuffix(cfg)
 	data := struct {
 		shapeData
 		directGeometry
-		Name, Config                                                                   string
-		TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock int
-	}{newShapeData(p), g, name, cfg.String(),
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["PixelsPerThread"], cfg["ChannelsPerThread"], cfg["StageC"], cfg["TilesPerBlock"]}
+		directKnobs
+		Name, Config string
+	}{newShapeData(p), g, k, name, cfg.String()}
 	src, err := render(d.Template(), data)
 	if err != nil {
 		return Kernel{}, err

@@ -6,17 +6,33 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// gemmKnobs are the knob values of the implicit-GEMM tensor-core families:
-// the block tile (TileP × TileQ output pixels, TileK channels), the warp tile
+// gemmKnobs are the knobs the mma.sync implicit-GEMM families share: the
+// block tile (TileP × TileQ output pixels, TileK channels), the warp tile
 // (WarpM pixels × WarpN channels) and the tiles a block walks.
 type gemmKnobs struct {
+	TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock int
+}
+
+// check refuses tiles the kernels cannot split: warp tiles of whole m16n8
+// fragments that divide a block tile whose channels divide k.
+func (c gemmKnobs) check(k int) error {
+	if c.TileP < 1 || c.TileQ < 1 || c.TileK < 1 || c.WarpM < 16 || c.WarpN < 8 || c.TilesPerBlock < 1 ||
+		c.WarpM%16 != 0 || c.WarpN%8 != 0 || c.TileP*c.TileQ%c.WarpM != 0 || c.TileK%c.WarpN != 0 || k%c.TileK != 0 {
+		return fmt.Errorf("want positive tiles, WarpM a multiple of 16 dividing TileP*TileQ, WarpN a multiple of 8 dividing TileK, TileK dividing K")
+	}
+	return nil
+}
+
+// gemmSpace is the knob values the search space of an mma.sync family
+// takes.
+type gemmSpace struct {
 	TileP, TileQ, TileK, WarpM, WarpN, TilesPerBlock []int
 }
 
 // configs lists the knob combinations for shape s: channel tiles that divide
 // K (or a fallback), warp tiles that divide the block tile exactly.
-func (k gemmKnobs) configs(s problem.Shape) []Config {
-	var out []Config
+func (k gemmSpace) configs(s problem.Shape) []gemmKnobs {
+	var out []gemmKnobs
 	for _, tp := range k.TileP {
 		for _, tq := range k.TileQ {
 			for _, tk := range channelTiles(s.K, k.TileK, 8) {
@@ -26,7 +42,7 @@ func (k gemmKnobs) configs(s problem.Shape) []Config {
 					}
 					for _, wn := range channelTiles(tk, k.WarpN, 8) {
 						for _, tpb := range k.TilesPerBlock {
-							out = append(out, Config{"TileP": tp, "TileQ": tq, "TileK": tk, "WarpM": wm, "WarpN": wn, "TilesPerBlock": tpb})
+							out = append(out, gemmKnobs{TileP: tp, TileQ: tq, TileK: tk, WarpM: wm, WarpN: wn, TilesPerBlock: tpb})
 						}
 					}
 				}
@@ -42,42 +58,42 @@ type gemmTile struct {
 	Threads, TilesP, TilesQ, GridTiles, Accumulators int
 }
 
-func newGemmTile(s problem.Shape, c Config) gemmTile {
+func newGemmTile(s problem.Shape, c gemmKnobs) gemmTile {
 	var t gemmTile
-	t.Threads = 32 * (c["TileP"] * c["TileQ"] / c["WarpM"]) * (c["TileK"] / c["WarpN"])
-	t.TilesP, t.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
-	t.GridTiles = ceilDiv(s.N*t.TilesP*t.TilesQ, c["TilesPerBlock"])
-	t.Accumulators = (c["WarpM"] / 16) * (c["WarpN"] / 8) * 4
+	t.Threads = 32 * (c.TileP * c.TileQ / c.WarpM) * (c.TileK / c.WarpN)
+	t.TilesP, t.TilesQ = ceilDiv(s.P(), c.TileP), ceilDiv(s.Q(), c.TileQ)
+	t.GridTiles = ceilDiv(s.N*t.TilesP*t.TilesQ, c.TilesPerBlock)
+	t.Accumulators = (c.WarpM / 16) * (c.WarpN / 8) * 4
 	return t
 }
 
 // gemmReject applies the static rules the tensor-core families share;
 // accumulators per thread must lie in [minAcc, maxAcc] (minAcc 0: no lower
 // bound).
-func gemmReject(s problem.Shape, c Config, t gemmTile, sharedBytes int, lim Limits, minAcc, maxAcc int) string {
-	computed := float64(t.TilesP*c["TileP"]) * float64(t.TilesQ*c["TileQ"])
+func gemmReject(s problem.Shape, c gemmKnobs, t gemmTile, sharedBytes int, lim Limits, minAcc, maxAcc int) Rejection {
+	computed := float64(t.TilesP*c.TileP) * float64(t.TilesQ*c.TileQ)
 	waste := 1 - float64(s.P()*s.Q())/computed
 	maxThreads := min(512, lim.MaxThreadsPerBlock)
 	switch {
 	case lim.Arch > 0 && lim.Arch < 80:
-		return fmt.Sprintf("arch: mma.sync with TF32, BF16 or m16n8k16 FP16 operands and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
+		return hard("arch", "mma.sync with TF32, BF16 or m16n8k16 FP16 operands and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
 	case t.Threads > maxThreads:
-		return fmt.Sprintf("threads: %d per block > %d", t.Threads, maxThreads)
+		return hard("threads", "%d per block > %d", t.Threads, maxThreads)
 	case t.Accumulators > maxAcc:
-		return fmt.Sprintf("registers: %d accumulators per thread > %d", t.Accumulators, maxAcc)
+		return hard("registers", "%d accumulators per thread > %d", t.Accumulators, maxAcc)
 	case t.Accumulators < minAcc:
-		return fmt.Sprintf("register tile: %d accumulators per thread < %d", t.Accumulators, minAcc)
+		return hard("register tile", "%d accumulators per thread < %d", t.Accumulators, minAcc)
 	case sharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", sharedBytes, lim.MaxSharedPerBlock)
+		return hard("shared memory", "%d B per block > %d", sharedBytes, lim.MaxSharedPerBlock)
 	// Soft rules last: admitSoft may lift them, so a hard reason must win.
 	case t.Threads < 64:
-		return fmt.Sprintf("warps: %d threads per block < 64", t.Threads)
+		return soft("warps", "%d threads per block < 64", t.Threads)
 	case waste > 0.20:
-		return fmt.Sprintf("waste: %.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
-	case c["TileP"] > 1 && t.TilesP*c["TileP"]-s.P() >= c["TileP"]:
-		return fmt.Sprintf("waste: TileP=%d leaves a whole empty tile row for P=%d", c["TileP"], s.P())
-	case c["TilesPerBlock"] > 1 && t.GridTiles*(s.K/c["TileK"]) < lim.SMs:
-		return fmt.Sprintf("occupancy: %d blocks cannot fill %d SMs", t.GridTiles*(s.K/c["TileK"]), lim.SMs)
+		return soft("waste", "%.0f%% of computed outputs fall outside the %dx%d output", 100*waste, s.P(), s.Q())
+	case c.TileP > 1 && t.TilesP*c.TileP-s.P() >= c.TileP:
+		return soft("waste", "TileP=%d leaves a whole empty tile row for P=%d", c.TileP, s.P())
+	case c.TilesPerBlock > 1 && t.GridTiles*(s.K/c.TileK) < lim.SMs:
+		return soft("occupancy", "%d blocks cannot fill %d SMs", t.GridTiles*(s.K/c.TileK), lim.SMs)
 	}
-	return ""
+	return Rejection{}
 }

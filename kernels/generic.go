@@ -60,6 +60,11 @@ var (
 	genericThreads = []int{32, 64, 128, 256}
 )
 
+// genericKnobs are a generic configuration's knobs (see Generic).
+type genericKnobs struct {
+	TileM, TileN, TileR, ThreadM, ThreadN int
+}
+
 // genericGeometry holds a configuration's derived sizes.
 type genericGeometry struct {
 	CG, KG, KRed                 int // channels and output channels per group, reduction length
@@ -71,16 +76,16 @@ type genericGeometry struct {
 	Accumulators, WasteM, WasteN int // register tile size; padded tile rows and columns beyond M and K/G
 }
 
-func genericGeom(p problem.Problem, c Config) genericGeometry {
+func genericGeom(p problem.Problem, c genericKnobs) genericGeometry {
 	s := p.Shape
 	var g genericGeometry
 	g.CG, g.KG = s.C/s.Groups, s.K/s.Groups
 	g.KRed = g.CG * s.R * s.S
 	g.M = s.N * s.P() * s.Q()
-	tm, tn, tr := c["TileM"], c["TileN"], c["TileR"]
+	tm, tn, tr := c.TileM, c.TileN, c.TileR
 	g.TilesM, g.TilesN = ceilDiv(g.M, tm), ceilDiv(g.KG, tn)
 	g.Grid = g.TilesM * g.TilesN * s.Groups
-	g.ThreadsM, g.ThreadsN = tm/c["ThreadM"], tn/c["ThreadN"]
+	g.ThreadsM, g.ThreadsN = tm/c.ThreadM, tn/c.ThreadN
 	g.Threads = g.ThreadsM * g.ThreadsN
 	// Staging writes consecutive taps of one pixel (NHWC) or consecutive
 	// pixels of one tap (NCHW) from consecutive threads: pad the rows of the
@@ -97,8 +102,8 @@ func genericGeom(p problem.Problem, c Config) genericGeometry {
 		g.ALoads = ceilDiv(tr*tm, g.Threads)
 		g.BLoads = ceilDiv(tr*tn, g.Threads)
 	}
-	g.Accumulators = c["ThreadM"] * c["ThreadN"]
-	g.Registers = g.Accumulators + c["ThreadM"] + c["ThreadN"] + 32
+	g.Accumulators = c.ThreadM * c.ThreadN
+	g.Registers = g.Accumulators + c.ThreadM + c.ThreadN + 32
 	g.WasteM = g.TilesM*tm - g.M
 	g.WasteN = g.TilesN*tn - g.KG
 	return g
@@ -169,8 +174,8 @@ func (f Generic) Space(p problem.Problem, lim Limits) []Candidate {
 					continue
 				}
 				for _, tr := range genericTileRs(s.C/s.Groups*s.R*s.S, tm*tn) {
-					cfg := Config{"TileM": tm, "TileN": tn, "TileR": tr, "ThreadM": th[0], "ThreadN": th[1]}
-					out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+					k := genericKnobs{TileM: tm, TileN: tn, TileR: tr, ThreadM: th[0], ThreadN: th[1]}
+					out = append(out, newCandidate(f.Name(), k, f.reject(p, k, lim)))
 				}
 			}
 		}
@@ -178,29 +183,29 @@ func (f Generic) Space(p problem.Problem, lim Limits) []Candidate {
 	return out
 }
 
-// reject returns why a configuration is not worth compiling, or "". Only
-// the device limits reject hard; the rest are soft rules (kernels.softRules),
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection. Only the device limits reject hard; the rest are soft rules,
 // which come back when they would leave the family empty.
-func (Generic) reject(p problem.Problem, c Config, lim Limits) string {
+func (Generic) reject(p problem.Problem, c genericKnobs, lim Limits) Rejection {
 	g := genericGeom(p, c)
-	tm, tn := c["TileM"], c["TileN"]
+	tm, tn := c.TileM, c.TileN
 	switch {
 	case g.Threads > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+		return hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:
-		return fmt.Sprintf("registers: about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+		return hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.Threads > lim.RegistersPerSM:
-		return fmt.Sprintf("registers: about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+		return hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
 	case tm > 32 && 2*g.WasteM >= g.M:
-		return fmt.Sprintf("waste: TileM=%d computes %d padded pixels for M=%d", tm, g.WasteM, g.M)
+		return soft("waste", "TileM=%d computes %d padded pixels for M=%d", tm, g.WasteM, g.M)
 	case tn > 1 && 2*g.WasteN >= g.KG && tn > 8:
-		return fmt.Sprintf("waste: TileN=%d computes %d padded channels for K/groups=%d", tn, g.WasteN, g.KG)
+		return soft("waste", "TileN=%d computes %d padded channels for K/groups=%d", tn, g.WasteN, g.KG)
 	case tm > 32 && g.Grid < lim.SMs && g.M*g.KG*p.Shape.Groups >= 32*lim.SMs*tn:
-		return fmt.Sprintf("occupancy: %d blocks leave some of the %d SMs idle; a smaller TileM makes more", g.Grid, lim.SMs)
+		return soft("occupancy", "%d blocks leave some of the %d SMs idle; a smaller TileM makes more", g.Grid, lim.SMs)
 	}
-	return ""
+	return Rejection{}
 }
 
 // Render implements Family.
@@ -208,14 +213,15 @@ func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileM", "TileN", "TileR", "ThreadM", "ThreadN"); err != nil {
+	k, err := parseKnobs[genericKnobs](f.Name(), cfg)
+	if err != nil {
 		return Kernel{}, err
 	}
-	tm, tn, tr, xm, xn := cfg["TileM"], cfg["TileN"], cfg["TileR"], cfg["ThreadM"], cfg["ThreadN"]
-	if tm < 1 || tn < 1 || tr < 1 || xm < 1 || xn < 1 || tm%xm != 0 || tn%xn != 0 {
+	if k.TileM < 1 || k.TileN < 1 || k.TileR < 1 || k.ThreadM < 1 || k.ThreadN < 1 || k.TileM%k.ThreadM != 0 || k.TileN%k.ThreadN != 0 {
 		return Kernel{}, fmt.Errorf("generic: config %s: ThreadM must divide TileM and ThreadN TileN, all positive", cfg)
 	}
-	g := genericGeom(p, cfg)
+	cfg = knobsConfig(k)
+	g := genericGeom(p, k)
 	if g.Threads%32 != 0 || g.Threads > 1024 {
 		return Kernel{}, fmt.Errorf("generic: config %s: %d threads per block, want a multiple of 32 up to 1024", cfg, g.Threads)
 	}
@@ -232,9 +238,9 @@ func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		genericGeometry
-		Name, Config, Elem, PrecisionDoc      string
-		TileM, TileN, TileR, ThreadM, ThreadN int
-	}{newShapeData(p), g, name, cfg.String(), elem, prec, tm, tn, tr, xm, xn}
+		genericKnobs
+		Name, Config, Elem, PrecisionDoc string
+	}{newShapeData(p), g, k, name, cfg.String(), elem, prec}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

@@ -55,16 +55,16 @@ func (IGEMM) Serves(p problem.Problem) error {
 	return nil
 }
 
-// igemmConfig is a configuration's knobs, typed.
-type igemmConfig struct {
+// igemmKnobs are an igemm configuration's knobs (see IGEMM).
+type igemmKnobs struct {
 	BM, BN, BK, WarpsM, WarpsN, Stages int
 }
 
-func parseIGEMMConfig(cfg Config) (igemmConfig, error) {
-	if err := requireKnobs("igemm", cfg, "BM", "BN", "BK", "WarpsM", "WarpsN", "Stages"); err != nil {
-		return igemmConfig{}, err
+func parseIGEMMConfig(cfg Config) (igemmKnobs, error) {
+	c, err := parseKnobs[igemmKnobs]("igemm", cfg)
+	if err != nil {
+		return c, err
 	}
-	c := igemmConfig{BM: cfg["BM"], BN: cfg["BN"], BK: cfg["BK"], WarpsM: cfg["WarpsM"], WarpsN: cfg["WarpsN"], Stages: cfg["Stages"]}
 	switch {
 	case c.WarpsM < 1 || c.WarpsN < 1 || c.BM < 16 || c.BN < 16:
 		return c, fmt.Errorf("igemm: config %s: want positive warps and tiles of at least 16", cfg)
@@ -76,10 +76,6 @@ func parseIGEMMConfig(cfg Config) (igemmConfig, error) {
 		return c, fmt.Errorf("igemm: config %s: Stages must be 2 to 8", cfg)
 	}
 	return c, nil
-}
-
-func (c igemmConfig) knobs() Config {
-	return Config{"BM": c.BM, "BN": c.BN, "BK": c.BK, "WarpsM": c.WarpsM, "WarpsN": c.WarpsN, "Stages": c.Stages}
 }
 
 // igemmGeometry holds a configuration's derived sizes; the template asserts
@@ -103,7 +99,7 @@ func igemmVec(run, elemBytes int) int {
 	return 1
 }
 
-func igemmGeom(p problem.Problem, c igemmConfig) igemmGeometry {
+func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 	s := p.Shape
 	eb := p.Precision.ElementBytes()
 	var g igemmGeometry
@@ -156,36 +152,36 @@ func (f IGEMM) Space(p problem.Problem, lim Limits) []Candidate {
 				continue
 			}
 			for _, ks := range igemmStages[p.Precision.ElementBytes()] {
-				c := igemmConfig{BM: tile[0], BN: tile[1], BK: ks[0], WarpsM: wg[0], WarpsN: wg[1], Stages: ks[1]}
-				out = append(out, Candidate{Family: f.Name(), Config: c.knobs(), Rejected: f.reject(p, c, lim)})
+				c := igemmKnobs{BM: tile[0], BN: tile[1], BK: ks[0], WarpsM: wg[0], WarpsN: wg[1], Stages: ks[1]}
+				out = append(out, newCandidate(f.Name(), c, f.reject(p, c, lim)))
 			}
 		}
 	}
 	return out
 }
 
-// reject returns why a configuration is not worth compiling, or "": the
-// device's limits reject hard; tiles more than twice the problem's extent
-// are pruned by a soft rule (kernels.softRules).
-func (IGEMM) reject(p problem.Problem, c igemmConfig, lim Limits) string {
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection: the device's limits reject hard; tiles more than twice the
+// problem's extent are pruned by a soft rule.
+func (IGEMM) reject(p problem.Problem, c igemmKnobs, lim Limits) Rejection {
 	g := igemmGeom(p, c)
 	switch {
 	case lim.Arch > 0 && lim.Arch < 80:
-		return fmt.Sprintf("arch: mma.sync with FP16/BF16 m16n8k16 or TF32 operands, ldmatrix and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
+		return hard("arch", "mma.sync with FP16/BF16 m16n8k16 or TF32 operands, ldmatrix and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
 	case g.Threads > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+		return hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:
-		return fmt.Sprintf("registers: about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+		return hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.Threads > lim.RegistersPerSM:
-		return fmt.Sprintf("registers: about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+		return hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
 	case c.BN > 64 && 2*p.Shape.K <= c.BN:
-		return fmt.Sprintf("waste: BN=%d is more than twice K=%d", c.BN, p.Shape.K)
+		return soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
 	case c.BM > 64 && 2*g.M <= c.BM:
-		return fmt.Sprintf("waste: BM=%d is more than twice M=%d", c.BM, g.M)
+		return soft("waste", "BM=%d is more than twice M=%d", c.BM, g.M)
 	}
-	return ""
+	return Rejection{}
 }
 
 // Render implements Family.
@@ -197,6 +193,7 @@ func (f IGEMM) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err != nil {
 		return Kernel{}, err
 	}
+	cfg = knobsConfig(c)
 	g := igemmGeom(p, c)
 	if g.Threads > 1024 {
 		return Kernel{}, fmt.Errorf("igemm: config %s: %d threads per block > 1024", cfg, g.Threads)
@@ -216,7 +213,7 @@ func (f IGEMM) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		igemmGeometry
-		igemmConfig
+		igemmKnobs
 		Name, Config, PrecisionDoc, FilterLayout string
 	}{newShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout()}
 	src, err := render(f.Template(), data)

@@ -102,7 +102,7 @@ func TestIGEMMVectorWidth(t *testing.T) {
 	}
 	s := parseShapes(t, []string{"N=1,C=13,H=8,W=8,K=8,R=3,S=3"})[0]
 	for _, lay := range problem.Layouts {
-		g := igemmGeom(problem.Problem{Shape: s, Precision: problem.FP16, Layout: lay}, igemmConfig{BM: 64, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2, Stages: 3})
+		g := igemmGeom(problem.Problem{Shape: s, Precision: problem.FP16, Layout: lay}, igemmKnobs{BM: 64, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2, Stages: 3})
 		if g.VecA != 1 || g.VecB != 1 {
 			t.Errorf("%s C=13 fp16: VecA=%d VecB=%d, want element loads", lay, g.VecA, g.VecB)
 		}

@@ -53,11 +53,14 @@ func DefaultLimits(arch int) Limits {
 }
 
 // Candidate is a configuration with the static verdict on it: Rejected is
-// empty for configurations worth compiling, otherwise it says why not.
+// empty for configurations worth compiling, otherwise it says why not
+// ("rule: message", Rejection.String); Rejection is the same verdict typed,
+// as the family gave it.
 type Candidate struct {
-	Family   string
-	Config   Config
-	Rejected string
+	Family    string
+	Config    Config
+	Rejected  string
+	Rejection Rejection
 }
 
 // ID names the candidate uniquely within a problem: "family/knobs".

@@ -150,10 +150,9 @@ func RenderCandidate(p problem.Problem, c Candidate) (Kernel, error) {
 	return f.Render(p, c.Config)
 }
 
-// softRules are rejection reasons that only prune: when they would leave a
-// family with no candidate at all, the candidates they rejected come back.
-var softRules = []string{"waste:", "occupancy:", "warps:"}
-
+// admitSoft lifts the soft rejections (Rejection.Soft: rules that only
+// prune) of a family's candidates when they would leave it with no
+// candidate at all.
 func admitSoft(cands []Candidate) []Candidate {
 	for _, c := range cands {
 		if c.Rejected == "" {
@@ -161,10 +160,8 @@ func admitSoft(cands []Candidate) []Candidate {
 		}
 	}
 	for i, c := range cands {
-		for _, rule := range softRules {
-			if strings.HasPrefix(c.Rejected, rule) {
-				cands[i].Rejected = ""
-			}
+		if c.Rejection.Soft {
+			cands[i].Rejected, cands[i].Rejection = "", Rejection{}
 		}
 	}
 	return cands

@@ -60,13 +60,3 @@ func channelTiles(k int, preferred []int, unit int) []int {
 	}
 	return nil
 }
-
-// requireKnobs returns an error naming the first knob cfg lacks.
-func requireKnobs(family string, cfg Config, knobs ...string) error {
-	for _, k := range knobs {
-		if _, ok := cfg[k]; !ok {
-			return fmt.Errorf("%s: config %s lacks knob %s", family, cfg, k)
-		}
-	}
-	return nil
-}

@@ -86,8 +86,18 @@ func (WGMMA) Serves(p problem.Problem) error {
 	return nil
 }
 
-// wgmmaKnobs are the values the search space takes.
-var wgmmaKnobs = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages []int }{
+// wgmmaKnobs are a wgmma configuration's knobs (see WGMMA). RegisterA and
+// AGroup are absent from the IDs of configurations without RegisterA.
+type wgmmaKnobs struct {
+	hopperTile
+	Warpgroups, TilesPerWarpgroup, Stages                     int
+	Producer, RoundInput, Overlap, PredicatedStores, VecStage int
+	RegisterA                                                 int `knob:",optional"`
+	AGroup                                                    int `knob:",optional"`
+}
+
+// wgmmaSpace is the values the search space takes.
+var wgmmaSpace = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages []int }{
 	TileP: []int{8, 16}, TileQ: []int{8, 16}, TileK: []int{48, 96, 128},
 	Warpgroups: []int{1, 2, 3, 4}, TilesPerWarpgroup: []int{8, 16}, Stages: []int{1, 2},
 }
@@ -130,51 +140,51 @@ func vecChunk(p problem.Problem) int {
 	return 0
 }
 
-func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
+func wgmmaGeom(p problem.Problem, c wgmmaKnobs) wgmmaGeometry {
 	s := p.Shape
 	var g wgmmaGeometry
-	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + c["Producer"])
+	g.ThreadsPerBlock = 128 * (c.Warpgroups + c.Producer)
 	g.S4 = roundUp(s.S, 4)
 	g.TapBlocks = s.C * s.R * g.S4 / 4
-	if c["RegisterA"] == 1 {
+	if c.RegisterA == 1 {
 		g.TapBlocks = ceilDiv(s.C*s.R*s.S, 4) // packed taps
 	}
 	g.KSteps = ceilDiv(g.TapBlocks, 2)
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
-	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
-	g.PatchCols = (c["TileQ"]-1)*s.StrideW + g.S4
+	g.TilesP, g.TilesQ = ceilDiv(s.P(), c.TileP), ceilDiv(s.Q(), c.TileQ)
+	g.PatchRows = (c.TileP-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.PatchCols = (c.TileQ-1)*s.StrideW + g.S4
 	g.PatchPitch = roundUp(g.PatchCols, 4)
 	if p.Layout == problem.NCHW && s.PadW%2 == 0 && s.W%2 == 0 {
 		// Tiles start on even image columns (TileQ*4 is even) and image
 		// borders fall between pairs: stage 8 bytes at a time.
 		g.PairStage = 1
 	}
-	if c["RegisterA"] == 1 && c["VecStage"] == 0 && p.Layout == problem.NCHW && s.W%4 == 0 {
+	if c.RegisterA == 1 && c.VecStage == 0 && p.Layout == problem.NCHW && s.W%4 == 0 {
 		// Tiles start on image columns of -PadW modulo 4 (stride_w is 4).
 		g.PairStage, g.QuadStage, g.ColShift = 0, 1, (4-s.PadW%4)%4
 		g.PatchPitch = roundUp(g.PatchCols+g.ColShift, 4)
 	}
-	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
+	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
 	g.Chunk = vecChunk(p)
 	if g.Chunk > 0 {
 		g.RowChunks = ceilDiv(g.PatchCols*vecRow(p)/s.W, g.Chunk) + 1 // a patch row's elements, aligned start
 	}
-	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
+	g.Accumulators = c.TileP / 8 * c.TileQ / 8 * c.TileK / 2 * (1 + c.Overlap)
 	copies, patchCopies := 1, 1 // high parts only, or also residuals (3xtf32)
 	if p.Precision == problem.TF32x3 {
 		copies, patchCopies = 2, 2
 		g.Accumulators *= 3 // A_hi*B_hi, A_hi*B_lo and A_lo*B_hi apart
-		if c["RegisterA"] == 1 {
-			g.FragmentRegs = 20 * c["AGroup"]
+		if c.RegisterA == 1 {
+			g.FragmentRegs = 20 * c.AGroup
 			patchCopies = 1 // staged once, unsplit
 		}
-	} else if c["RegisterA"] == 1 {
-		g.FragmentRegs = 12 * c["AGroup"]
+	} else if c.RegisterA == 1 {
+		g.FragmentRegs = 12 * c.AGroup
 	}
-	filter := c["TileK"] * g.KSteps * 8
-	buffers := c["Warpgroups"] * c["Stages"]
-	if c["Producer"] >= 1 {
-		buffers = c["Stages"]
+	filter := c.TileK * g.KSteps * 8
+	buffers := c.Warpgroups * c.Stages
+	if c.Producer >= 1 {
+		buffers = c.Stages
 	}
 	g.SharedBytes = 4 * (copies*filter + patchCopies*buffers*s.C*g.PatchRows*g.PatchPitch)
 	return g
@@ -184,13 +194,13 @@ func wgmmaGeom(p problem.Problem, c Config) wgmmaGeometry {
 // listed as rejected.
 func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 	var out []Candidate
-	for _, tp := range wgmmaKnobs.TileP {
-		for _, tq := range wgmmaKnobs.TileQ {
-			for _, tk := range channelTiles(p.Shape.K, wgmmaKnobs.TileK, 8) {
-				for _, wg := range wgmmaKnobs.Warpgroups {
-					for _, tpw := range wgmmaTilesPerWarpgroup(p, lim, wgmmaKnobs.TilesPerWarpgroup, tp, tq, tk, wg) {
+	for _, tp := range wgmmaSpace.TileP {
+		for _, tq := range wgmmaSpace.TileQ {
+			for _, tk := range channelTiles(p.Shape.K, wgmmaSpace.TileK, 8) {
+				for _, wg := range wgmmaSpace.Warpgroups {
+					for _, tpw := range wgmmaTilesPerWarpgroup(p, lim, wgmmaSpace.TilesPerWarpgroup, tp, tq, tk, wg) {
 						for _, pr := range []int{0, 1, 2} {
-							stages := wgmmaKnobs.Stages
+							stages := wgmmaSpace.Stages
 							if pr > 0 {
 								stages = []int{wg, 2 * wg}
 							}
@@ -207,13 +217,13 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 										for _, ov := range overlaps {
 											for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
 												for _, ag := range wgmmaAGroups(p, pr, ov) {
-													cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
-														"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr, "RoundInput": ri,
-														"Overlap": ov, "PredicatedStores": ps, "VecStage": vs}
+													k := wgmmaKnobs{hopperTile: hopperTile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
+														TilesPerWarpgroup: tpw, Stages: st, Producer: pr, RoundInput: ri,
+														Overlap: ov, PredicatedStores: ps, VecStage: vs}
 													if ag > 0 {
-														cfg["RegisterA"], cfg["AGroup"] = 1, ag
+														k.RegisterA, k.AGroup = 1, ag
 													}
-													out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+													out = append(out, newCandidate(f.Name(), k, f.reject(p, k, lim)))
 												}
 											}
 										}
@@ -254,33 +264,33 @@ func wgmmaRounding(p problem.Problem, vecStage int) []int {
 	return []int{1, 0}
 }
 
-func (WGMMA) reject(p problem.Problem, c Config, lim Limits) string {
+func (WGMMA) reject(p problem.Problem, c wgmmaKnobs, lim Limits) Rejection {
 	s := p.Shape
 	g := wgmmaGeom(p, c)
-	res := wgmmaResourceReject(c["TileK"], g.ThreadsPerBlock, g.Accumulators, lim)
+	res := wgmmaResourceReject(c.TileK, g.ThreadsPerBlock, g.Accumulators, lim)
 	switch {
 	case !lim.SM90a:
-		return "arch: wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
-	case halfIO(p) && c["VecStage"] == 0:
-		return fmt.Sprintf("staging: %s input is widened to FP32 while staged, which needs the producer's register staging (VecStage=1)", p.Precision)
-	case c["VecStage"] == 1 && g.Chunk == 0:
-		return fmt.Sprintf("align: an image row of %d elements allows no aligned 4-, 8- or 16-byte loads (VecStage=1)", vecRow(p))
-	case c["VecStage"] == 1 && g.RowChunks > 128*c["Producer"]:
-		return fmt.Sprintf("staging: a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c["Producer"])
-	case res != "":
+		return hard("arch", "wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+	case halfIO(p) && c.VecStage == 0:
+		return hard("staging", "%s input is widened to FP32 while staged, which needs the producer's register staging (VecStage=1)", p.Precision)
+	case c.VecStage == 1 && g.Chunk == 0:
+		return hard("align", "an image row of %d elements allows no aligned 4-, 8- or 16-byte loads (VecStage=1)", vecRow(p))
+	case c.VecStage == 1 && g.RowChunks > 128*c.Producer:
+		return hard("staging", "a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c.Producer)
+	case res.Rule != "":
 		return res
 	case g.FragmentRegs > 0 && g.Accumulators+g.FragmentRegs+wgmmaSpareRegs > lim.RegistersPerSM/g.ThreadsPerBlock/8*8:
-		return fmt.Sprintf("registers: %d accumulators + %d for A fragments (AGroup=%d) + %d per thread exceed the %d that %d threads leave each",
-			g.Accumulators, g.FragmentRegs, c["AGroup"], wgmmaSpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
+		return hard("registers", "%d accumulators + %d for A fragments (AGroup=%d) + %d per thread exceed the %d that %d threads leave each",
+			g.Accumulators, g.FragmentRegs, c.AGroup, wgmmaSpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
-	case c["Producer"] >= 1 && c["Stages"] > 7:
-		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
-	case c["Producer"] == 0 && c["Stages"] == 2 && c["TilesPerWarpgroup"] == 1:
-		return "stages: nothing to prefetch with one tile per warpgroup"
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case c.Producer >= 1 && c.Stages > 7:
+		return hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
+	case c.Producer == 0 && c.Stages == 2 && c.TilesPerWarpgroup == 1:
+		return hard("stages", "nothing to prefetch with one tile per warpgroup")
 	}
 	// Soft rules last: admitSoft may lift them, so a hard reason must win.
-	return wgmmaSoftReject(s, c, g.TilesP, g.TilesQ, g.GridTiles, lim)
+	return wgmmaSoftReject(s, c.hopperTile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 
 // wgmmaSpareRegs is what a computing thread needs besides its accumulators
@@ -306,11 +316,11 @@ type wgmmaData struct {
 	Name, Config, FilterLayout string
 	PrecisionDoc               string // the precision paragraph of the header comment
 	Split3                     bool   // 3xtf32
-	// Knobs.
-	TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
-	Producer, RoundInput, Overlap, PredicatedStores, VecStage  int
-	RegisterA, AGroup                                          int
-	IOHalf                                                     int // tensors in memory: 0 FP32, 1 FP16, 2 BF16
+	wgmmaKnobs
+	// AGroup is the knob, at least 1 (the template's A_GROUP is defined
+	// without RegisterA too).
+	AGroup int
+	IOHalf int // tensors in memory: 0 FP32, 1 FP16, 2 BF16
 	// Operands of the TileK-wide wgmma (N = TileK, TileK/2 accumulators).
 	AccOperands, AccConstraints              string
 	DescAOperand, DescBOperand, ScaleOperand int
@@ -337,32 +347,34 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "RoundInput", "Overlap", "PredicatedStores", "VecStage"); err != nil {
+	k, err := parseKnobs[wgmmaKnobs](f.Name(), cfg)
+	if err != nil {
 		return Kernel{}, err
 	}
-	if vs := cfg["VecStage"]; vs < 0 || vs > 1 || (vs == 1 && cfg["Producer"] == 0) || (vs == 0 && cfg["Producer"] == 2) || (vs == 1 && vecChunk(p) == 0) || (halfIO(p) && (vs != 1 || cfg["RoundInput"] != 0)) {
+	if vs := k.VecStage; vs < 0 || vs > 1 || (vs == 1 && k.Producer == 0) || (vs == 0 && k.Producer == 2) || (vs == 1 && vecChunk(p) == 0) || (halfIO(p) && (vs != 1 || k.RoundInput != 0)) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: VecStage is 0 or 1; 1 needs a producer, 2 producers need 1, and 1 needs image rows of a multiple of 4 bytes per load; fp16 and bf16 need VecStage=1 and RoundInput=0", cfg)
 	}
-	if ov, ps := cfg["Overlap"], cfg["PredicatedStores"]; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && (cfg["Producer"] == 0 || ps != 1)) {
+	if ov, ps := k.Overlap, k.PredicatedStores; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && (k.Producer == 0 || ps != 1)) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs a producer and PredicatedStores=1", cfg)
 	}
-	if p.Precision == problem.TF32x3 && cfg["RoundInput"] != 1 {
+	if p.Precision == problem.TF32x3 && k.RoundInput != 1 {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
 	}
-	if ra, ag := cfg["RegisterA"], cfg["AGroup"]; ra < 0 || ra > 1 || (ra == 1 && ((p.Precision != problem.TF32x3 && p.Precision != problem.TF32) || cfg["Producer"] == 0 || cfg["Overlap"] != 0 || ag < 1 || ag > 8)) || (ra == 0 && ag != 0) {
+	if ra, ag := k.RegisterA, k.AGroup; ra < 0 || ra > 1 || (ra == 1 && ((p.Precision != problem.TF32x3 && p.Precision != problem.TF32) || k.Producer == 0 || k.Overlap != 0 || ag < 1 || ag > 8)) || (ra == 0 && ag != 0) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: RegisterA is 0 or 1; 1 is for tf32 and 3xtf32 with a producer and without Overlap, with AGroup from 1 to 8 (else AGroup is 0 or absent)", cfg)
 	}
-	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
+	if pr, st, wg := k.Producer, k.Stages, k.Warpgroups; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
 		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
 	}
-	if err := wgmmaTileCheck(f.Name(), cfg, p.Shape.K); err != nil {
+	if err := wgmmaTileCheck(f.Name(), cfg, k.hopperTile, p.Shape.K); err != nil {
 		return Kernel{}, err
 	}
-	g := wgmmaGeom(p, cfg)
-	if cfg["VecStage"] == 1 && g.RowChunks > 128*cfg["Producer"] {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: a patch row needs %d register-staging loads, more than the producers' %d threads", cfg, g.RowChunks, 128*cfg["Producer"])
+	cfg = knobsConfig(k)
+	g := wgmmaGeom(p, k)
+	if k.VecStage == 1 && g.RowChunks > 128*k.Producer {
+		return Kernel{}, fmt.Errorf("wgmma: config %s: a patch row needs %d register-staging loads, more than the producers' %d threads", cfg, g.RowChunks, 128*k.Producer)
 	}
-	acc := cfg["TileK"] / 2
+	acc := k.TileK / 2
 	accOps, accCons := wgmmaAccOperands(acc)
 	wideOps, wideCons := wgmmaAccOperands(2 * acc)
 	name := fmt.Sprintf("convgen_wgmma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
@@ -381,17 +393,15 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	}
 	data := wgmmaData{
 		shapeData: newShapeData(p), wgmmaGeometry: g,
-		Name: name, Config: cfg.String(), FilterLayout: p.Layout.FilterLayout(), PrecisionDoc: doc, Split3: split3,
-		TileP: cfg["TileP"], TileQ: cfg["TileQ"], TileK: cfg["TileK"], Warpgroups: cfg["Warpgroups"],
-		TilesPerWarpgroup: cfg["TilesPerWarpgroup"], Stages: cfg["Stages"], Producer: cfg["Producer"],
-		RoundInput: cfg["RoundInput"], Overlap: cfg["Overlap"], PredicatedStores: cfg["PredicatedStores"], VecStage: cfg["VecStage"],
+		wgmmaKnobs: k,
+		Name:       name, Config: cfg.String(), FilterLayout: p.Layout.FilterLayout(), PrecisionDoc: doc, Split3: split3,
 		IOHalf:      ioHalf,
 		AccOperands: accOps, AccConstraints: accCons,
 		DescAOperand: acc, DescBOperand: acc + 1, ScaleOperand: acc + 2,
-		WideN:           2 * cfg["TileK"],
+		WideN:           2 * k.TileK,
 		WideAccOperands: wideOps, WideAccConstraints: wideCons,
 		WideDescAOperand: 2 * acc, WideDescBOperand: 2*acc + 1, WideScaleOperand: 2*acc + 2,
-		RegisterA: cfg["RegisterA"], AGroup: max(cfg["AGroup"], 1),
+		AGroup:           max(k.AGroup, 1),
 		RegAOperands:     regOperands(acc),
 		RegADescBOperand: acc + 4, RegAScaleOperand: acc + 5,
 		WideRegAOperands:     regOperands(2 * acc),
@@ -402,5 +412,5 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / k.TileK, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -73,8 +73,14 @@ func pixElems(p problem.Problem) int {
 	return 1
 }
 
-// wgmmaHalfKnobs are the values the search space takes.
-var wgmmaHalfKnobs = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Producer []int }{
+// wgmmaHalfKnobs are a wgmmahalf configuration's knobs (see WGMMAHalf).
+type wgmmaHalfKnobs struct {
+	hopperTile
+	Warpgroups, TilesPerWarpgroup, Stages, Producer, Overlap, PredicatedStores int
+}
+
+// wgmmaHalfSpace is the values the search space takes.
+var wgmmaHalfSpace = struct{ TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Producer []int }{
 	TileP: []int{8, 16}, TileQ: []int{8, 16}, TileK: []int{48, 96, 128},
 	Warpgroups: []int{1, 2, 3, 4}, TilesPerWarpgroup: []int{8, 16}, Producer: []int{1, 2},
 }
@@ -88,32 +94,32 @@ type wgmmaHalfGeometry struct {
 	StagedWords int
 }
 
-func wgmmaHalfGeom(p problem.Problem, c Config) wgmmaHalfGeometry {
+func wgmmaHalfGeom(p problem.Problem, c wgmmaHalfKnobs) wgmmaHalfGeometry {
 	s := p.Shape
 	var g wgmmaHalfGeometry
 	pix := pixElems(p)
-	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + c["Producer"])
+	g.ThreadsPerBlock = 128 * (c.Warpgroups + c.Producer)
 	g.S8 = roundUp(s.S, 8)
 	g.TapBlocks = s.C * s.R * g.S8 / 8
 	g.KSteps = ceilDiv(g.TapBlocks, 2)
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), c["TileP"]), ceilDiv(s.Q(), c["TileQ"])
-	g.PatchRows = (c["TileP"]-1)*s.StrideH + (s.R-1)*s.DilationH + 1
-	g.Windows = roundUp(c["TileQ"]+(g.S8/8-1)*8/max(s.StrideW, 1), 2)
+	g.TilesP, g.TilesQ = ceilDiv(s.P(), c.TileP), ceilDiv(s.Q(), c.TileQ)
+	g.PatchRows = (c.TileP-1)*s.StrideH + (s.R-1)*s.DilationH + 1
+	g.Windows = roundUp(c.TileQ+(g.S8/8-1)*8/max(s.StrideW, 1), 2)
 	g.Head = ((-s.PadW*pix/2)%4 + 4) % 4
-	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c["Warpgroups"]*c["TilesPerWarpgroup"])
-	g.Accumulators = c["TileP"] / 8 * c["TileQ"] / 8 * c["TileK"] / 2 * (1 + c["Overlap"])
+	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
+	g.Accumulators = c.TileP / 8 * c.TileQ / 8 * c.TileK / 2 * (1 + c.Overlap)
 	rows := g.PatchRows
 	if p.Layout == problem.NCHW {
 		rows *= s.C
 	}
-	producers := 128 * max(c["Producer"], 1)
+	producers := 128 * max(c.Producer, 1)
 	passes := ceilDiv(rows*g.Windows/2, producers)
-	prefetch := 1 + c["Producer"]
+	prefetch := 1 + c.Producer
 	if passes > 1 {
 		prefetch = 2
 	}
 	g.StagedWords = passes * prefetch * (s.StrideW + 8) * pix / 2
-	g.SharedBytes = 2*c["TileK"]*g.KSteps*16 + c["Stages"]*16*s.C*g.PatchRows*g.Windows
+	g.SharedBytes = 2*c.TileK*g.KSteps*16 + c.Stages*16*s.C*g.PatchRows*g.Windows
 	return g
 }
 
@@ -121,7 +127,7 @@ func wgmmaHalfGeom(p problem.Problem, c Config) wgmmaHalfGeometry {
 // listed as rejected.
 func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
 	var out []Candidate
-	k := wgmmaHalfKnobs
+	k := wgmmaHalfSpace
 	for _, tp := range k.TileP {
 		for _, tq := range k.TileQ {
 			for _, tk := range channelTiles(p.Shape.K, k.TileK, 8) {
@@ -131,10 +137,10 @@ func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
 							for _, st := range []int{wg, 2 * wg} {
 								for ov := 0; ov <= 1; ov++ {
 									for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
-										cfg := Config{"TileP": tp, "TileQ": tq, "TileK": tk, "Warpgroups": wg,
-											"TilesPerWarpgroup": tpw, "Stages": st, "Producer": pr,
-											"Overlap": ov, "PredicatedStores": ps}
-										out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+										kn := wgmmaHalfKnobs{hopperTile: hopperTile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
+											TilesPerWarpgroup: tpw, Stages: st, Producer: pr,
+											Overlap: ov, PredicatedStores: ps}
+										out = append(out, newCandidate(f.Name(), kn, f.reject(p, kn, lim)))
 									}
 								}
 							}
@@ -147,26 +153,26 @@ func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
 	return out
 }
 
-func (WGMMAHalf) reject(p problem.Problem, c Config, lim Limits) string {
+func (WGMMAHalf) reject(p problem.Problem, c wgmmaHalfKnobs, lim Limits) Rejection {
 	g := wgmmaHalfGeom(p, c)
 	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
 	if !lim.SM90a {
-		return "arch: wgmmahalf needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
+		return hard("arch", "wgmmahalf needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
 	}
-	if res := wgmmaResourceReject(c["TileK"], g.ThreadsPerBlock, g.Accumulators, lim); res != "" {
+	if res := wgmmaResourceReject(c.TileK, g.ThreadsPerBlock, g.Accumulators, lim); res.Rule != "" {
 		return res
 	}
 	switch {
 	case g.StagedWords+16 > share:
-		return fmt.Sprintf("registers: a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
+		return hard("registers", "a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
 			g.StagedWords, share, g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
-	case c["Stages"] > 7:
-		return fmt.Sprintf("barriers: %d buffers need %d named barriers > 15", c["Stages"], 2*c["Stages"])
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case c.Stages > 7:
+		return hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
 	}
 	// Soft rules last: admitSoft may lift them, so a hard reason must win.
-	return wgmmaSoftReject(p.Shape, c, g.TilesP, g.TilesQ, g.GridTiles, lim)
+	return wgmmaSoftReject(p.Shape, c.hopperTile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 
 // Render implements Family.
@@ -174,20 +180,22 @@ func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileP", "TileQ", "TileK", "Warpgroups", "TilesPerWarpgroup", "Stages", "Producer", "Overlap", "PredicatedStores"); err != nil {
+	k, err := parseKnobs[wgmmaHalfKnobs](f.Name(), cfg)
+	if err != nil {
 		return Kernel{}, err
 	}
-	if ov, ps := cfg["Overlap"], cfg["PredicatedStores"]; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && ps != 1) {
+	if ov, ps := k.Overlap, k.PredicatedStores; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && ps != 1) {
 		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs PredicatedStores=1", cfg)
 	}
-	if pr, st, wg := cfg["Producer"], cfg["Stages"], cfg["Warpgroups"]; pr < 1 || pr > 2 || wg < 1 || st < wg || st%wg != 0 || st > 7 {
+	if pr, st, wg := k.Producer, k.Stages, k.Warpgroups; pr < 1 || pr > 2 || wg < 1 || st < wg || st%wg != 0 || st > 7 {
 		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Producer is 1 or 2, and Stages a multiple of Warpgroups up to 7", cfg)
 	}
-	if err := wgmmaTileCheck(f.Name(), cfg, p.Shape.K); err != nil {
+	if err := wgmmaTileCheck(f.Name(), cfg, k.hopperTile, p.Shape.K); err != nil {
 		return Kernel{}, err
 	}
-	g := wgmmaHalfGeom(p, cfg)
-	acc := cfg["TileK"] / 2
+	cfg = knobsConfig(k)
+	g := wgmmaHalfGeom(p, k)
+	acc := k.TileK / 2
 	accOps, accCons := wgmmaAccOperands(acc)
 	name := fmt.Sprintf("convgen_wgmmahalf_%s_%s", p.Precision, kernelSuffix(cfg))
 	typeName, doc := "f16", "FP16 operands and output, FP32 accumulation"
@@ -197,19 +205,16 @@ func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		wgmmaHalfGeometry
-		Name, Config, FilterLayout, PrecisionDoc, TypeName         string
-		TileP, TileQ, TileK, Warpgroups, TilesPerWarpgroup, Stages int
-		Producer, Overlap, PredicatedStores                        int
-		AccOperands, AccConstraints                                string
-		DescAOperand, DescBOperand, ScaleOperand                   int
-	}{newShapeData(p), g, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
-		cfg["TileP"], cfg["TileQ"], cfg["TileK"], cfg["Warpgroups"], cfg["TilesPerWarpgroup"], cfg["Stages"],
-		cfg["Producer"], cfg["Overlap"], cfg["PredicatedStores"],
+		wgmmaHalfKnobs
+		Name, Config, FilterLayout, PrecisionDoc, TypeName string
+		AccOperands, AccConstraints                        string
+		DescAOperand, DescBOperand, ScaleOperand           int
+	}{newShapeData(p), g, k, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
 		accOps, accCons, acc, acc + 1, acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err
 	}
 	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / cfg["TileK"], 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / k.TileK, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

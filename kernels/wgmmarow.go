@@ -69,8 +69,14 @@ func (WGMMARow) Serves(p problem.Problem) error {
 	return nil
 }
 
-// wgmmaRowKnobs are the values the search space takes.
-var wgmmaRowKnobs = struct{ TileK, Warpgroups, Lag []int }{
+// wgmmaRowKnobs are a wgmmarow configuration's knobs (see WGMMARow).
+// While the search derives Slots, it is 0 (wgmmaRowGeom fits the most).
+type wgmmaRowKnobs struct {
+	TileK, Warpgroups, Lag, RowsPerBlock, Slots int
+}
+
+// wgmmaRowSpace is the values the search space takes.
+var wgmmaRowSpace = struct{ TileK, Warpgroups, Lag []int }{
 	TileK: []int{48, 96, 128}, Warpgroups: []int{1, 2, 3}, Lag: []int{1, 2},
 }
 
@@ -96,7 +102,7 @@ type wgmmaRowGeometry struct {
 // buy nothing.
 const wgmmaRowMaxSlots = 8
 
-func wgmmaRowGeom(p problem.Problem, c Config, lim Limits) wgmmaRowGeometry {
+func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim Limits) wgmmaRowGeometry {
 	s := p.Shape
 	var g wgmmaRowGeometry
 	sb := ceilDiv(s.S, 4) // 4-tap blocks per filter row
@@ -139,17 +145,17 @@ func wgmmaRowGeom(p problem.Problem, c Config, lim Limits) wgmmaRowGeometry {
 			g.KSteps++
 		}
 	}
-	g.ThreadsPerBlock = 128 * (c["Warpgroups"] + 1)
+	g.ThreadsPerBlock = 128 * (c.Warpgroups + 1)
 	g.Rows = s.N * s.P()
-	if c["RowsPerBlock"] > 0 {
-		g.Grid = ceilDiv(g.Rows, c["RowsPerBlock"])
+	if c.RowsPerBlock > 0 {
+		g.Grid = ceilDiv(g.Rows, c.RowsPerBlock)
 	}
-	filter := c["TileK"] * g.KSteps * 8
+	filter := c.TileK * g.KSteps * 8
 	fixed := 4 * (filter + g.SlackFloats)
 	perSlot := 4*g.SlotFloats + 16 // the slot and its two mbarriers
 	g.Slots = wgmmaRowMaxSlots
-	if c["Slots"] > 0 { // Render: the search chose it
-		g.Slots = c["Slots"]
+	if c.Slots > 0 { // Render: the search chose it
+		g.Slots = c.Slots
 	} else if lim.MaxSharedPerBlock > 0 {
 		g.Slots = min(wgmmaRowMaxSlots, max(0, (lim.MaxSharedPerBlock-fixed)/perSlot))
 	}
@@ -167,50 +173,49 @@ func wgmmaRowRowsPerBlock(p problem.Problem, lim Limits, tileK int) int {
 // listed as rejected.
 func (f WGMMARow) Space(p problem.Problem, lim Limits) []Candidate {
 	var out []Candidate
-	for _, tk := range channelTiles(p.Shape.K, wgmmaRowKnobs.TileK, 8) {
-		for _, wg := range wgmmaRowKnobs.Warpgroups {
-			for _, lag := range wgmmaRowKnobs.Lag {
-				cfg := Config{"TileK": tk, "Warpgroups": wg, "Lag": lag, "RowsPerBlock": wgmmaRowRowsPerBlock(p, lim, tk)}
-				g := wgmmaRowGeom(p, cfg, lim)
-				cfg["Slots"] = g.Slots
-				out = append(out, Candidate{Family: f.Name(), Config: cfg, Rejected: f.reject(p, cfg, lim)})
+	for _, tk := range channelTiles(p.Shape.K, wgmmaRowSpace.TileK, 8) {
+		for _, wg := range wgmmaRowSpace.Warpgroups {
+			for _, lag := range wgmmaRowSpace.Lag {
+				k := wgmmaRowKnobs{TileK: tk, Warpgroups: wg, Lag: lag, RowsPerBlock: wgmmaRowRowsPerBlock(p, lim, tk)}
+				k.Slots = wgmmaRowGeom(p, k, lim).Slots
+				out = append(out, newCandidate(f.Name(), k, f.reject(p, k, lim)))
 			}
 		}
 	}
 	return out
 }
 
-func (WGMMARow) reject(p problem.Problem, c Config, lim Limits) string {
+func (WGMMARow) reject(p problem.Problem, c wgmmaRowKnobs, lim Limits) Rejection {
 	s := p.Shape
 	g := wgmmaRowGeom(p, c, lim)
 	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
 	// Accumulators, the bias of the thread's channels, and wgmmaSpareRegs.
-	regs := c["TileK"]/2 + c["TileK"]/4 + wgmmaSpareRegs
+	regs := c.TileK/2 + c.TileK/4 + wgmmaSpareRegs
 	switch {
 	case !lim.SM90a:
-		return "arch: wgmmarow needs an sm_90 device and NVRTC 12 or newer (sm_90a)"
-	case c["TileK"] > 256:
-		return fmt.Sprintf("shape: wgmma's N is at most 256, not TileK=%d", c["TileK"])
+		return hard("arch", "wgmmarow needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+	case c.TileK > 256:
+		return hard("shape", "wgmma's N is at most 256, not TileK=%d", c.TileK)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+		return hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case regs > share:
-		return fmt.Sprintf("registers: %d accumulators + %d bias + %d per thread exceed the %d that %d threads leave each",
-			c["TileK"]/2, c["TileK"]/4, wgmmaSpareRegs, share, g.ThreadsPerBlock)
+		return hard("registers", "%d accumulators + %d bias + %d per thread exceed the %d that %d threads leave each",
+			c.TileK/2, c.TileK/4, wgmmaSpareRegs, share, g.ThreadsPerBlock)
 	case g.GroupsPerRow > 8:
-		return fmt.Sprintf("shape: an output row reads %d groups of %d input rows, more than 8 descriptors", g.GroupsPerRow, s.StrideH)
-	case g.Slots < g.GroupsPerRow+c["Lag"]:
-		return fmt.Sprintf("shared memory: %d ring slots of %d B fit beside the filter, a row's %d groups and Lag=%d need %d",
-			g.Slots, 4*g.SlotFloats, g.GroupsPerRow, c["Lag"], g.GroupsPerRow+c["Lag"])
+		return hard("shape", "an output row reads %d groups of %d input rows, more than 8 descriptors", g.GroupsPerRow, s.StrideH)
+	case g.Slots < g.GroupsPerRow+c.Lag:
+		return hard("shared memory", "%d ring slots of %d B fit beside the filter, a row's %d groups and Lag=%d need %d",
+			g.Slots, 4*g.SlotFloats, g.GroupsPerRow, c.Lag, g.GroupsPerRow+c.Lag)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	}
 	// The soft rule last: admitSoft may lift it. (The 64 - Q unused pixel
 	// slots of a row tile are a property of the shape, not of a
 	// configuration: the tuner weighs them against the other families.)
-	if blocks := g.Grid * (s.K / c["TileK"]); blocks*20 < 19*lim.SMs {
-		return fmt.Sprintf("occupancy: %d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
+	if blocks := g.Grid * (s.K / c.TileK); blocks*20 < 19*lim.SMs {
+		return soft("occupancy", "%d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
 	}
-	return ""
+	return Rejection{}
 }
 
 // Render implements Family.
@@ -218,17 +223,22 @@ func (f WGMMARow) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileK", "Warpgroups", "Lag", "RowsPerBlock", "Slots"); err != nil {
+	k, err := parseKnobs[wgmmaRowKnobs](f.Name(), cfg)
+	if err != nil {
 		return Kernel{}, err
 	}
-	tk, wg, lag := cfg["TileK"], cfg["Warpgroups"], cfg["Lag"]
+	tk, wg, lag := k.TileK, k.Warpgroups, k.Lag
 	if tk < 8 || tk%8 != 0 || tk > 256 || p.Shape.K%tk != 0 {
 		return Kernel{}, fmt.Errorf("wgmmarow: config %s: TileK must be a multiple of 8 up to 256 dividing K", cfg)
 	}
-	if wg < 1 || wg > 7 || lag < 1 || cfg["RowsPerBlock"] < 1 {
+	if wg < 1 || wg > 7 || lag < 1 || k.RowsPerBlock < 1 {
 		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Warpgroups is 1 to 7, Lag and RowsPerBlock at least 1", cfg)
 	}
-	g := wgmmaRowGeom(p, cfg, Limits{})
+	if k.Slots < 1 {
+		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the groups a row reads plus Lag", cfg)
+	}
+	cfg = knobsConfig(k)
+	g := wgmmaRowGeom(p, k, Limits{})
 	if g.Slots < g.GroupsPerRow+lag {
 		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the %d groups a row reads plus Lag", cfg, g.GroupsPerRow)
 	}
@@ -241,15 +251,18 @@ func (f WGMMARow) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		}
 		return strings.Join(s, ", ")
 	}
+	// The knobs' Slots and the geometry's are the same number (the
+	// geometry takes the knob's): the explicit field resolves the selector.
 	data := struct {
 		shapeData
 		wgmmaRowGeometry
+		wgmmaRowKnobs
+		Slots                                          int
 		Name, Config, FilterLayout, BlockTaps, BlockS0 string
-		TileK, Warpgroups, Lag, RowsPerBlock           int
 		AccOperands, AccConstraints                    string
 		DescAOperand, DescBOperand, ScaleOperand       int
-	}{newShapeData(p), g, fmt.Sprintf("convgen_wgmmarow_tf32_%s", kernelSuffix(cfg)), cfg.String(), p.Layout.FilterLayout(),
-		ints(g.BlockTaps), ints(g.BlockS0), tk, wg, lag, cfg["RowsPerBlock"], accOps, accCons, acc, acc + 1, acc + 2}
+	}{newShapeData(p), g, k, g.Slots, fmt.Sprintf("convgen_wgmmarow_tf32_%s", kernelSuffix(cfg)), cfg.String(), p.Layout.FilterLayout(),
+		ints(g.BlockTaps), ints(g.BlockS0), accOps, accCons, acc, acc + 1, acc + 2}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

@@ -87,7 +87,7 @@ func checkRowSteps(t *testing.T, s problem.Shape, g wgmmaRowGeometry) {
 func TestWGMMARowGeometry(t *testing.T) {
 	lim := DefaultLimits(90)
 	p := flagship(t, problem.TF32, problem.NCHW)
-	g := wgmmaRowGeom(p, Config{"TileK": 96, "Warpgroups": 3, "Lag": 2}, lim)
+	g := wgmmaRowGeom(p, wgmmaRowKnobs{TileK: 96, Warpgroups: 3, Lag: 2}, lim)
 	// 11 filter rows at stride 4: 3 groups; 55 pixels of 12 taps: 228
 	// floats a row; 3 groups of 36, 36 and 27 blocks: 18 + 18 + 14 steps.
 	if g.GroupsPerRow != 3 || g.Pitch != 228 || g.KSteps != 50 || g.PairStage != 1 {
@@ -115,7 +115,7 @@ func TestWGMMARowGeometry(t *testing.T) {
 		if err := (WGMMARow{}).Serves(q); err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
-		g := wgmmaRowGeom(q, Config{"TileK": 8, "Warpgroups": 1, "Lag": 1}, lim)
+		g := wgmmaRowGeom(q, wgmmaRowKnobs{TileK: 8, Warpgroups: 1, Lag: 1}, lim)
 		if want := ceilDiv((s.R-1)*s.DilationH+1, s.StrideH); g.GroupsPerRow != want {
 			t.Errorf("%s: %d groups a row, want %d", text, g.GroupsPerRow, want)
 		}

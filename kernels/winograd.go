@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/convgen/convgen/problem"
 )
@@ -61,6 +60,11 @@ var (
 	winogradThreadK = []int{4, 8}
 )
 
+// winogradKnobs are a winograd configuration's knobs (see Winograd).
+type winogradKnobs struct {
+	TileT, TileK, ThreadT, ThreadK, Chunk, StepsPerBlock int
+}
+
 // winogradGeometry holds a configuration's derived sizes.
 type winogradGeometry struct {
 	ThreadsPerBlock, TilesP, TilesQ, Steps, PairsPerThread int
@@ -68,29 +72,29 @@ type winogradGeometry struct {
 	Registers                                              int // a rough lower estimate
 }
 
-func winogradGeom(s problem.Shape, c Config) winogradGeometry {
+func winogradGeom(s problem.Shape, c winogradKnobs) winogradGeometry {
 	var g winogradGeometry
-	tg, kg := c["TileT"]/max(c["ThreadT"], 1), c["TileK"]/max(c["ThreadK"], 1)
+	tg, kg := c.TileT/max(c.ThreadT, 1), c.TileK/max(c.ThreadK, 1)
 	g.ThreadsPerBlock = 16 * tg * kg
 	g.TilesP, g.TilesQ = ceilDiv(s.P(), 2), ceilDiv(s.Q(), 2)
-	g.Steps = ceilDiv(s.N*g.TilesP*g.TilesQ, c["TileT"])
-	g.PairsPerThread = ceilDiv(c["TileT"]*c["Chunk"], max(g.ThreadsPerBlock, 1))
-	g.VPitch = winogradVPitch(c["TileT"], s.StrideW, g.ThreadsPerBlock)
+	g.Steps = ceilDiv(s.N*g.TilesP*g.TilesQ, c.TileT)
+	g.PairsPerThread = ceilDiv(c.TileT*c.Chunk, max(g.ThreadsPerBlock, 1))
+	g.VPitch = winogradVPitch(c.TileT, s.StrideW, g.ThreadsPerBlock)
 	// The two stage buffers, grown where needed to hold an epilogue round
 	// of 4 register-tile rows ([16][rows][TG][TileK+1] floats); the round
 	// takes as many rows as fit.
-	epiRow := 16 * tg * (c["TileK"] + 1)
-	region := max(2*16*c["Chunk"]*g.VPitch, 4*epiRow)
-	for e := c["ThreadT"]; e >= 4; e -= 4 {
-		if c["ThreadT"]%e == 0 && e*epiRow <= region {
+	epiRow := 16 * tg * (c.TileK + 1)
+	region := max(2*16*c.Chunk*g.VPitch, 4*epiRow)
+	for e := c.ThreadT; e >= 4; e -= 4 {
+		if c.ThreadT%e == 0 && e*epiRow <= region {
 			g.EpiTiles = e
 			break
 		}
 	}
 	ch := s.C * s.StrideH * s.StrideW
-	g.SharedBytes = 4 * (16*ch*c["TileK"] + region)
-	g.Grid = (s.K / c["TileK"]) * ceilDiv(g.Steps, max(c["StepsPerBlock"], 1))
-	g.Registers = c["ThreadT"]*c["ThreadK"] + c["ThreadT"] + c["ThreadK"] + 16*g.PairsPerThread + 24
+	g.SharedBytes = 4 * (16*ch*c.TileK + region)
+	g.Grid = (s.K / c.TileK) * ceilDiv(g.Steps, max(c.StepsPerBlock, 1))
+	g.Registers = c.ThreadT*c.ThreadK + c.ThreadT + c.ThreadK + 16*g.PairsPerThread + 24
 	return g
 }
 
@@ -130,18 +134,17 @@ func (f Winograd) Space(p problem.Problem, lim Limits) []Candidate {
 			for _, xt := range winogradThreadT {
 				for _, xk := range winogradThreadK {
 					for _, chunk := range winogradChunks(ch, s.StrideW) {
-						cfg := Config{"TileT": tt, "TileK": tk, "ThreadT": xt, "ThreadK": xk, "Chunk": chunk}
+						k := winogradKnobs{TileT: tt, TileK: tk, ThreadT: xt, ThreadK: xk, Chunk: chunk}
 						// One block per SM walks ceil(steps / blocks) steps;
 						// two per SM walk half as many each.
 						blocks := max(lim.SMs/(s.K/tk), 1)
-						one := ceilDiv(winogradGeom(s, cfg).Steps, blocks)
+						one := ceilDiv(winogradGeom(s, k).Steps, blocks)
 						for perSM := 1; perSM <= 2; perSM++ {
 							if perSM == 2 && one < 2 {
 								break // a step per block already: no smaller grid
 							}
-							c := maps.Clone(cfg)
-							c["StepsPerBlock"] = ceilDiv(one, perSM)
-							out = append(out, Candidate{Family: f.Name(), Config: c, Rejected: f.reject(s, c, lim, perSM)})
+							k.StepsPerBlock = ceilDiv(one, perSM)
+							out = append(out, newCandidate(f.Name(), k, f.reject(s, k, lim, perSM)))
 						}
 					}
 				}
@@ -167,33 +170,34 @@ func winogradChunks(ch, strideW int) []int {
 	return out
 }
 
-// reject returns why a configuration is not worth compiling, or "".
-func (Winograd) reject(s problem.Shape, c Config, lim Limits, perSM int) string {
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection.
+func (Winograd) reject(s problem.Shape, c winogradKnobs, lim Limits, perSM int) Rejection {
 	g := winogradGeom(s, c)
 	regCap := min(lim.MaxRegsPerThread, lim.RegistersPerSM/max(g.ThreadsPerBlock*perSM, 1)/8*8)
 	wino, direct := 16*s.C*s.StrideH*s.StrideW, 4*s.C*s.R*s.S
 	switch {
 	case wino >= direct:
-		return fmt.Sprintf("arithmetic: %d multiplies per 2x2 tile and channel, the direct convolution's %d or fewer", wino, direct)
-	case c["TileT"]%c["ThreadT"] != 0 || c["TileK"]%c["ThreadK"] != 0 || c["ThreadT"]%4 != 0 || c["ThreadK"]%4 != 0:
-		return fmt.Sprintf("divisibility: register tile %dx%d does not split the %dx%d block tile in float4 groups",
-			c["ThreadT"], c["ThreadK"], c["TileT"], c["TileK"])
+		return hard("arithmetic", "%d multiplies per 2x2 tile and channel, the direct convolution's %d or fewer", wino, direct)
+	case c.TileT%c.ThreadT != 0 || c.TileK%c.ThreadK != 0 || c.ThreadT%4 != 0 || c.ThreadK%4 != 0:
+		return hard("divisibility", "register tile %dx%d does not split the %dx%d block tile in float4 groups",
+			c.ThreadT, c.ThreadK, c.TileT, c.TileK)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return fmt.Sprintf("threads: %d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+		return hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case g.ThreadsPerBlock < 128:
-		return fmt.Sprintf("warps: %d threads per block leave the SM too few warps", g.ThreadsPerBlock)
+		return soft("warps", "%d threads per block leave the SM too few warps", g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return fmt.Sprintf("shared memory: %d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case perSM > 1 && perSM*(g.SharedBytes+1024) > lim.MaxSharedPerBlock+1024:
-		return fmt.Sprintf("shared memory: %d blocks of %d B do not fit one SM", perSM, g.SharedBytes)
+		return hard("shared memory", "%d blocks of %d B do not fit one SM", perSM, g.SharedBytes)
 	case g.Registers > regCap:
-		return fmt.Sprintf("registers: about %d per thread > %d for %d blocks of %d threads per SM",
+		return hard("registers", "about %d per thread > %d for %d blocks of %d threads per SM",
 			g.Registers, regCap, perSM, g.ThreadsPerBlock)
-	case c["ThreadT"]*c["ThreadK"] < 32:
-		return fmt.Sprintf("register tile: %d accumulators per thread < 32 leaves the GEMMs bound by shared-memory reads",
-			c["ThreadT"]*c["ThreadK"])
+	case c.ThreadT*c.ThreadK < 32:
+		return hard("register tile", "%d accumulators per thread < 32 leaves the GEMMs bound by shared-memory reads",
+			c.ThreadT*c.ThreadK)
 	}
-	return ""
+	return Rejection{}
 }
 
 // ExecutedFLOPs implements ExecutedFLOPs: 16 transform points × CH phase
@@ -210,15 +214,17 @@ func (f Winograd) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	if err := f.Serves(p); err != nil {
 		return Kernel{}, err
 	}
-	if err := requireKnobs(f.Name(), cfg, "TileT", "TileK", "ThreadT", "ThreadK", "Chunk", "StepsPerBlock"); err != nil {
+	k, err := parseKnobs[winogradKnobs](f.Name(), cfg)
+	if err != nil {
 		return Kernel{}, err
 	}
 	s := p.Shape
-	if cfg["ThreadT"] <= 0 || cfg["ThreadK"] <= 0 || cfg["TileT"]%cfg["ThreadT"] != 0 || s.K%cfg["TileK"] != 0 ||
-		cfg["Chunk"] <= 0 || (s.C*s.StrideH*s.StrideW)%cfg["Chunk"] != 0 || cfg["StepsPerBlock"] <= 0 {
+	if k.ThreadT <= 0 || k.ThreadK <= 0 || k.TileT%k.ThreadT != 0 || k.TileK <= 0 || k.TileK%k.ThreadK != 0 || s.K%k.TileK != 0 ||
+		k.Chunk <= 0 || (s.C*s.StrideH*s.StrideW)%k.Chunk != 0 || k.StepsPerBlock <= 0 {
 		return Kernel{}, fmt.Errorf("%s: config %s does not tile the problem", f.Name(), cfg)
 	}
-	g := winogradGeom(s, cfg)
+	cfg = knobsConfig(k)
+	g := winogradGeom(s, k)
 	if g.EpiTiles == 0 {
 		return Kernel{}, fmt.Errorf("%s: config %s: ThreadT must be a multiple of 4", f.Name(), cfg)
 	}
@@ -226,10 +232,9 @@ func (f Winograd) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	data := struct {
 		shapeData
 		winogradGeometry
-		Name, Config                                         string
-		TileT, TileK, ThreadT, ThreadK, Chunk, StepsPerBlock int
-	}{newShapeData(p), g, name, cfg.String(),
-		cfg["TileT"], cfg["TileK"], cfg["ThreadT"], cfg["ThreadK"], cfg["Chunk"], cfg["StepsPerBlock"]}
+		winogradKnobs
+		Name, Config string
+	}{newShapeData(p), g, k, name, cfg.String()}
 	src, err := render(f.Template(), data)
 	if err != nil {
 		return Kernel{}, err

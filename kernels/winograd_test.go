@@ -79,17 +79,17 @@ func TestWinogradSpace(t *testing.T) {
 	}
 	s := p.Shape
 	for _, c := range k {
-		g := winogradGeom(s, c.Config)
-		cfg := c.Config
+		cfg := mustKnobs[winogradKnobs](t, c)
+		g := winogradGeom(s, cfg)
 		if g.SharedBytes > lim.MaxSharedPerBlock || g.ThreadsPerBlock > lim.MaxThreadsPerBlock || g.EpiTiles == 0 {
 			t.Errorf("%s kept with %d B shared, %d threads, epilogue rows %d", c.ID(), g.SharedBytes, g.ThreadsPerBlock, g.EpiTiles)
 		}
-		if (s.C*s.StrideH*s.StrideW)%cfg["Chunk"] != 0 || cfg["Chunk"]%s.StrideW != 0 {
+		if (s.C*s.StrideH*s.StrideW)%cfg.Chunk != 0 || cfg.Chunk%s.StrideW != 0 {
 			t.Errorf("%s: Chunk does not hold whole phase columns of the 48 phase channels", c.ID())
 		}
-		blocksPerK := g.Grid / (s.K / cfg["TileK"])
-		if blocksPerK*cfg["StepsPerBlock"] < g.Steps || (blocksPerK-1)*cfg["StepsPerBlock"] >= g.Steps {
-			t.Errorf("%s: %d blocks of %d steps per channel block for %d steps", c.ID(), blocksPerK, cfg["StepsPerBlock"], g.Steps)
+		blocksPerK := g.Grid / (s.K / cfg.TileK)
+		if blocksPerK*cfg.StepsPerBlock < g.Steps || (blocksPerK-1)*cfg.StepsPerBlock >= g.Steps {
+			t.Errorf("%s: %d blocks of %d steps per channel block for %d steps", c.ID(), blocksPerK, cfg.StepsPerBlock, g.Steps)
 		}
 		if g.Grid > 2*lim.SMs {
 			t.Errorf("%s: grid %d is not persistent (one or two blocks per SM)", c.ID(), g.Grid)
@@ -111,10 +111,11 @@ func TestWinogradSmallChannels(t *testing.T) {
 		t.Fatal("no candidate kept")
 	}
 	for _, c := range k {
-		g := winogradGeom(s, c.Config)
-		tg := c.Config["TileT"] / c.Config["ThreadT"]
-		region := g.SharedBytes/4 - 16*5*c.Config["TileK"]
-		if g.EpiTiles < 4 || 16*g.EpiTiles*tg*(c.Config["TileK"]+1) > region || 2*16*c.Config["Chunk"]*g.VPitch > region {
+		kn := mustKnobs[winogradKnobs](t, c)
+		g := winogradGeom(s, kn)
+		tg := kn.TileT / kn.ThreadT
+		region := g.SharedBytes/4 - 16*5*kn.TileK
+		if g.EpiTiles < 4 || 16*g.EpiTiles*tg*(kn.TileK+1) > region || 2*16*kn.Chunk*g.VPitch > region {
 			t.Errorf("%s: %d epilogue rows do not fit the %d floats after U", c.ID(), g.EpiTiles, region)
 		}
 	}

@@ -1,0 +1,144 @@
+package kernels
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
+
+// A family's knobs are one Go struct (directKnobs, igemmKnobs, ...): every
+// exported int field is a knob named like the field, and an embedded
+// struct contributes its knobs. Config, a map from knob name to value, is
+// their serialized form at the package's boundary (candidate IDs, the
+// tuning cache, pins); knobsConfig and parseKnobs convert between the two,
+// here only.
+//
+// A field tagged `knob:",optional"` is left out of the Config when it is 0
+// and reads 0 when the Config lacks it, so that a knob added to a family
+// later keeps the IDs of the configurations that do not use it.
+
+// knobField is one knob of a knob struct: its name, where it lies in the
+// struct (reflect.Value.FieldByIndex) and whether it may be absent.
+type knobField struct {
+	name     string
+	index    []int
+	optional bool
+}
+
+// knobFields lists the knobs of struct type t in field order. A field that
+// is neither an int nor an embedded struct is a programming error in the
+// family's knob type, which TestKnobTypes catches for every family.
+func knobFields(t reflect.Type) []knobField {
+	var out []knobField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct { // exported or not: its fields are promoted
+			for _, sub := range knobFields(f.Type) {
+				sub.index = append([]int{i}, sub.index...)
+				out = append(out, sub)
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if f.Type.Kind() != reflect.Int {
+			panic(fmt.Sprintf("kernels: knob %s.%s is a %s, not an int", t, f.Name, f.Type))
+		}
+		out = append(out, knobField{name: f.Name, index: []int{i}, optional: f.Tag.Get("knob") == ",optional"})
+	}
+	return out
+}
+
+// knobNames lists the knobs of knob struct type K, sorted by name (the
+// order of Config.String and so of candidate IDs).
+func knobNames[K any]() []string {
+	var names []string
+	for _, f := range knobFields(reflect.TypeFor[K]()) {
+		names = append(names, f.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// knobsConfig serializes knobs k (a knob struct) to a Config: every knob,
+// optional ones only when not 0.
+func knobsConfig[K any](k K) Config {
+	v := reflect.ValueOf(k)
+	fields := knobFields(v.Type())
+	cfg := make(Config, len(fields))
+	for _, f := range fields {
+		x := int(v.FieldByIndex(f.index).Int())
+		if f.optional && x == 0 {
+			continue
+		}
+		cfg[f.name] = x
+	}
+	return cfg
+}
+
+// parseKnobs reads cfg into family's knob struct K. A knob K does not have
+// (a misspelling, or another family's) and a knob cfg lacks (unless
+// optional) are errors naming the knob.
+func parseKnobs[K any](family string, cfg Config) (K, error) {
+	var k K
+	v := reflect.ValueOf(&k).Elem()
+	fields := knobFields(v.Type())
+	known := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		known[f.name] = true
+		x, ok := cfg[f.name]
+		if !ok && !f.optional {
+			return k, fmt.Errorf("%s: config %s lacks knob %s", family, cfg, f.name)
+		}
+		v.FieldByIndex(f.index).SetInt(int64(x))
+	}
+	var unknown []string
+	for name := range cfg {
+		if !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return k, fmt.Errorf("%s: config %s has unknown knob %s (the knobs are %v)", family, cfg, unknown[0], knobNames[K]())
+	}
+	return k, nil
+}
+
+// Rejection is the static verdict against a configuration: the rule it
+// breaks ("threads", "waste", ...), whether the rule is soft (it only
+// prunes: when soft rules would leave a family with no candidate at all,
+// the candidates they rejected come back) and what exactly is wrong. The
+// zero Rejection rejects nothing.
+type Rejection struct {
+	Rule    string
+	Soft    bool
+	Message string
+}
+
+// String is the reason as Candidate.Rejected carries it, "rule: message",
+// or "" for the zero Rejection.
+func (r Rejection) String() string {
+	if r.Rule == "" {
+		return ""
+	}
+	return r.Rule + ": " + r.Message
+}
+
+// hard is a Rejection by a rule that always holds (a device limit, a
+// shape the template cannot handle).
+func hard(rule, format string, args ...any) Rejection {
+	return Rejection{Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
+// soft is a Rejection by a pruning rule (waste, occupancy, warps), which
+// admitSoft lifts when it would leave the family empty.
+func soft(rule, format string, args ...any) Rejection {
+	return Rejection{Rule: rule, Soft: true, Message: fmt.Sprintf(format, args...)}
+}
+
+// newCandidate is a family's candidate of knobs k with verdict r.
+func newCandidate[K any](family string, k K, r Rejection) Candidate {
+	return Candidate{Family: family, Config: knobsConfig(k), Rejected: r.String(), Rejection: r}
+}
