@@ -17,7 +17,6 @@ import (
 	"github.com/convgen/convgen/autotune"
 	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/internal/clip"
-	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -213,9 +212,6 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	}
 	if c.problem.Layout, err = problem.ParseLayout(layout); err != nil {
 		return c, usageError{fmt.Errorf("-layout: %w", err)}
-	}
-	if err := kernels.Serves(c.problem); err != nil {
-		return c, usageError{err}
 	}
 	if c.sourceDir != "" && !c.compile {
 		return c, usageError{errors.New("-source-dir needs -compile-only (the sources of the compiled candidates)")}

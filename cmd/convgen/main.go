@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/convgen/convgen/autotune"
+	"github.com/convgen/convgen/pipeline"
 )
 
 func main() {
@@ -70,18 +71,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitStatus(err, stderr)
 }
 
-// exitStatus prints err, if any, on stderr and returns the exit status:
-// 0 for none, 2 for a usage error, 1 for any other.
-func exitStatus(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "convgen:", oneLine(err.Error()))
+// The exit statuses, one per kind of failure (docs/flags.md).
+const (
+	exitOK          = 0   // success, -help included
+	exitFailed      = 1   // any other failure: a cache or directory that cannot be read or written, NVRTC missing, ...
+	exitUsage       = 2   // a bad command line: flag, value, -shape, or a request to change (-device to pick a record)
+	exitNoRecord    = 3   // no GPU in this build and no current record to replay: tune on a GPU, or -untuned
+	exitUnsupported = 4   // a valid problem no kernel serves: no family serves it, or every candidate is rejected statically
+	exitNoCandidate = 5   // tuning measured candidates and none passed verification
+	exitInterrupted = 130 // interrupted (SIGINT), as a shell reports it
+)
+
+// exitCode maps err to the exit status of its kind; the one place that
+// does.
+func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.Is(err, pipeline.ErrInvalid):
+		return exitUsage
+	case errors.Is(err, pipeline.ErrNoRecord):
+		return exitNoRecord
+	case errors.Is(err, pipeline.ErrUnsupported):
+		return exitUnsupported
+	case errors.Is(err, pipeline.ErrNoCandidate):
+		return exitNoCandidate
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
 	}
-	return 1
+	return exitFailed
+}
+
+// exitStatus prints err, if any, on stderr and returns its exit status
+// (exitCode).
+func exitStatus(err error, stderr io.Writer) int {
+	if err != nil {
+		fmt.Fprintln(stderr, "convgen:", oneLine(err.Error()))
+	}
+	return exitCode(err)
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }

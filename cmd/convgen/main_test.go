@@ -464,8 +464,8 @@ func TestNoRecordOffline(t *testing.T) {
 			}
 			out := filepath.Join(dir, "alexnet")
 			r := runConvgen(t, append([]string{"-shape", flagship, "-o", out, "-cache", cache}, tt.args...)...)
-			if r.code != 1 {
-				t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+			if r.code != 3 {
+				t.Errorf("exit code %d, want 3: no record to replay (stderr %q)", r.code, r.stderr)
 			}
 			oneErrorLine(t, r, append([]string{cache, "cuda", "no record"}, tt.why...)...)
 			if tt.why == nil && strings.Contains(r.stderr, notApply) {
@@ -597,8 +597,8 @@ func TestMissingCacheFile(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "typo.json")
 	r := runConvgen(t, "-shape", flagship, "-o", filepath.Join(dir, "alexnet"), "-cache", cache)
-	if r.code != 1 {
-		t.Errorf("exit code %d, want 1 (stderr %q)", r.code, r.stderr)
+	if r.code != 3 {
+		t.Errorf("exit code %d, want 3 (no record to replay; stderr %q)", r.code, r.stderr)
 	}
 	oneErrorLine(t, r, cache+" (no such file)")
 }
@@ -698,57 +698,6 @@ func TestCompileOnly(t *testing.T) {
 	}
 }
 
-// TestWriteSources: -source-dir writes the sources of the candidates NVRTC
-// compiled or failed to compile, skips rejected ones and failures that had
-// no source (a rendering error), and names each file after its kernel.
-func TestWriteSources(t *testing.T) {
-	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
-	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kept []kernels.Candidate
-	for _, c := range cands {
-		if c.Rejected == "" {
-			kept = append(kept, c)
-		}
-	}
-	if len(kept) < 3 {
-		t.Fatalf("%d kept candidates, want at least 3", len(kept))
-	}
-	trial := func(c kernels.Candidate, s autotune.Status) autotune.Trial {
-		return autotune.Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: s}
-	}
-	trials := []autotune.Trial{
-		trial(kept[0], autotune.StatusCompiled),
-		trial(kept[1], autotune.StatusCompile),
-		trial(kept[2], autotune.StatusRejected),
-		{ID: "nosuch/X=1", Family: "nosuch", Config: kernels.Config{"X": 1}, Status: autotune.StatusCompile},
-	}
-	dir := filepath.Join(t.TempDir(), "src")
-	n, err := writeSources(dir, p, trials)
-	if err != nil || n != 2 {
-		t.Fatalf("writeSources = %d, %v; want 2, nil", n, err)
-	}
-	for _, c := range kept[:2] {
-		k, err := kernels.RenderCandidate(p, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, k.Name+".cu"))
-		if err != nil || string(b) != k.Source {
-			t.Errorf("%s.cu: %v; want the rendered source of %s", k.Name, err, c.ID())
-		}
-	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 2 {
-		t.Errorf("%d files in the source directory, want 2", len(files))
-	}
-}
-
 // TestCommandPinned: the command recorded for a pinned run (whose record is
 // not cached) repeats its pins and -retune, so that its report says how it
 // was made.
@@ -783,8 +732,8 @@ func TestQuiet(t *testing.T) {
 		}
 	}
 	r := runConvgen(t, "-q", "-shape", flagship, "-o", filepath.Join(dir, "other"), "-cache", filepath.Join(dir, "none.json"))
-	if r.code != 1 || r.stdout != "" {
-		t.Errorf("failing -q run: exit code %d, stdout %q: want 1 and nothing on stdout", r.code, r.stdout)
+	if r.code != 3 || r.stdout != "" {
+		t.Errorf("failing -q run: exit code %d, stdout %q: want 3 (no record) and nothing on stdout", r.code, r.stdout)
 	}
 	oneErrorLine(t, r, "no record")
 }

@@ -45,8 +45,8 @@ func TestUntuned(t *testing.T) {
 		{"convgroups", "N=2,C=8,H=9,W=11,K=8,R=3,S=3,groups=2", "fp32", "nchw", "generic/"},
 	} {
 		args := []string{"-shape", tc.shape, "-precision", tc.precision, "-layout", tc.layout, "-o", tc.pkg, "-cache", "convgen-cache.json"}
-		if r := runConvgen(t, args...); r.code != 1 || !strings.Contains(r.stderr, "-untuned") {
-			t.Errorf("%s without -untuned: exit %d, stderr %q: want 1 and a hint at -untuned", tc.pkg, r.code, r.stderr)
+		if r := runConvgen(t, args...); r.code != 3 || !strings.Contains(r.stderr, "-untuned") {
+			t.Errorf("%s without -untuned: exit %d, stderr %q: want 3 (no record) and a hint at -untuned", tc.pkg, r.code, r.stderr)
 		}
 		r := runConvgen(t, append(args, "-untuned")...)
 		if r.code != 0 {

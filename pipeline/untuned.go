@@ -1,8 +1,7 @@
-package main
+package pipeline
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -13,13 +12,6 @@ import (
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/report"
 )
-
-// noRecordError is recordOffline's error when the cache has no record of
-// the problem to replay: -untuned then writes an untuned package.
-type noRecordError struct{ err error }
-
-func (e noRecordError) Error() string { return e.err.Error() }
-func (e noRecordError) Unwrap() error { return e.err }
 
 // untunedFamilies are the families an untuned package prefers, in order:
 // igemm (tensor cores, any groups=1 shape in fp16, bf16, tf32, 3xtf32),
@@ -33,7 +25,7 @@ var untunedFamilies = []string{"igemm", "generic"}
 func untunedKernel(p problem.Problem) (kernels.Candidate, kernels.Kernel, error) {
 	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
 	if err != nil {
-		return kernels.Candidate{}, kernels.Kernel{}, err
+		return kernels.Candidate{}, kernels.Kernel{}, mark(ErrUnsupported, err)
 	}
 	rank := func(family string) int {
 		if i := slices.Index(untunedFamilies, family); i >= 0 {
@@ -59,34 +51,36 @@ func untunedKernel(p problem.Problem) (kernels.Candidate, kernels.Kernel, error)
 			break
 		}
 	}
-	return kernels.Candidate{}, kernels.Kernel{}, fmt.Errorf("no portable configuration of %s for %s: %s", p, autotune.FallbackArch, strings.Join(why, "; "))
+	return kernels.Candidate{}, kernels.Kernel{}, mark(ErrUnsupported, fmt.Errorf("no portable configuration of %s for %s: %s", p, autotune.FallbackArch, strings.Join(why, "; ")))
 }
 
-// writeUntuned writes the package of p's heuristic default configuration,
-// compiled to PTX for compute_80 with NVRTC, marked untuned in its doc
-// and report: nothing is measured, no GPU is needed.
-func writeUntuned(c config, stdout io.Writer) error {
+// writeUntuned writes the package of the problem's heuristic default
+// configuration, compiled to PTX for compute_80 with NVRTC, marked untuned
+// in its doc and report: nothing is measured, no GPU is needed.
+func writeUntuned(r Request) (Result, error) {
 	lib, err := nvrtc.Open()
 	if err != nil {
-		return fmt.Errorf("-untuned compiles the default kernel with NVRTC: %w", err)
+		return Result{}, fmt.Errorf("-untuned compiles the default kernel with NVRTC: %w", err)
 	}
-	cand, k, err := untunedKernel(c.problem)
+	cand, k, err := untunedKernel(r.Problem)
 	if err != nil {
-		return fmt.Errorf("-untuned: %w", err)
+		return Result{}, fmt.Errorf("-untuned: %w", err)
 	}
 	sm := strings.Replace(autotune.FallbackArch, "compute_", "sm_", 1)
 	out, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Family + ".cu", Arch: sm})
 	if err != nil {
-		return fmt.Errorf("-untuned: compile %s for %s: %w", cand.ID(), autotune.FallbackArch, err)
+		return Result{}, fmt.Errorf("-untuned: compile %s for %s: %w", cand.ID(), autotune.FallbackArch, err)
 	}
 	note := fmt.Sprintf("The kernel is %s, the heuristic default configuration (first kept configuration of the first portable family), compiled by NVRTC %s to PTX for %s; nothing was checked or timed on a GPU.",
 		cand.ID(), lib.VersionString(), autotune.FallbackArch)
-	b := gen.Binding{Package: c.pkg, Problem: c.problem, Kernel: k.Name, Launch: k.Launch, Arch: autotune.FallbackArch,
-		PTX: out.PTX, Command: c.command(), Untuned: true,
+	b := gen.Binding{Package: r.Pkg, Problem: r.Problem, Kernel: k.Name, Launch: k.Launch, Arch: autotune.FallbackArch,
+		PTX: out.PTX, Command: r.Command, Untuned: true,
 		Summary: fmt.Sprintf("untuned: no measurement; default configuration %s as PTX for %s", cand.ID(), autotune.FallbackArch)}
-	data := report.Data{SchemaVersion: report.SchemaVersion, Shape: c.problem.Shape.String(), Precision: string(c.problem.Precision),
-		Layout: string(c.problem.Layout), NVRTC: lib.VersionString(), KernelSHA256: kernels.Hash(k), Command: c.command(),
+	data := report.Data{SchemaVersion: report.SchemaVersion, Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision),
+		Layout: string(r.Problem.Layout), NVRTC: lib.VersionString(), KernelSHA256: kernels.Hash(k), Command: r.Command,
 		Winner: cand.ID(), WinnerConfig: cand.Config, Untuned: note}
-	fmt.Fprintf(stdout, "no record and no GPU: writing an untuned package (%s, PTX for %s)\n", cand.ID(), autotune.FallbackArch)
-	return writeFiles(c, b, data, nil, stdout)
+	logf(r.Log, "no record and no GPU: writing an untuned package (%s, PTX for %s)\n", cand.ID(), autotune.FallbackArch)
+	res := Result{Outcome: Untuned}
+	err = writeFiles(r, b, data, nil, &res)
+	return res, err
 }

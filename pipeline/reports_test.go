@@ -1,7 +1,9 @@
-package main
+package pipeline
 
 import (
 	"bytes"
+	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,11 +30,13 @@ func fixtureCandidates(t *testing.T) []report.Candidate {
 // candidates.svg beside REPORT.md; a replay of the same record keeps them;
 // a replay of another record drops them (it cannot make them).
 func TestReportsTunedAndReplayed(t *testing.T) {
+	needNoGPU(t)
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "alexnet"), filepath.Join(dir, "cache.json")
 	rec := fixture(t, h200, 132)
 	rec.Summary.TunedAt = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	if err := keepAndWrite(testConfig(t, out, cache), rec, fixtureCandidates(t), false, &bytes.Buffer{}); err != nil {
+	res, err := keepAndWrite(testRequest(t, out, cache), rec, fixtureCandidates(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	tuned := readTree(t, out)
@@ -44,8 +48,13 @@ func TestReportsTunedAndReplayed(t *testing.T) {
 	if !strings.Contains(string(tuned["candidates.csv"]), "direct/X=1,direct,rejected,too big") {
 		t.Errorf("candidates.csv:\n%s", tuned["candidates.csv"])
 	}
-	if r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache); r.code != 0 {
-		t.Fatalf("replay: exit %d, stderr %q", r.code, r.stderr)
+	written := maps.Clone(tuned)
+	delete(written, gen.ManifestFile)
+	if res.Outcome != Tuned || !slices.Equal(res.Files, slices.Sorted(maps.Keys(written))) {
+		t.Errorf("result %v %v: want tuned and the package's files %v", res.Outcome, res.Files, slices.Sorted(maps.Keys(written)))
+	}
+	if res, err := Run(context.Background(), testRequest(t, out, cache)); err != nil || res.Outcome != Replayed {
+		t.Fatalf("replay: %v, %v", res.Outcome, err)
 	}
 	replayed := readTree(t, out)
 	for name, b := range tuned {
@@ -55,8 +64,8 @@ func TestReportsTunedAndReplayed(t *testing.T) {
 	}
 	rec.Summary.TunedAt = rec.Summary.TunedAt.Add(time.Hour) // another search
 	putRecords(t, cache, rec)
-	if r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache); r.code != 0 {
-		t.Fatalf("replay of another record: exit %d, stderr %q", r.code, r.stderr)
+	if _, err := Run(context.Background(), testRequest(t, out, cache)); err != nil {
+		t.Fatalf("replay of another record: %v", err)
 	}
 	if files := readTree(t, out); files["candidates.csv"] != nil || files["candidates.svg"] != nil {
 		t.Error("a replay of another record kept the old search's candidates.csv and candidates.svg")
@@ -66,13 +75,14 @@ func TestReportsTunedAndReplayed(t *testing.T) {
 // TestReportDir: -report DIR puts the reports there, with a manifest, and
 // not into the package.
 func TestReportDir(t *testing.T) {
+	needNoGPU(t)
 	dir := t.TempDir()
 	out, reports, cache := filepath.Join(dir, "alexnet"), filepath.Join(dir, "reports", "alexnet"), filepath.Join(dir, "cache.json")
-	c := testConfig(t, out, cache)
-	c.reportDir = reports
+	c := testRequest(t, out, cache)
+	c.ReportDir = reports
 	rec := fixture(t, h200, 132)
 	rec.Summary.TunedAt = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	if err := keepAndWrite(c, rec, fixtureCandidates(t), false, &bytes.Buffer{}); err != nil {
+	if _, err := keepAndWrite(c, rec, fixtureCandidates(t)); err != nil {
 		t.Fatal(err)
 	}
 	pkg := readTree(t, out)
@@ -84,9 +94,14 @@ func TestReportDir(t *testing.T) {
 	if got, want := listDir(t, reports), []string{gen.ManifestFile, "REPORT.md", "candidates.csv", "candidates.svg", "report.json"}; !slices.Equal(got, want) {
 		t.Errorf("-report directory holds %v, want %v", got, want)
 	}
-	r := runConvgen(t, "-shape", flagship, "-o", out, "-cache", cache, "-report", reports)
-	if r.code != 0 || !strings.Contains(r.stdout, "wrote the reports to") {
-		t.Fatalf("replay with -report: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	var log bytes.Buffer
+	c.Log, c.Command = &log, c.Command+" -report "+filepath.ToSlash(reports)
+	res, err := Run(context.Background(), c)
+	if err != nil || !strings.Contains(log.String(), "wrote the reports to") {
+		t.Fatalf("replay with -report: %v, log %q", err, log.String())
+	}
+	if want := []string{"REPORT.md", "candidates.csv", "candidates.svg", "report.json"}; !slices.Equal(res.Reports, want) {
+		t.Errorf("result's reports %v, want %v", res.Reports, want)
 	}
 	if _, err := os.Stat(filepath.Join(reports, "candidates.svg")); err != nil {
 		t.Errorf("the replay dropped the chart of the same search: %v", err)

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+	"github.com/convgen/convgen/tunecache"
+)
+
+// baseKey is the problem's part of r's cache key.
+func baseKey(r Request) tunecache.Key {
+	return tunecache.Key{Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision), Layout: string(r.Problem.Layout)}
+}
+
+// currentKernels says whether rec's kernels are what the code generates
+// for its configurations today: it renders the winner's (and the
+// fallback's) configuration for p and compares the kernel hashes with
+// those recorded. nil means current; the error says which kernel changed.
+func currentKernels(p problem.Problem, rec tunecache.Record) error {
+	if err := sameKernel(p, rec.Winner, rec.KernelSHA256); err != nil {
+		return fmt.Errorf("the winner's kernel source changed since it was tuned (%w): re-tune on a GPU", err)
+	}
+	if fb := rec.Fallback; fb != nil {
+		if err := sameKernel(p, fb.Timing, fb.KernelSHA256); err != nil {
+			return fmt.Errorf("the fallback's kernel source changed since it was tuned (%w): re-tune on a GPU", err)
+		}
+	}
+	return nil
+}
+
+// sameKernel renders t's configuration for p and compares its hash with want.
+func sameKernel(p problem.Problem, t tunecache.Timing, want string) error {
+	k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: t.Family, Config: t.Config})
+	if err != nil {
+		return fmt.Errorf("%s no longer renders: %w", t.Family, err)
+	}
+	if got := kernels.Hash(k); got != want {
+		return fmt.Errorf("hash %.12s, recorded %.12s", got, want)
+	}
+	return nil
+}
+
+// recordOffline picks the cache's record for this problem without a GPU:
+// the newest of each device model (tunecache's Replay), and among several
+// device models the one Device and Arch select. Its errors match ErrNoRecord
+// when nothing matches, ErrInvalid when several device models do.
+func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) {
+	k := baseKey(c)
+	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Arch: c.Arch, Device: c.Device,
+		Current: func(r tunecache.Record) error { return currentKernels(c.Problem, r) }}
+	recs := cache.Replay(q)
+	if n := len(cache.Match(q)); n > len(recs) && len(recs) == 1 {
+		r := recs[0].Key
+		logf(c.Log, "%d records of %s match: replaying the newest, NVRTC %s, driver %s\n", n, r.Device, r.NVRTCVersion, r.Driver)
+	}
+	switch len(recs) {
+	case 0:
+		where := c.Cache
+		if _, err := os.Stat(c.Cache); errors.Is(err, os.ErrNotExist) {
+			where += " (no such file)"
+		}
+		return tunecache.Record{}, mark(ErrNoRecord, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s (-untuned writes an untuned package instead)",
+			gpu.ErrNoCUDA, where, c.Problem, nearMisses(cache, q)))
+	case 1:
+		logf(c.Log, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.Cache)
+		return recs[0], nil
+	}
+	var devs []string
+	for _, r := range recs {
+		devs = append(devs, fmt.Sprintf("%q (%s, NVRTC %s, driver %s)", r.Key.Device, r.Arch, r.Key.NVRTCVersion, r.Key.Driver))
+	}
+	return tunecache.Record{}, mark(ErrInvalid, fmt.Errorf("%d records in %s match %s: pick one with -device and -arch: %s",
+		len(recs), c.Cache, c.Problem, strings.Join(devs, ", ")))
+}
+
+// nearMisses explains, for the error of a failed offline replay, why the
+// cache's records of the same problem (shape, precision, layout) were not
+// used: "" when there are none.
+func nearMisses(cache *tunecache.Cache, q tunecache.Query) string {
+	var misses []string
+	stale := false
+records:
+	for _, r := range cache.Records() {
+		var why []string
+		for _, m := range q.Mismatches(r) { // the problem's fields come first
+			switch m.Field {
+			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout:
+				continue records // another problem
+			case tunecache.FieldKernel:
+				stale = true
+				why = append(why, "is stale: "+m.String())
+				continue
+			}
+			why = append(why, "has "+m.String())
+		}
+		misses = append(misses, fmt.Sprintf("the one tuned on %s (%s) %s", r.Key.Device, r.Arch, strings.Join(why, ", ")))
+	}
+	if len(misses) == 0 {
+		return ""
+	}
+	hint := "drop or change -arch and -device to use one"
+	if stale {
+		hint = "a record whose kernels the current code renders differently cannot be replayed: re-tune on a GPU with a cuda build (-retune) and commit the cache"
+	}
+	return fmt.Sprintf("; the cache's records of this problem do not apply: %s; %s", strings.Join(misses, "; "), hint)
+}

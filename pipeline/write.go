@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/report"
+	"github.com/convgen/convgen/tunecache"
+)
+
+// writePackage renders the binding and the reports and writes them at
+// once: the reports into the package, or with ReportDir into their own
+// directory. cands, every candidate of a search just run, give
+// candidates.csv and candidates.svg; a replay (nil cands) keeps those of
+// the same record from the reports' directory (carriedReports).
+func writePackage(r Request, outcome Outcome, rec tunecache.Record, cands []report.Candidate) (Result, error) {
+	data := report.New(rec, r.Problem, r.Command)
+	cubin, err := rec.CUBIN.Open()
+	if err != nil {
+		return Result{}, fmt.Errorf("the tuning record's CUBIN: %w", err)
+	}
+	ptx, err := rec.PTX.Open()
+	if err != nil {
+		return Result{}, fmt.Errorf("the tuning record's PTX: %w", err)
+	}
+	summary := fmt.Sprintf("tuned on %s (%s): %s, median %.3f ms, rel. error %.1e", rec.Key.Device, rec.Arch,
+		rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError)
+	b := gen.Binding{Package: r.Pkg, Problem: r.Problem, Kernel: rec.Kernel,
+		Launch: rec.Launch, Arch: rec.Arch, CUBIN: cubin, PTX: string(ptx),
+		Command: r.Command, Summary: summary}
+	if fb := rec.Fallback; fb != nil {
+		fptx, err := fb.PTX.Open()
+		if err != nil {
+			return Result{}, fmt.Errorf("the tuning record's fallback PTX: %w", err)
+		}
+		b.Fallback = &gen.Fallback{Kernel: fb.Kernel, Launch: fb.Launch,
+			Arch: fb.Arch, PTX: string(fptx), Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
+				kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), fb.Timing.MedianMS, fb.Timing.RelError, rec.Key.Device)}
+	}
+	res := Result{Outcome: outcome, Record: rec}
+	err = writeFiles(r, b, data, cands, &res)
+	return res, err
+}
+
+// writeFiles renders the package of b and the reports of data and writes
+// them (writePackage), naming what it wrote in res.
+func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candidate, res *Result) error {
+	prefix := "" // of the reports' names
+	if r.Into {
+		b.FilePrefix = gen.FilesPrefix
+		if r.ReportDir == "" {
+			prefix = gen.FilesPrefix
+		}
+	}
+	files, err := gen.Files(b)
+	if err != nil {
+		return fmt.Errorf("generate package: %w", err)
+	}
+	reports, err := reportFiles(data, cands, prefix)
+	if err != nil {
+		return err
+	}
+	reportDir := r.ReportDir
+	if reportDir == "" {
+		reportDir = r.Out
+	}
+	if cands == nil {
+		maps.Copy(reports, carriedReports(reportDir, prefix, data))
+	}
+	if r.ReportDir == "" {
+		maps.Copy(files, reports)
+	}
+	write := gen.Write
+	if r.Into {
+		write = func(dir string, files map[string][]byte) error { return gen.WriteInto(dir, gen.FilesPrefix, files) }
+	}
+	if err := write(r.Out, files); err != nil {
+		return fmt.Errorf("write package: %w", err)
+	}
+	res.Files = slices.Sorted(maps.Keys(files))
+	logf(r.Log, "wrote package %s to %s (%d files)\n", r.Pkg, r.Out, len(files))
+	if r.ReportDir != "" {
+		if err := gen.WriteReports(r.ReportDir, reports); err != nil {
+			return fmt.Errorf("write reports: %w", err)
+		}
+		res.Reports = slices.Sorted(maps.Keys(reports))
+		logf(r.Log, "wrote the reports to %s (%d files)\n", r.ReportDir, len(reports))
+	}
+	return nil
+}
+
+// The reports' file names.
+const (
+	reportMD      = "REPORT.md"
+	reportJSON    = "report.json"
+	candidatesCSV = "candidates.csv"
+	candidatesSVG = "candidates.svg"
+)
+
+// reportFiles renders REPORT.md and report.json, and with the candidates
+// of a search just run candidates.csv and candidates.svg.
+func reportFiles(data report.Data, cands []report.Candidate, prefix string) (map[string][]byte, error) {
+	js, err := data.JSON()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{prefix + reportMD: data.Markdown(), prefix + reportJSON: js}
+	if cands != nil {
+		csv, err := data.CSV(cands)
+		if err != nil {
+			return nil, err
+		}
+		files[prefix+candidatesCSV], files[prefix+candidatesSVG] = csv, data.Chart(cands)
+	}
+	return files, nil
+}
+
+// carriedReports returns candidates.csv and candidates.svg from dir when
+// its report.json is the report of the same search as data (the same
+// winner's kernel hash, device, NVRTC and tuning time), so that a replay
+// keeps what only the tuning run could write; nothing otherwise.
+func carriedReports(dir, prefix string, data report.Data) map[string][]byte {
+	old, err := os.ReadFile(filepath.Join(dir, prefix+reportJSON))
+	if err != nil {
+		return nil
+	}
+	var prev report.Data
+	if json.Unmarshal(old, &prev) != nil || data.TunedAt.IsZero() || !prev.TunedAt.Equal(data.TunedAt) ||
+		prev.KernelSHA256 != data.KernelSHA256 || prev.Device.Name != data.Device.Name || prev.NVRTC != data.NVRTC {
+		return nil
+	}
+	kept := map[string][]byte{}
+	for _, name := range []string{prefix + candidatesCSV, prefix + candidatesSVG} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			kept[name] = b
+		}
+	}
+	return kept
+}
