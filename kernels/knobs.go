@@ -25,9 +25,10 @@ type knobField struct {
 	optional bool
 }
 
-// knobFields lists the knobs of struct type t in field order. A field that
-// is neither an int nor an embedded struct is a programming error in the
-// family's knob type, which TestKnobTypes catches for every family.
+// knobFields lists the knobs of struct type t in field order (unexported
+// fields are not knobs). An exported field that is neither an int nor an
+// embedded struct is a programming error in the family's knob type, which
+// TestKnobTypes catches for every family.
 func knobFields(t reflect.Type) []knobField {
 	var out []knobField
 	for i := range t.NumField() {

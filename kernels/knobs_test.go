@@ -24,7 +24,6 @@ type exampleKnobs struct {
 	hopperTile
 	Stages int
 	Extra  int `knob:",optional"`
-	hidden int
 }
 
 func TestKnobsRoundTrip(t *testing.T) {
