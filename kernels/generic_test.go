@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -137,7 +137,7 @@ func randomShape(rng *rand.Rand) problem.Shape {
 // genericKept is generic's kept candidates for p after the soft rules
 // (as Enumerate admits them).
 func genericKept(p problem.Problem, lim Limits) []Candidate {
-	return kept(admitSoft(Generic{}.Space(p, lim)))
+	return kept(family.AdmitSoft(Generic{}.Space(p, lim)))
 }
 
 // TestGenericSpaceProperty: for 200 random valid problems the generic space
@@ -190,7 +190,7 @@ func checkGenericLaunch(t *testing.T, p problem.Problem, c Candidate, k Kernel, 
 	}
 	tm, tn := c.Config["TileM"], c.Config["TileN"]
 	m := s.N * s.P() * s.Q()
-	if need := ceilDiv(m, tm) * ceilDiv(s.K/s.Groups, tn) * s.Groups; k.Grid[0] != need {
+	if need := family.CeilDiv(m, tm) * family.CeilDiv(s.K/s.Groups, tn) * s.Groups; k.Grid[0] != need {
 		t.Errorf("%s %s: grid %v, want %d blocks of %dx%d tiles", p, c.ID(), k.Grid, need, tm, tn)
 	}
 	if threads*c.Config["ThreadM"]*c.Config["ThreadN"] != tm*tn {
@@ -273,7 +273,7 @@ func goldenGeneric(t *testing.T) Kernel {
 }
 
 func TestGenericGoldenSource(t *testing.T) {
-	path := filepath.Join("testdata", "generic_fp16_nhwc_groups3_m64_n8_r16_x4x2.cu.golden")
+	path := goldenPath("generic", "generic_fp16_nhwc_groups3_m64_n8_r16_x4x2")
 	got := []byte(goldenGeneric(t).Source)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {

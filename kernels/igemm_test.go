@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -33,7 +33,7 @@ var igemmShapes = []string{
 }
 
 func igemmKept(p problem.Problem, lim Limits) []Candidate {
-	return kept(admitSoft(IGEMM{}.Space(p, lim)))
+	return kept(family.AdmitSoft(IGEMM{}.Space(p, lim)))
 }
 
 // TestIGEMMServes: igemm serves groups=1 in its four precisions and both
@@ -85,26 +85,6 @@ func TestIGEMMRenderRejectsBadConfigs(t *testing.T) {
 	} {
 		if _, err := (IGEMM{}).Render(p, cfg); err == nil {
 			t.Errorf("Render(%s) succeeded, want an error", cfg)
-		}
-	}
-}
-
-// TestIGEMMVectorWidth: loads are 16 bytes where C (NHWC input) or C·R·S
-// (filter) allows, narrower otherwise, one element for odd 2-byte runs.
-func TestIGEMMVectorWidth(t *testing.T) {
-	for _, tc := range []struct{ run, eb, want int }{
-		{64, 2, 8}, {12, 2, 4}, {6, 2, 2}, {13, 2, 1}, {27, 2, 1},
-		{64, 4, 4}, {6, 4, 2}, {13, 4, 1}, {3, 4, 1},
-	} {
-		if got := igemmVec(tc.run, tc.eb); got != tc.want {
-			t.Errorf("igemmVec(%d, %d) = %d, want %d", tc.run, tc.eb, got, tc.want)
-		}
-	}
-	s := parseShapes(t, []string{"N=1,C=13,H=8,W=8,K=8,R=3,S=3"})[0]
-	for _, lay := range problem.Layouts {
-		g := igemmGeom(problem.Problem{Shape: s, Precision: problem.FP16, Layout: lay}, igemmKnobs{BM: 64, BN: 64, BK: 32, WarpsM: 2, WarpsN: 2, Stages: 3})
-		if g.VecA != 1 || g.VecB != 1 {
-			t.Errorf("%s C=13 fp16: VecA=%d VecB=%d, want element loads", lay, g.VecA, g.VecB)
 		}
 	}
 }
@@ -271,7 +251,7 @@ func goldenIGEMM(t *testing.T) Kernel {
 }
 
 func TestIGEMMGoldenSource(t *testing.T) {
-	path := filepath.Join("testdata", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3.cu.golden")
+	path := goldenPath("igemm", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3")
 	got := []byte(goldenIGEMM(t).Source)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {

@@ -1,83 +1,45 @@
-// Package kernels turns a problem into candidate configurations and renders
-// each one to CUDA source from the templates in package templates.
+// Package kernels turns a problem into candidate configurations of every
+// kernel family that serves it and renders each one to CUDA source. Each
+// family lives in its own package (kernels/direct, kernels/igemm, ...) with
+// its template and golden sources; what they share is package
+// kernels/family, whose types this package re-exports under their usual
+// names.
 package kernels
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
+	"github.com/convgen/convgen/kernels/direct"
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/generic"
+	"github.com/convgen/convgen/kernels/igemm"
 	"github.com/convgen/convgen/kernels/launch"
-	"github.com/convgen/convgen/problem"
+	"github.com/convgen/convgen/kernels/mma"
+	"github.com/convgen/convgen/kernels/mmahalf"
+	"github.com/convgen/convgen/kernels/wgmma"
+	"github.com/convgen/convgen/kernels/wgmmahalf"
+	"github.com/convgen/convgen/kernels/wgmmarow"
+	"github.com/convgen/convgen/kernels/winograd"
 )
 
-// Config is one point of a family's search space: knob name to value.
-type Config map[string]int
-
-// String lists the knobs sorted by name, e.g. "TileH=8,TileK=32".
-func (c Config) String() string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, c[k])
-	}
-	return strings.Join(parts, ",")
-}
+// Config is one point of a family's search space: knob name to value, the
+// serialized form of the family's knob struct.
+type Config = family.Config
 
 // Limits are the device limits a configuration must respect.
-type Limits struct {
-	MaxThreadsPerBlock int // 1024 on every current GPU
-	MaxSharedPerBlock  int // bytes with opt-in (232448 on sm_90)
-	RegistersPerSM     int // 65536
-	MaxRegsPerThread   int // 255
-	SMs                int // multiprocessors, for grids of one block per SM (132 on H100/H200 SXM)
-	// Arch is the target's compute capability times ten (80, 90); 0 when
-	// unknown. The mma.sync families need 80 or more.
-	Arch int
-	// SM90a says that sm_90a code (wgmma) can be compiled and run: the
-	// device is sm_90 and NVRTC is 12 or newer. Off in DefaultLimits.
-	SM90a bool
-}
+type Limits = family.Limits
 
 // DefaultLimits are sm_80/sm_90 limits, used when no GPU is attached.
-func DefaultLimits(arch int) Limits {
-	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 132, Arch: arch}
-	if arch == 80 {
-		l.MaxSharedPerBlock = 166912
-	}
-	return l
-}
+func DefaultLimits(arch int) Limits { return family.DefaultLimits(arch) }
 
-// Candidate is a configuration with the static verdict on it: Rejected is
-// empty for configurations worth compiling, otherwise it says why not
-// ("rule: message", Rejection.String); Rejection is the same verdict typed,
-// as the family gave it.
-type Candidate struct {
-	Family    string
-	Config    Config
-	Rejected  string
-	Rejection Rejection
-}
+// Candidate is a configuration with the static verdict on it.
+type Candidate = family.Candidate
 
-// ID names the candidate uniquely within a problem: "family/knobs".
-func (c Candidate) ID() string { return c.Family + "/" + c.Config.String() }
+// Rejection is a typed static verdict: rule, soft or hard, message.
+type Rejection = family.Rejection
 
-// Kernel is a rendered candidate: CUDA source and how to launch it. The
-// kernel's parameters are always (out, in, filter, bias) device pointers.
-type Kernel struct {
-	Family string
-	Config Config
-	Name   string // the __global__ function's name
-	Source string
-	Launch // grid, block and dynamic shared memory per block
-	// ArchSuffix is appended to the device's architecture to compile the
-	// kernel: "a" for code that only sm_90a runs (wgmma), else empty.
-	ArchSuffix string
-}
+// Kernel is a rendered candidate: CUDA source and how to launch it.
+type Kernel = family.Kernel
 
 // Launch is a kernel's launch geometry (grid, block, dynamic shared
 // memory), the one type the tuner, the tuning cache and the code generator
@@ -89,24 +51,36 @@ type Launch = launch.Launch
 type Arch = launch.Arch
 
 // Family is a kernel template with its knobs.
-type Family interface {
-	// Name is the family's short name.
-	Name() string
-	// Template is the family's template file in package templates.
-	Template() string
-	// Serves returns nil if the family can compute the problem.
-	Serves(p problem.Problem) error
-	// Space enumerates every configuration, rejected ones with a reason.
-	Space(p problem.Problem, lim Limits) []Candidate
-	// Render produces the kernel for one configuration.
-	Render(p problem.Problem, cfg Config) (Kernel, error)
-}
+type Family = family.Family
 
 // ExecutedFLOPs is implemented by families whose kernels do a different
-// amount of arithmetic than the direct convolution (Shape.FLOPs), such as
-// Winograd's fewer multiplies.
-type ExecutedFLOPs interface {
-	// ExecutedFLOPs is the arithmetic of the kernel's main loop for p,
-	// 2 FLOP per multiply-add.
-	ExecutedFLOPs(p problem.Problem, cfg Config) float64
+// amount of arithmetic than the direct convolution (Shape.FLOPs).
+type ExecutedFLOPs = family.ExecutedFLOPs
+
+// The families, by their usual names.
+type (
+	Direct    = direct.Family
+	Winograd  = winograd.Family
+	MMA       = mma.Family
+	MMAHalf   = mmahalf.Family
+	WGMMA     = wgmma.Family
+	WGMMAHalf = wgmmahalf.Family
+	WGMMARow  = wgmmarow.Family
+	IGEMM     = igemm.Family
+	Generic   = generic.Family
+)
+
+// Families lists every kernel family in a stable order.
+func Families() []Family {
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, IGEMM{}, Generic{}}
+}
+
+// FamilyByName finds a family by its name.
+func FamilyByName(name string) (Family, error) {
+	for _, f := range Families() {
+		if f.Name() == name {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown kernel family %q", name)
 }

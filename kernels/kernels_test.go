@@ -507,7 +507,8 @@ func TestReferenceKernel(t *testing.T) {
 	}
 }
 
-// goldenKernels are the fixed kernels whose CUDA source is kept in testdata.
+// goldenKernels are the fixed kernels whose CUDA source is kept in their
+// family's testdata (goldenPath).
 func goldenKernels(t *testing.T) map[string]Kernel {
 	t.Helper()
 	p := flagship(t, problem.FP32, problem.NCHW)
@@ -582,6 +583,15 @@ func goldenKernels(t *testing.T) map[string]Kernel {
 	return out
 }
 
+// goldenPath is where the golden source name of a family's kernel is kept:
+// in the family's folder (the checking kernels' in this package's).
+func goldenPath(family, name string) string {
+	if family == "reference" {
+		return filepath.Join("testdata", name+".cu.golden")
+	}
+	return filepath.Join(family, "testdata", name+".cu.golden")
+}
+
 func TestGoldenSource(t *testing.T) {
 	kernels := goldenKernels(t)
 	names := make([]string, 0, len(kernels))
@@ -591,10 +601,10 @@ func TestGoldenSource(t *testing.T) {
 	slices.Sort(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("testdata", name+".cu.golden")
+			path := goldenPath(kernels[name].Family, name)
 			got := []byte(kernels[name].Source)
 			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(path, got, 0o644); err != nil {

@@ -1,56 +1,17 @@
 package kernels
 
 import (
-	"bytes"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
-	"text/template"
 
 	"github.com/convgen/convgen/internal/csource"
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
-	"github.com/convgen/convgen/templates"
 )
-
-// shapeData is the part of every template's data that describes the shape.
-type shapeData struct {
-	Shape                        string
-	N, C, H, W, K, R, S, P, Q    int
-	StrideH, StrideW, PadH, PadW int
-	DilationH, DilationW         int
-	Groups                       int
-	Bias                         bool
-	Layout                       problem.Layout
-	NHWC, Half, BF16             bool
-}
-
-func newShapeData(p problem.Problem) shapeData {
-	s := p.Shape
-	return shapeData{
-		Shape: s.String(),
-		N:     s.N, C: s.C, H: s.H, W: s.W, K: s.K, R: s.R, S: s.S, P: s.P(), Q: s.Q(),
-		StrideH: s.StrideH, StrideW: s.StrideW, PadH: s.PadH, PadW: s.PadW,
-		DilationH: s.DilationH, DilationW: s.DilationW, Groups: s.Groups, Bias: s.Bias,
-		Layout: p.Layout, NHWC: p.Layout == problem.NHWC,
-		Half: p.Precision.ElementBytes() == 2, BF16: p.Precision == problem.BF16,
-	}
-}
-
-// render executes the named template file with data; the file may use the
-// shared partials of templates.Partial ({{template "shape" .}}).
-func render(file string, data any) (string, error) {
-	t, err := template.New(file).Option("missingkey=error").ParseFS(templates.FS, file, templates.Partial)
-	if err != nil {
-		return "", fmt.Errorf("parse template %s: %w", file, err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("render template %s: %w", file, err)
-	}
-	return b.String(), nil
-}
 
 // ReferenceName is the reference kernel's function name.
 const ReferenceName = "convgen_reference"
@@ -60,10 +21,10 @@ const ReferenceName = "convgen_reference"
 // It launches with 256 threads per block and no shared memory.
 func Reference(p problem.Problem) (Kernel, error) {
 	data := struct {
-		shapeData
+		family.ShapeData
 		Name string
-	}{newShapeData(p), ReferenceName}
-	src, err := render(referenceTemplate, data)
+	}{family.NewShapeData(p), ReferenceName}
+	src, err := family.Render(referenceFS, referenceTemplate, data)
 	if err != nil {
 		return Kernel{}, err
 	}
@@ -77,23 +38,11 @@ func Reference(p problem.Problem) (Kernel, error) {
 	}, nil
 }
 
-// Families lists every kernel family in a stable order.
-func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, IGEMM{}, Generic{}}
-}
-
-// FamilyByName finds a family by its name.
-func FamilyByName(name string) (Family, error) {
-	for _, f := range Families() {
-		if f.Name() == name {
-			return f, nil
-		}
-	}
-	return nil, fmt.Errorf("unknown kernel family %q", name)
-}
-
 // referenceTemplate holds the checking kernels.
 const referenceTemplate = "reference.cu.tmpl"
+
+//go:embed reference.cu.tmpl
+var referenceFS embed.FS
 
 // Hash identifies what decides a kernel, for the tuning cache: the
 // SHA-256, in hex, of its CUDA source without comments and with white space
@@ -133,7 +82,7 @@ func Enumerate(p problem.Problem, lim Limits) ([]Candidate, error) {
 			reasons = append(reasons, fmt.Sprintf("%s: %v", f.Name(), err))
 			continue
 		}
-		all = append(all, admitSoft(f.Space(p, lim))...)
+		all = append(all, family.AdmitSoft(f.Space(p, lim))...)
 	}
 	if len(all) == 0 {
 		return nil, fmt.Errorf("no kernel family serves %s: %v", p, reasons)
@@ -148,21 +97,4 @@ func RenderCandidate(p problem.Problem, c Candidate) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return f.Render(p, c.Config)
-}
-
-// admitSoft lifts the soft rejections (Rejection.Soft: rules that only
-// prune) of a family's candidates when they would leave it with no
-// candidate at all.
-func admitSoft(cands []Candidate) []Candidate {
-	for _, c := range cands {
-		if c.Rejected == "" {
-			return cands
-		}
-	}
-	for i, c := range cands {
-		if c.Rejection.Soft {
-			cands[i].Rejected, cands[i].Rejection = "", Rejection{}
-		}
-	}
-	return cands
 }

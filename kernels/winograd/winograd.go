@@ -1,13 +1,23 @@
-package kernels
+// Package winograd is the strict-FP32 Winograd F(2x2, 3x3) convolution
+// kernel family: its knobs, search space, static rules and template
+// (winograd.cu.tmpl), rendered through package kernels/family.
+package winograd
 
 import (
+	"embed"
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
 
-// Winograd is the strict-FP32 Winograd F(2x2, 3x3) family
-// (templates/winograd.cu.tmpl), for both layouts. It splits a strided
+// templateFS holds the family's template.
+//
+//go:embed winograd.cu.tmpl
+var templateFS embed.FS
+
+// Family is the strict-FP32 Winograd F(2x2, 3x3) family
+// (winograd.cu.tmpl), for both layouts. It splits a strided
 // convolution by input phase into C·StrideH·StrideW stride-1 convolutions
 // with 3×3 filters, so it serves shapes whose filter spans at most three
 // taps per phase (ceil(R/StrideH) ≤ 3 and ceil(S/StrideW) ≤ 3), such as
@@ -26,18 +36,18 @@ import (
 //     whole phase columns);
 //   - StepsPerBlock: steps of TileT tiles each block walks (one or two
 //     blocks per SM).
-type Winograd struct{}
+type Family struct{}
 
-// Name implements Family.
-func (Winograd) Name() string { return "winograd" }
+// Name implements family.Family.
+func (Family) Name() string { return "winograd" }
 
-// Template implements Family.
-func (Winograd) Template() string { return "winograd.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "winograd.cu.tmpl" }
 
-// Serves implements Family.
-func (Winograd) Serves(p problem.Problem) error {
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := oneGroup("winograd", s); err != nil {
+	if err := family.OneGroup("winograd", s); err != nil {
 		return err
 	}
 	switch {
@@ -45,9 +55,9 @@ func (Winograd) Serves(p problem.Problem) error {
 		return fmt.Errorf("winograd serves only fp32, not %s", p.Precision)
 	case s.DilationH != 1 || s.DilationW != 1:
 		return fmt.Errorf("winograd needs dilation 1, not %dx%d", s.DilationH, s.DilationW)
-	case ceilDiv(s.R, s.StrideH) > 3 || ceilDiv(s.S, s.StrideW) > 3:
+	case family.CeilDiv(s.R, s.StrideH) > 3 || family.CeilDiv(s.S, s.StrideW) > 3:
 		return fmt.Errorf("winograd needs at most 3 filter taps per stride phase, not %dx%d (R=%d, S=%d at stride %dx%d)",
-			ceilDiv(s.R, s.StrideH), ceilDiv(s.S, s.StrideW), s.R, s.S, s.StrideH, s.StrideW)
+			family.CeilDiv(s.R, s.StrideH), family.CeilDiv(s.S, s.StrideW), s.R, s.S, s.StrideH, s.StrideW)
 	}
 	return nil
 }
@@ -76,9 +86,9 @@ func winogradGeom(s problem.Shape, c winogradKnobs) winogradGeometry {
 	var g winogradGeometry
 	tg, kg := c.TileT/max(c.ThreadT, 1), c.TileK/max(c.ThreadK, 1)
 	g.ThreadsPerBlock = 16 * tg * kg
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), 2), ceilDiv(s.Q(), 2)
-	g.Steps = ceilDiv(s.N*g.TilesP*g.TilesQ, c.TileT)
-	g.PairsPerThread = ceilDiv(c.TileT*c.Chunk, max(g.ThreadsPerBlock, 1))
+	g.TilesP, g.TilesQ = family.CeilDiv(s.P(), 2), family.CeilDiv(s.Q(), 2)
+	g.Steps = family.CeilDiv(s.N*g.TilesP*g.TilesQ, c.TileT)
+	g.PairsPerThread = family.CeilDiv(c.TileT*c.Chunk, max(g.ThreadsPerBlock, 1))
 	g.VPitch = winogradVPitch(c.TileT, s.StrideW, g.ThreadsPerBlock)
 	// The two stage buffers, grown where needed to hold an epilogue round
 	// of 4 register-tile rows ([16][rows][TG][TileK+1] floats); the round
@@ -93,7 +103,7 @@ func winogradGeom(s problem.Shape, c winogradKnobs) winogradGeometry {
 	}
 	ch := s.C * s.StrideH * s.StrideW
 	g.SharedBytes = 4 * (16*ch*c.TileK + region)
-	g.Grid = (s.K / c.TileK) * ceilDiv(g.Steps, max(c.StepsPerBlock, 1))
+	g.Grid = (s.K / c.TileK) * family.CeilDiv(g.Steps, max(c.StepsPerBlock, 1))
 	g.Registers = c.ThreadT*c.ThreadK + c.ThreadT + c.ThreadK + 16*g.PairsPerThread + 24
 	return g
 }
@@ -124,13 +134,13 @@ func winogradVPitch(tileT, strideW, threads int) int {
 	return best
 }
 
-// Space implements Family.
-func (f Winograd) Space(p problem.Problem, lim Limits) []Candidate {
+// Space implements family.Family.
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	s := p.Shape
 	ch := s.C * s.StrideH * s.StrideW
-	var out []Candidate
+	var out []family.Candidate
 	for _, tt := range winogradTileT {
-		for _, tk := range channelTiles(s.K, winogradTileK, 4) {
+		for _, tk := range family.ChannelTiles(s.K, winogradTileK, 4) {
 			for _, xt := range winogradThreadT {
 				for _, xk := range winogradThreadK {
 					for _, chunk := range winogradChunks(ch, s.StrideW) {
@@ -138,13 +148,13 @@ func (f Winograd) Space(p problem.Problem, lim Limits) []Candidate {
 						// One block per SM walks ceil(steps / blocks) steps;
 						// two per SM walk half as many each.
 						blocks := max(lim.SMs/(s.K/tk), 1)
-						one := ceilDiv(winogradGeom(s, k).Steps, blocks)
+						one := family.CeilDiv(winogradGeom(s, k).Steps, blocks)
 						for perSM := 1; perSM <= 2; perSM++ {
 							if perSM == 2 && one < 2 {
 								break // a step per block already: no smaller grid
 							}
-							k.StepsPerBlock = ceilDiv(one, perSM)
-							out = append(out, newCandidate(f.Name(), k, f.reject(s, k, lim, perSM)))
+							k.StepsPerBlock = family.CeilDiv(one, perSM)
+							out = append(out, family.NewCandidate(f.Name(), k, f.reject(s, k, lim, perSM)))
 						}
 					}
 				}
@@ -162,7 +172,7 @@ func winogradChunks(ch, strideW int) []int {
 		return []int{ch}
 	}
 	var out []int
-	for _, d := range divisors(ch) {
+	for _, d := range family.Divisors(ch) {
 		if d%strideW == 0 && d >= 4 && d <= 32 {
 			out = append(out, d)
 		}
@@ -172,73 +182,73 @@ func winogradChunks(ch, strideW int) []int {
 
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection.
-func (Winograd) reject(s problem.Shape, c winogradKnobs, lim Limits, perSM int) Rejection {
+func (Family) reject(s problem.Shape, c winogradKnobs, lim family.Limits, perSM int) family.Rejection {
 	g := winogradGeom(s, c)
 	regCap := min(lim.MaxRegsPerThread, lim.RegistersPerSM/max(g.ThreadsPerBlock*perSM, 1)/8*8)
 	wino, direct := 16*s.C*s.StrideH*s.StrideW, 4*s.C*s.R*s.S
 	switch {
 	case wino >= direct:
-		return hard("arithmetic", "%d multiplies per 2x2 tile and channel, the direct convolution's %d or fewer", wino, direct)
+		return family.Hard("arithmetic", "%d multiplies per 2x2 tile and channel, the direct convolution's %d or fewer", wino, direct)
 	case c.TileT%c.ThreadT != 0 || c.TileK%c.ThreadK != 0 || c.ThreadT%4 != 0 || c.ThreadK%4 != 0:
-		return hard("divisibility", "register tile %dx%d does not split the %dx%d block tile in float4 groups",
+		return family.Hard("divisibility", "register tile %dx%d does not split the %dx%d block tile in float4 groups",
 			c.ThreadT, c.ThreadK, c.TileT, c.TileK)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+		return family.Hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case g.ThreadsPerBlock < 128:
-		return soft("warps", "%d threads per block leave the SM too few warps", g.ThreadsPerBlock)
+		return family.Soft("warps", "%d threads per block leave the SM too few warps", g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case perSM > 1 && perSM*(g.SharedBytes+1024) > lim.MaxSharedPerBlock+1024:
-		return hard("shared memory", "%d blocks of %d B do not fit one SM", perSM, g.SharedBytes)
+		return family.Hard("shared memory", "%d blocks of %d B do not fit one SM", perSM, g.SharedBytes)
 	case g.Registers > regCap:
-		return hard("registers", "about %d per thread > %d for %d blocks of %d threads per SM",
+		return family.Hard("registers", "about %d per thread > %d for %d blocks of %d threads per SM",
 			g.Registers, regCap, perSM, g.ThreadsPerBlock)
 	case c.ThreadT*c.ThreadK < 32:
-		return hard("register tile", "%d accumulators per thread < 32 leaves the GEMMs bound by shared-memory reads",
+		return family.Hard("register tile", "%d accumulators per thread < 32 leaves the GEMMs bound by shared-memory reads",
 			c.ThreadT*c.ThreadK)
 	}
-	return Rejection{}
+	return family.Rejection{}
 }
 
 // ExecutedFLOPs implements ExecutedFLOPs: 16 transform points × CH phase
 // channels multiply-adds per 2×2 output tile and output channel (tiles past
 // the image edge excluded).
-func (Winograd) ExecutedFLOPs(p problem.Problem, cfg Config) float64 {
+func (Family) ExecutedFLOPs(p problem.Problem, cfg family.Config) float64 {
 	s := p.Shape
-	tiles := float64(s.N) * float64(ceilDiv(s.P(), 2)) * float64(ceilDiv(s.Q(), 2))
+	tiles := float64(s.N) * float64(family.CeilDiv(s.P(), 2)) * float64(family.CeilDiv(s.Q(), 2))
 	return 2 * 16 * float64(s.C*s.StrideH*s.StrideW) * tiles * float64(s.K)
 }
 
-// Render implements Family.
-func (f Winograd) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	k, err := parseKnobs[winogradKnobs](f.Name(), cfg)
+	k, err := family.ParseKnobs[winogradKnobs](f.Name(), cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
 	s := p.Shape
 	if k.ThreadT <= 0 || k.ThreadK <= 0 || k.TileT%k.ThreadT != 0 || k.TileK <= 0 || k.TileK%k.ThreadK != 0 || s.K%k.TileK != 0 ||
 		k.Chunk <= 0 || (s.C*s.StrideH*s.StrideW)%k.Chunk != 0 || k.StepsPerBlock <= 0 {
-		return Kernel{}, fmt.Errorf("%s: config %s does not tile the problem", f.Name(), cfg)
+		return family.Kernel{}, fmt.Errorf("%s: config %s does not tile the problem", f.Name(), cfg)
 	}
-	cfg = knobsConfig(k)
+	cfg = family.KnobsConfig(k)
 	g := winogradGeom(s, k)
 	if g.EpiTiles == 0 {
-		return Kernel{}, fmt.Errorf("%s: config %s: ThreadT must be a multiple of 4", f.Name(), cfg)
+		return family.Kernel{}, fmt.Errorf("%s: config %s: ThreadT must be a multiple of 4", f.Name(), cfg)
 	}
-	name := "convgen_winograd_" + kernelSuffix(cfg)
+	name := "convgen_winograd_" + family.KernelSuffix(cfg)
 	data := struct {
-		shapeData
+		family.ShapeData
 		winogradGeometry
 		winogradKnobs
 		Name, Config string
-	}{newShapeData(p), g, k, name, cfg.String()}
-	src, err := render(f.Template(), data)
+	}{family.NewShapeData(p), g, k, name, cfg.String()}
+	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Launch: family.Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

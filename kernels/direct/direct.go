@@ -1,12 +1,22 @@
-package kernels
+// Package direct is the strict-FP32 direct convolution kernel family: its
+// knobs, search space, static rules and template (direct.cu.tmpl), rendered
+// through package kernels/family.
+package direct
 
 import (
+	"embed"
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
 
-// Direct is the strict-FP32 direct convolution family (templates/direct.cu.tmpl),
+// templateFS holds the family's template.
+//
+//go:embed direct.cu.tmpl
+var templateFS embed.FS
+
+// Family is the strict-FP32 direct convolution family (direct.cu.tmpl),
 // for both layouts.
 //
 // Knobs:
@@ -17,17 +27,17 @@ import (
 //   - StageC: input channels staged in shared memory at a time;
 //   - TilesPerBlock: output tiles one block walks (the filter slice stays in
 //     shared memory when StageC == C).
-type Direct struct{}
+type Family struct{}
 
-// Name implements Family.
-func (Direct) Name() string { return "direct" }
+// Name implements family.Family.
+func (Family) Name() string { return "direct" }
 
-// Template implements Family.
-func (Direct) Template() string { return "direct.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "direct.cu.tmpl" }
 
-// Serves implements Family.
-func (Direct) Serves(p problem.Problem) error {
-	if err := oneGroup("direct", p.Shape); err != nil {
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
+	if err := family.OneGroup("direct", p.Shape); err != nil {
 		return err
 	}
 	if p.Precision != problem.FP32 {
@@ -75,57 +85,57 @@ func directGeom(s problem.Shape, c directKnobs) directGeometry {
 	var g directGeometry
 	px := c.PixelsPerThread
 	g.ThreadsPerBlock = c.TileP * (c.TileQ / px) * (c.TileK / c.ChannelsPerThread)
-	g.TilesP = ceilDiv(s.P(), c.TileP)
-	g.TilesQ = ceilDiv(s.Q(), c.TileQ)
+	g.TilesP = family.CeilDiv(s.P(), c.TileP)
+	g.TilesQ = family.CeilDiv(s.Q(), c.TileQ)
 	g.InRows = (c.TileP-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.InCols = (c.TileQ-1)*s.StrideW + (s.S-1)*s.DilationW + 1
-	g.RowsPerPhase = ceilDiv(g.InRows, s.StrideH)
+	g.RowsPerPhase = family.CeilDiv(g.InRows, s.StrideH)
 	g.SegLen = (px-1)*s.StrideW + (s.S-1)*s.DilationW + 1
 	if px*s.StrideW%4 == 0 {
 		g.SegVec = 1
-		g.SegLen = roundUp(g.SegLen, 4)
+		g.SegLen = family.RoundUp(g.SegLen, 4)
 	}
 	need := max(g.InCols, (c.TileQ/px-1)*px*s.StrideW+g.SegLen)
 	if g.SegVec == 1 {
-		g.InPitch = pitch4(need) // 16-byte rows, ≡ 4 words mod 8: conflict-free LDS.128 across rows
+		g.InPitch = family.Pitch4(need) // 16-byte rows, ≡ 4 words mod 8: conflict-free LDS.128 across rows
 	} else {
 		g.InPitch = need | 1 // odd: conflict-free scalar reads across rows
 	}
 	if c.ChannelsPerThread%4 == 0 {
-		g.FilterPitch = pitch4(c.TileK)
+		g.FilterPitch = family.Pitch4(c.TileK)
 	} else {
 		g.FilterPitch = c.TileK
 	}
 	// The filter slice follows the input patch: start it on 16 bytes for
 	// its float4 reads.
-	g.InSmemFloats = roundUp(c.StageC*s.StrideH*g.RowsPerPhase*g.InPitch, 4)
+	g.InSmemFloats = family.RoundUp(c.StageC*s.StrideH*g.RowsPerPhase*g.InPitch, 4)
 	g.SharedBytes = 4 * (g.InSmemFloats + c.StageC*s.R*s.S*g.FilterPitch)
 	tiles := s.N * g.TilesP * g.TilesQ
-	g.Grid = (s.K / c.TileK) * ceilDiv(tiles, c.TilesPerBlock)
+	g.Grid = (s.K / c.TileK) * family.CeilDiv(tiles, c.TilesPerBlock)
 	g.Registers = px*c.ChannelsPerThread + g.SegLen + c.ChannelsPerThread + 24
 	return g
 }
 
-// Space implements Family.
-func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
+// Space implements family.Family.
+func (d Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	s := p.Shape
-	var out []Candidate
+	var out []family.Candidate
 	for _, px := range directPixelsPerThread {
 		for _, groups := range directColGroups {
 			for _, tp := range directTileP {
-				for _, tk := range channelTiles(s.K, directTileK, 4) {
+				for _, tk := range family.ChannelTiles(s.K, directTileK, 4) {
 					for _, kx := range directChannelsPerThread {
 						if tk%kx != 0 || px*kx < 32 || px*kx > 64 {
 							continue // register tiles of 32 to 64 accumulators only
 						}
-						for _, sc := range divisors(s.C) {
+						for _, sc := range family.Divisors(s.C) {
 							for _, tpb := range directTilesPerBlock {
 								if tpb > 1 && sc != s.C {
 									continue // walking tiles keeps the filter, which needs StageC == C
 								}
 								k := directKnobs{TileP: tp, TileQ: px * groups, TileK: tk,
 									PixelsPerThread: px, ChannelsPerThread: kx, StageC: sc, TilesPerBlock: tpb}
-								out = append(out, newCandidate(d.Name(), k, d.reject(s, k, lim)))
+								out = append(out, family.NewCandidate(d.Name(), k, d.reject(s, k, lim)))
 							}
 						}
 					}
@@ -138,39 +148,39 @@ func (d Direct) Space(p problem.Problem, lim Limits) []Candidate {
 
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection.
-func (Direct) reject(s problem.Shape, c directKnobs, lim Limits) Rejection {
+func (Family) reject(s problem.Shape, c directKnobs, lim family.Limits) family.Rejection {
 	g := directGeom(s, c)
 	switch {
 	case c.TileK%c.ChannelsPerThread != 0:
-		return hard("divisibility", "ChannelsPerThread=%d does not divide TileK=%d", c.ChannelsPerThread, c.TileK)
+		return family.Hard("divisibility", "ChannelsPerThread=%d does not divide TileK=%d", c.ChannelsPerThread, c.TileK)
 	case c.PixelsPerThread*c.ChannelsPerThread < 32 || c.PixelsPerThread*c.ChannelsPerThread > 64:
-		return hard("register tile", "%d accumulators per thread outside [32, 64]", c.PixelsPerThread*c.ChannelsPerThread)
+		return family.Hard("register tile", "%d accumulators per thread outside [32, 64]", c.PixelsPerThread*c.ChannelsPerThread)
 	case g.ThreadsPerBlock > 512:
-		return hard("threads", "%d per block > 512 leaves too few registers per thread", g.ThreadsPerBlock)
+		return family.Hard("threads", "%d per block > 512 leaves too few registers per thread", g.ThreadsPerBlock)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+		return family.Hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case g.ThreadsPerBlock < 64 || g.ThreadsPerBlock%32 != 0:
-		return soft("warps", "%d threads per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
+		return family.Soft("warps", "%d threads per block is not a multiple of 32 of at least 64", g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:
-		return hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+		return family.Hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.ThreadsPerBlock > lim.RegistersPerSM:
-		return hard("registers", "about %d per block > %d per SM", g.Registers*g.ThreadsPerBlock, lim.RegistersPerSM)
+		return family.Hard("registers", "about %d per block > %d per SM", g.Registers*g.ThreadsPerBlock, lim.RegistersPerSM)
 	case c.TileP > 1 && g.TilesP*c.TileP-s.P() >= c.TileP:
-		return soft("waste", "TileP=%d leaves a whole empty tile row for P=%d", c.TileP, s.P())
+		return family.Soft("waste", "TileP=%d leaves a whole empty tile row for P=%d", c.TileP, s.P())
 	case c.TileQ > s.Q() && c.PixelsPerThread*(c.TileQ/c.PixelsPerThread-1) >= s.Q():
-		return soft("waste", "TileQ=%d has a whole idle column group for Q=%d", c.TileQ, s.Q())
+		return family.Soft("waste", "TileQ=%d has a whole idle column group for Q=%d", c.TileQ, s.Q())
 	case wasteFraction(s, c) > 0.20:
-		return soft("waste", "%.0f%% of computed outputs fall outside the %dx%d output", 100*wasteFraction(s, c), s.P(), s.Q())
+		return family.Soft("waste", "%.0f%% of computed outputs fall outside the %dx%d output", 100*wasteFraction(s, c), s.P(), s.Q())
 	case c.TilesPerBlock > 1 && c.StageC != s.C:
-		return hard("staging", "TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C")
+		return family.Hard("staging", "TilesPerBlock > 1 keeps the filter in shared memory, which needs StageC == C")
 	case (c.TileQ/c.PixelsPerThread)*c.TileP%32 != 0 && c.TileQ/c.PixelsPerThread*c.TileP < 32:
-		return soft("warps", "pixel threads do not fill a warp, so filter reads are not broadcasts")
+		return family.Soft("warps", "pixel threads do not fill a warp, so filter reads are not broadcasts")
 	case g.Grid < 2*lim.SMs && s.N*s.K*s.P()*s.Q() >= 2*lim.SMs*4096:
-		return soft("occupancy", "%d blocks cannot fill %d SMs twice", g.Grid, lim.SMs)
+		return family.Soft("occupancy", "%d blocks cannot fill %d SMs twice", g.Grid, lim.SMs)
 	}
-	return Rejection{}
+	return family.Rejection{}
 }
 
 // wasteFraction is the share of computed outputs that lie outside P×Q.
@@ -180,31 +190,31 @@ func wasteFraction(s problem.Shape, c directKnobs) float64 {
 	return 1 - float64(s.P()*s.Q())/computed
 }
 
-// Render implements Family.
-func (d Direct) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (d Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := d.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	k, err := parseKnobs[directKnobs](d.Name(), cfg)
+	k, err := family.ParseKnobs[directKnobs](d.Name(), cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
 	if err := k.check(p.Shape); err != nil {
-		return Kernel{}, fmt.Errorf("%s: config %s: %w", d.Name(), cfg, err)
+		return family.Kernel{}, fmt.Errorf("%s: config %s: %w", d.Name(), cfg, err)
 	}
-	cfg = knobsConfig(k)
+	cfg = family.KnobsConfig(k)
 	g := directGeom(p.Shape, k)
-	name := "convgen_direct_" + kernelSuffix(cfg)
+	name := "convgen_direct_" + family.KernelSuffix(cfg)
 	data := struct {
-		shapeData
+		family.ShapeData
 		directGeometry
 		directKnobs
 		Name, Config string
-	}{newShapeData(p), g, k, name, cfg.String()}
-	src, err := render(d.Template(), data)
+	}{family.NewShapeData(p), g, k, name, cfg.String()}
+	src, err := family.Render(templateFS, d.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: d.Name(), Config: cfg, Name: name, Source: src,
-		Launch: Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: d.Name(), Config: cfg, Name: name, Source: src,
+		Launch: family.Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -1,13 +1,23 @@
-package kernels
+// Package igemm is the multistage mma.sync implicit-GEMM (FP16, BF16, TF32,
+// 3xTF32) kernel family: its knobs, search space, static rules and template
+// (igemm.cu.tmpl), rendered through package kernels/family.
+package igemm
 
 import (
+	"embed"
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
 
-// IGEMM is the multistage implicit-GEMM tensor-core family
-// (templates/igemm.cu.tmpl) for channel-heavy layers on sm_80 and newer:
+// templateFS holds the family's template.
+//
+//go:embed igemm.cu.tmpl
+var templateFS embed.FS
+
+// Family is the multistage implicit-GEMM tensor-core family
+// (igemm.cu.tmpl) for channel-heavy layers on sm_80 and newer:
 // mma.sync m16n8k16 with FP16 or BF16 operands, or m16n8k8 with TF32
 // operands (3xtf32: each operand split into a TF32 big part and a TF32
 // residual, three products each), FP32 accumulation, both layouts, groups=1,
@@ -28,20 +38,20 @@ import (
 //   - BK: taps per pipeline stage (k-tile);
 //   - WarpsM, WarpsN: the block's warps along pixels and channels;
 //   - Stages: k-tiles in flight (2 to 4).
-type IGEMM struct{}
+type Family struct{}
 
-// Name implements Family.
-func (IGEMM) Name() string { return "igemm" }
+// Name implements family.Family.
+func (Family) Name() string { return "igemm" }
 
-// Template implements Family.
-func (IGEMM) Template() string { return "igemm.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "igemm.cu.tmpl" }
 
-// Serves implements Family: groups=1 in fp16, bf16, tf32 and 3xtf32.
-func (IGEMM) Serves(p problem.Problem) error {
+// Serves implements family.Family: groups=1 in fp16, bf16, tf32 and 3xtf32.
+func (Family) Serves(p problem.Problem) error {
 	if err := p.Shape.Validate(); err != nil {
 		return err
 	}
-	if err := oneGroup("igemm", p.Shape); err != nil {
+	if err := family.OneGroup("igemm", p.Shape); err != nil {
 		return err
 	}
 	switch p.Precision {
@@ -60,8 +70,8 @@ type igemmKnobs struct {
 	BM, BN, BK, WarpsM, WarpsN, Stages int
 }
 
-func parseIGEMMConfig(cfg Config) (igemmKnobs, error) {
-	c, err := parseKnobs[igemmKnobs]("igemm", cfg)
+func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
+	c, err := family.ParseKnobs[igemmKnobs]("igemm", cfg)
 	if err != nil {
 		return c, err
 	}
@@ -105,8 +115,8 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 	var g igemmGeometry
 	g.M = s.N * s.P() * s.Q()
 	g.KRed = s.C * s.R * s.S
-	g.KTiles = ceilDiv(g.KRed, c.BK)
-	g.TilesM, g.TilesN = ceilDiv(g.M, c.BM), ceilDiv(s.K, c.BN)
+	g.KTiles = family.CeilDiv(g.KRed, c.BK)
+	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(s.K, c.BN)
 	g.Threads = 32 * c.WarpsM * c.WarpsN
 	g.ElemBytes = eb
 	g.WTM, g.WTN = c.BM/c.WarpsM, c.BN/c.WarpsN
@@ -141,10 +151,10 @@ var (
 	}
 )
 
-// Space implements Family: warp tiles of 32 or 64 pixels by 32 or 64
+// Space implements family.Family: warp tiles of 32 or 64 pixels by 32 or 64
 // channels, 4 or 8 warps.
-func (f IGEMM) Space(p problem.Problem, lim Limits) []Candidate {
-	var out []Candidate
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
 	for _, tile := range igemmTiles {
 		for _, wg := range igemmWarps {
 			wtm, wtn := tile[0]/wg[0], tile[1]/wg[1]
@@ -153,7 +163,7 @@ func (f IGEMM) Space(p problem.Problem, lim Limits) []Candidate {
 			}
 			for _, ks := range igemmStages[p.Precision.ElementBytes()] {
 				c := igemmKnobs{BM: tile[0], BN: tile[1], BK: ks[0], WarpsM: wg[0], WarpsN: wg[1], Stages: ks[1]}
-				out = append(out, newCandidate(f.Name(), c, f.reject(p, c, lim)))
+				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 			}
 		}
 	}
@@ -163,40 +173,40 @@ func (f IGEMM) Space(p problem.Problem, lim Limits) []Candidate {
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection: the device's limits reject hard; tiles more than twice the
 // problem's extent are pruned by a soft rule.
-func (IGEMM) reject(p problem.Problem, c igemmKnobs, lim Limits) Rejection {
+func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.Rejection {
 	g := igemmGeom(p, c)
 	switch {
 	case lim.Arch > 0 && lim.Arch < 80:
-		return hard("arch", "mma.sync with FP16/BF16 m16n8k16 or TF32 operands, ldmatrix and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
+		return family.Hard("arch", "mma.sync with FP16/BF16 m16n8k16 or TF32 operands, ldmatrix and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
 	case g.Threads > lim.MaxThreadsPerBlock:
-		return hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:
-		return hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+		return family.Hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.Threads > lim.RegistersPerSM:
-		return hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+		return family.Hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
 	case c.BN > 64 && 2*p.Shape.K <= c.BN:
-		return soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
+		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
 	case c.BM > 64 && 2*g.M <= c.BM:
-		return soft("waste", "BM=%d is more than twice M=%d", c.BM, g.M)
+		return family.Soft("waste", "BM=%d is more than twice M=%d", c.BM, g.M)
 	}
-	return Rejection{}
+	return family.Rejection{}
 }
 
-// Render implements Family.
-func (f IGEMM) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
 	c, err := parseIGEMMConfig(cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	cfg = knobsConfig(c)
+	cfg = family.KnobsConfig(c)
 	g := igemmGeom(p, c)
 	if g.Threads > 1024 {
-		return Kernel{}, fmt.Errorf("igemm: config %s: %d threads per block > 1024", cfg, g.Threads)
+		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d threads per block > 1024", cfg, g.Threads)
 	}
 	var doc string
 	switch p.Precision {
@@ -209,17 +219,17 @@ func (f IGEMM) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	case problem.TF32x3:
 		doc = "3xTF32: FP32 data split into TF32 big and small parts, three products, FP32 accumulation and output"
 	}
-	name := fmt.Sprintf("convgen_igemm_%s_%s", p.Precision, kernelSuffix(cfg))
+	name := fmt.Sprintf("convgen_igemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
 	data := struct {
-		shapeData
+		family.ShapeData
 		igemmGeometry
 		igemmKnobs
 		Name, Config, PrecisionDoc, FilterLayout string
-	}{newShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout()}
-	src, err := render(f.Template(), data)
+	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout()}
+	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: Launch{Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Launch: family.Launch{Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -1,13 +1,23 @@
-package kernels
+// Package generic is the generic (every valid problem) kernel family: its
+// knobs, search space, static rules and template (generic.cu.tmpl), rendered
+// through package kernels/family.
+package generic
 
 import (
+	"embed"
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
 
-// Generic is the family that serves every valid problem
-// (templates/generic.cu.tmpl): an implicit GEMM over FP32 FFMA with every
+// templateFS holds the family's template.
+//
+//go:embed generic.cu.tmpl
+var templateFS embed.FS
+
+// Family is the family that serves every valid problem
+// (generic.cu.tmpl): an implicit GEMM over FP32 FFMA with every
 // edge predicated, for any shape (groups, depthwise, odd channel counts,
 // per-axis stride, pad and dilation, with or without bias), every precision
 // and both layouts. The GEMM of one channel group g has M = N·P·Q output
@@ -21,16 +31,16 @@ import (
 //   - TileN: output channels (of one group) per block tile;
 //   - TileR: reduction taps staged in shared memory per step;
 //   - ThreadM, ThreadN: the register tile of one thread (pixels × channels).
-type Generic struct{}
+type Family struct{}
 
-// Name implements Family.
-func (Generic) Name() string { return "generic" }
+// Name implements family.Family.
+func (Family) Name() string { return "generic" }
 
-// Template implements Family.
-func (Generic) Template() string { return "generic.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "generic.cu.tmpl" }
 
-// Serves implements Family: every valid problem.
-func (Generic) Serves(p problem.Problem) error {
+// Serves implements family.Family: every valid problem.
+func (Family) Serves(p problem.Problem) error {
 	if err := p.Shape.Validate(); err != nil {
 		return err
 	}
@@ -39,14 +49,6 @@ func (Generic) Serves(p problem.Problem) error {
 	}
 	if _, err := problem.ParseLayout(string(p.Layout)); err != nil {
 		return err
-	}
-	return nil
-}
-
-// oneGroup is the specialised families' refusal of grouped convolution.
-func oneGroup(family string, s problem.Shape) error {
-	if s.Groups != 1 {
-		return fmt.Errorf("%s serves only groups=1, not groups=%d (generic serves grouped convolution)", family, s.Groups)
 	}
 	return nil
 }
@@ -83,7 +85,7 @@ func genericGeom(p problem.Problem, c genericKnobs) genericGeometry {
 	g.KRed = g.CG * s.R * s.S
 	g.M = s.N * s.P() * s.Q()
 	tm, tn, tr := c.TileM, c.TileN, c.TileR
-	g.TilesM, g.TilesN = ceilDiv(g.M, tm), ceilDiv(g.KG, tn)
+	g.TilesM, g.TilesN = family.CeilDiv(g.M, tm), family.CeilDiv(g.KG, tn)
 	g.Grid = g.TilesM * g.TilesN * s.Groups
 	g.ThreadsM, g.ThreadsN = tm/c.ThreadM, tn/c.ThreadN
 	g.Threads = g.ThreadsM * g.ThreadsN
@@ -99,8 +101,8 @@ func genericGeom(p problem.Problem, c genericKnobs) genericGeometry {
 	}
 	g.SharedBytes = 4 * tr * (g.APitch + g.BPitch)
 	if g.Threads > 0 {
-		g.ALoads = ceilDiv(tr*tm, g.Threads)
-		g.BLoads = ceilDiv(tr*tn, g.Threads)
+		g.ALoads = family.CeilDiv(tr*tm, g.Threads)
+		g.BLoads = family.CeilDiv(tr*tn, g.Threads)
 	}
 	g.Accumulators = c.ThreadM * c.ThreadN
 	g.Registers = g.Accumulators + c.ThreadM + c.ThreadN + 32
@@ -159,10 +161,10 @@ func genericThreadTile(tm, tn, threads int) ([2]int, bool) {
 	return [2]int{xm, xn}, true
 }
 
-// Space implements Family.
-func (f Generic) Space(p problem.Problem, lim Limits) []Candidate {
+// Space implements family.Family.
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	s := p.Shape
-	var out []Candidate
+	var out []family.Candidate
 	for _, tn := range genericTileNs(s.K / s.Groups) {
 		for _, tm := range genericTileM {
 			if tm == 256 && tn > 2 {
@@ -175,7 +177,7 @@ func (f Generic) Space(p problem.Problem, lim Limits) []Candidate {
 				}
 				for _, tr := range genericTileRs(s.C/s.Groups*s.R*s.S, tm*tn) {
 					k := genericKnobs{TileM: tm, TileN: tn, TileR: tr, ThreadM: th[0], ThreadN: th[1]}
-					out = append(out, newCandidate(f.Name(), k, f.reject(p, k, lim)))
+					out = append(out, family.NewCandidate(f.Name(), k, f.reject(p, k, lim)))
 				}
 			}
 		}
@@ -186,46 +188,46 @@ func (f Generic) Space(p problem.Problem, lim Limits) []Candidate {
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection. Only the device limits reject hard; the rest are soft rules,
 // which come back when they would leave the family empty.
-func (Generic) reject(p problem.Problem, c genericKnobs, lim Limits) Rejection {
+func (Family) reject(p problem.Problem, c genericKnobs, lim family.Limits) family.Rejection {
 	g := genericGeom(p, c)
 	tm, tn := c.TileM, c.TileN
 	switch {
 	case g.Threads > lim.MaxThreadsPerBlock:
-		return hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.Registers > lim.MaxRegsPerThread:
-		return hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
+		return family.Hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.Threads > lim.RegistersPerSM:
-		return hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+		return family.Hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
 	case tm > 32 && 2*g.WasteM >= g.M:
-		return soft("waste", "TileM=%d computes %d padded pixels for M=%d", tm, g.WasteM, g.M)
+		return family.Soft("waste", "TileM=%d computes %d padded pixels for M=%d", tm, g.WasteM, g.M)
 	case tn > 1 && 2*g.WasteN >= g.KG && tn > 8:
-		return soft("waste", "TileN=%d computes %d padded channels for K/groups=%d", tn, g.WasteN, g.KG)
+		return family.Soft("waste", "TileN=%d computes %d padded channels for K/groups=%d", tn, g.WasteN, g.KG)
 	case tm > 32 && g.Grid < lim.SMs && g.M*g.KG*p.Shape.Groups >= 32*lim.SMs*tn:
-		return soft("occupancy", "%d blocks leave some of the %d SMs idle; a smaller TileM makes more", g.Grid, lim.SMs)
+		return family.Soft("occupancy", "%d blocks leave some of the %d SMs idle; a smaller TileM makes more", g.Grid, lim.SMs)
 	}
-	return Rejection{}
+	return family.Rejection{}
 }
 
-// Render implements Family.
-func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	k, err := parseKnobs[genericKnobs](f.Name(), cfg)
+	k, err := family.ParseKnobs[genericKnobs](f.Name(), cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
 	if k.TileM < 1 || k.TileN < 1 || k.TileR < 1 || k.ThreadM < 1 || k.ThreadN < 1 || k.TileM%k.ThreadM != 0 || k.TileN%k.ThreadN != 0 {
-		return Kernel{}, fmt.Errorf("generic: config %s: ThreadM must divide TileM and ThreadN TileN, all positive", cfg)
+		return family.Kernel{}, fmt.Errorf("generic: config %s: ThreadM must divide TileM and ThreadN TileN, all positive", cfg)
 	}
-	cfg = knobsConfig(k)
+	cfg = family.KnobsConfig(k)
 	g := genericGeom(p, k)
 	if g.Threads%32 != 0 || g.Threads > 1024 {
-		return Kernel{}, fmt.Errorf("generic: config %s: %d threads per block, want a multiple of 32 up to 1024", cfg, g.Threads)
+		return family.Kernel{}, fmt.Errorf("generic: config %s: %d threads per block, want a multiple of 32 up to 1024", cfg, g.Threads)
 	}
-	name := "convgen_generic_" + kernelSuffix(cfg)
+	name := "convgen_generic_" + family.KernelSuffix(cfg)
 	elem, prec := "float", "FP32 data"
 	switch p.Precision {
 	case problem.FP16:
@@ -236,15 +238,15 @@ func (f Generic) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		prec = fmt.Sprintf("FP32 data computed in strict FP32 (FFMA), more accurate than %s needs", p.Precision)
 	}
 	data := struct {
-		shapeData
+		family.ShapeData
 		genericGeometry
 		genericKnobs
 		Name, Config, Elem, PrecisionDoc string
-	}{newShapeData(p), g, k, name, cfg.String(), elem, prec}
-	src, err := render(f.Template(), data)
+	}{family.NewShapeData(p), g, k, name, cfg.String(), elem, prec}
+	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Launch: family.Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

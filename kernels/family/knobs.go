@@ -1,4 +1,4 @@
-package kernels
+package family
 
 import (
 	"fmt"
@@ -9,9 +9,8 @@ import (
 // A family's knobs are one Go struct (directKnobs, igemmKnobs, ...): every
 // exported int field is a knob named like the field, and an embedded
 // struct contributes its knobs. Config, a map from knob name to value, is
-// their serialized form at the package's boundary (candidate IDs, the
-// tuning cache, pins); knobsConfig and parseKnobs convert between the two,
-// here only.
+// their serialized form at the boundary (candidate IDs, the tuning cache,
+// pins); KnobsConfig and ParseKnobs convert between the two, here only.
 //
 // A field tagged `knob:",optional"` is left out of the Config when it is 0
 // and reads 0 when the Config lacks it, so that a knob added to a family
@@ -28,7 +27,7 @@ type knobField struct {
 // knobFields lists the knobs of struct type t in field order (unexported
 // fields are not knobs). An exported field that is neither an int nor an
 // embedded struct is a programming error in the family's knob type, which
-// TestKnobTypes catches for every family.
+// the first test that enumerates the family's space catches.
 func knobFields(t reflect.Type) []knobField {
 	var out []knobField
 	for i := range t.NumField() {
@@ -44,16 +43,16 @@ func knobFields(t reflect.Type) []knobField {
 			continue
 		}
 		if f.Type.Kind() != reflect.Int {
-			panic(fmt.Sprintf("kernels: knob %s.%s is a %s, not an int", t, f.Name, f.Type))
+			panic(fmt.Sprintf("kernels/family: knob %s.%s is a %s, not an int", t, f.Name, f.Type))
 		}
 		out = append(out, knobField{name: f.Name, index: []int{i}, optional: f.Tag.Get("knob") == ",optional"})
 	}
 	return out
 }
 
-// knobNames lists the knobs of knob struct type K, sorted by name (the
+// KnobNames lists the knobs of knob struct type K, sorted by name (the
 // order of Config.String and so of candidate IDs).
-func knobNames[K any]() []string {
+func KnobNames[K any]() []string {
 	var names []string
 	for _, f := range knobFields(reflect.TypeFor[K]()) {
 		names = append(names, f.name)
@@ -62,9 +61,9 @@ func knobNames[K any]() []string {
 	return names
 }
 
-// knobsConfig serializes knobs k (a knob struct) to a Config: every knob,
+// KnobsConfig serializes knobs k (a knob struct) to a Config: every knob,
 // optional ones only when not 0.
-func knobsConfig[K any](k K) Config {
+func KnobsConfig[K any](k K) Config {
 	v := reflect.ValueOf(k)
 	fields := knobFields(v.Type())
 	cfg := make(Config, len(fields))
@@ -78,10 +77,10 @@ func knobsConfig[K any](k K) Config {
 	return cfg
 }
 
-// parseKnobs reads cfg into family's knob struct K. A knob K does not have
+// ParseKnobs reads cfg into family's knob struct K. A knob K does not have
 // (a misspelling, or another family's) and a knob cfg lacks (unless
 // optional) are errors naming the knob.
-func parseKnobs[K any](family string, cfg Config) (K, error) {
+func ParseKnobs[K any](family string, cfg Config) (K, error) {
 	var k K
 	v := reflect.ValueOf(&k).Elem()
 	fields := knobFields(v.Type())
@@ -102,44 +101,12 @@ func parseKnobs[K any](family string, cfg Config) (K, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return k, fmt.Errorf("%s: config %s has unknown knob %s (the knobs are %v)", family, cfg, unknown[0], knobNames[K]())
+		return k, fmt.Errorf("%s: config %s has unknown knob %s (the knobs are %v)", family, cfg, unknown[0], KnobNames[K]())
 	}
 	return k, nil
 }
 
-// Rejection is the static verdict against a configuration: the rule it
-// breaks ("threads", "waste", ...), whether the rule is soft (it only
-// prunes: when soft rules would leave a family with no candidate at all,
-// the candidates they rejected come back) and what exactly is wrong. The
-// zero Rejection rejects nothing.
-type Rejection struct {
-	Rule    string
-	Soft    bool
-	Message string
-}
-
-// String is the reason as Candidate.Rejected carries it, "rule: message",
-// or "" for the zero Rejection.
-func (r Rejection) String() string {
-	if r.Rule == "" {
-		return ""
-	}
-	return r.Rule + ": " + r.Message
-}
-
-// hard is a Rejection by a rule that always holds (a device limit, a
-// shape the template cannot handle).
-func hard(rule, format string, args ...any) Rejection {
-	return Rejection{Rule: rule, Message: fmt.Sprintf(format, args...)}
-}
-
-// soft is a Rejection by a pruning rule (waste, occupancy, warps), which
-// admitSoft lifts when it would leave the family empty.
-func soft(rule, format string, args ...any) Rejection {
-	return Rejection{Rule: rule, Soft: true, Message: fmt.Sprintf(format, args...)}
-}
-
-// newCandidate is a family's candidate of knobs k with verdict r.
-func newCandidate[K any](family string, k K, r Rejection) Candidate {
-	return Candidate{Family: family, Config: knobsConfig(k), Rejected: r.String(), Rejection: r}
+// NewCandidate is a family's candidate of knobs k with verdict r.
+func NewCandidate[K any](family string, k K, r Rejection) Candidate {
+	return Candidate{Family: family, Config: KnobsConfig(k), Rejected: r.String(), Rejection: r}
 }

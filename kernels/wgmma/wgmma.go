@@ -1,12 +1,23 @@
-package kernels
+// Package wgmma is the Hopper wgmma implicit-GEMM (TF32, 3xTF32, FP16 and
+// BF16) kernel family: its knobs, search space, static rules and template
+// (wgmma.cu.tmpl), rendered through package kernels/family.
+package wgmma
 
 import (
+	"embed"
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/hopper"
 	"github.com/convgen/convgen/problem"
 )
 
-// WGMMA is the Hopper implicit-GEMM family (templates/wgmma.cu.tmpl):
+// templateFS holds the family's template.
+//
+//go:embed wgmma.cu.tmpl
+var templateFS embed.FS
+
+// Family is the Hopper implicit-GEMM family (wgmma.cu.tmpl):
 // wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, in one
 // pass (tf32) or three products (3xtf32: operands split into TF32 high parts
 // and residuals, kept side by side in shared memory, so that A_hi*B_hi and
@@ -61,22 +72,22 @@ import (
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
 //     so that a buffer always serves the same warpgroup).
-type WGMMA struct{}
+type Family struct{}
 
-// Name implements Family.
-func (WGMMA) Name() string { return "wgmma" }
+// Name implements family.Family.
+func (Family) Name() string { return "wgmma" }
 
-// Template implements Family.
-func (WGMMA) Template() string { return "wgmma.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "wgmma.cu.tmpl" }
 
-// Serves implements Family.
-func (WGMMA) Serves(p problem.Problem) error {
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := oneGroup("wgmma", s); err != nil {
+	if err := family.OneGroup("wgmma", s); err != nil {
 		return err
 	}
 	switch {
-	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3 && !halfIO(p):
+	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3 && !family.HalfIO(p):
 		return fmt.Errorf("wgmma serves tf32, 3xtf32, fp16 and bf16, not %s", p.Precision)
 	case s.StrideW != 4 || s.DilationW != 1:
 		return fmt.Errorf("wgmma needs stride_w 4 and dilation_w 1 (16-byte pixel rows), not %d and %d", s.StrideW, s.DilationW)
@@ -89,7 +100,7 @@ func (WGMMA) Serves(p problem.Problem) error {
 // wgmmaKnobs are a wgmma configuration's knobs (see WGMMA). RegisterA and
 // AGroup are absent from the IDs of configurations without RegisterA.
 type wgmmaKnobs struct {
-	hopperTile
+	hopper.Tile
 	Warpgroups, TilesPerWarpgroup, Stages                     int
 	Producer, RoundInput, Overlap, PredicatedStores, VecStage int
 	RegisterA                                                 int `knob:",optional"`
@@ -121,11 +132,6 @@ type wgmmaGeometry struct {
 	Chunk, RowChunks int
 }
 
-// halfIO says whether p's tensors are 2-byte (fp16, bf16).
-func halfIO(p problem.Problem) bool {
-	return p.Precision == problem.FP16 || p.Precision == problem.BF16
-}
-
 // vecChunk returns the elements per load of register staging for p: the
 // largest load of 16, 8 or 4 bytes whose element count divides an image
 // row (one channel's in NCHW), so that aligned loads never straddle a row
@@ -144,16 +150,16 @@ func wgmmaGeom(p problem.Problem, c wgmmaKnobs) wgmmaGeometry {
 	s := p.Shape
 	var g wgmmaGeometry
 	g.ThreadsPerBlock = 128 * (c.Warpgroups + c.Producer)
-	g.S4 = roundUp(s.S, 4)
+	g.S4 = family.RoundUp(s.S, 4)
 	g.TapBlocks = s.C * s.R * g.S4 / 4
 	if c.RegisterA == 1 {
-		g.TapBlocks = ceilDiv(s.C*s.R*s.S, 4) // packed taps
+		g.TapBlocks = family.CeilDiv(s.C*s.R*s.S, 4) // packed taps
 	}
-	g.KSteps = ceilDiv(g.TapBlocks, 2)
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), c.TileP), ceilDiv(s.Q(), c.TileQ)
+	g.KSteps = family.CeilDiv(g.TapBlocks, 2)
+	g.TilesP, g.TilesQ = family.CeilDiv(s.P(), c.TileP), family.CeilDiv(s.Q(), c.TileQ)
 	g.PatchRows = (c.TileP-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.PatchCols = (c.TileQ-1)*s.StrideW + g.S4
-	g.PatchPitch = roundUp(g.PatchCols, 4)
+	g.PatchPitch = family.RoundUp(g.PatchCols, 4)
 	if p.Layout == problem.NCHW && s.PadW%2 == 0 && s.W%2 == 0 {
 		// Tiles start on even image columns (TileQ*4 is even) and image
 		// borders fall between pairs: stage 8 bytes at a time.
@@ -162,12 +168,12 @@ func wgmmaGeom(p problem.Problem, c wgmmaKnobs) wgmmaGeometry {
 	if c.RegisterA == 1 && c.VecStage == 0 && p.Layout == problem.NCHW && s.W%4 == 0 {
 		// Tiles start on image columns of -PadW modulo 4 (stride_w is 4).
 		g.PairStage, g.QuadStage, g.ColShift = 0, 1, (4-s.PadW%4)%4
-		g.PatchPitch = roundUp(g.PatchCols+g.ColShift, 4)
+		g.PatchPitch = family.RoundUp(g.PatchCols+g.ColShift, 4)
 	}
-	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
+	g.GridTiles = family.CeilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
 	g.Chunk = vecChunk(p)
 	if g.Chunk > 0 {
-		g.RowChunks = ceilDiv(g.PatchCols*vecRow(p)/s.W, g.Chunk) + 1 // a patch row's elements, aligned start
+		g.RowChunks = family.CeilDiv(g.PatchCols*vecRow(p)/s.W, g.Chunk) + 1 // a patch row's elements, aligned start
 	}
 	g.Accumulators = c.TileP / 8 * c.TileQ / 8 * c.TileK / 2 * (1 + c.Overlap)
 	copies, patchCopies := 1, 1 // high parts only, or also residuals (3xtf32)
@@ -190,15 +196,15 @@ func wgmmaGeom(p problem.Problem, c wgmmaKnobs) wgmmaGeometry {
 	return g
 }
 
-// Space implements Family. Without Limits.SM90a every configuration is
+// Space implements family.Family. Without Limits.SM90a every configuration is
 // listed as rejected.
-func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
-	var out []Candidate
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
 	for _, tp := range wgmmaSpace.TileP {
 		for _, tq := range wgmmaSpace.TileQ {
-			for _, tk := range channelTiles(p.Shape.K, wgmmaSpace.TileK, 8) {
+			for _, tk := range family.ChannelTiles(p.Shape.K, wgmmaSpace.TileK, 8) {
 				for _, wg := range wgmmaSpace.Warpgroups {
-					for _, tpw := range wgmmaTilesPerWarpgroup(p, lim, wgmmaSpace.TilesPerWarpgroup, tp, tq, tk, wg) {
+					for _, tpw := range hopper.TilesPerWarpgroup(p, lim, wgmmaSpace.TilesPerWarpgroup, tp, tq, tk, wg) {
 						for _, pr := range []int{0, 1, 2} {
 							stages := wgmmaSpace.Stages
 							if pr > 0 {
@@ -217,13 +223,13 @@ func (f WGMMA) Space(p problem.Problem, lim Limits) []Candidate {
 										for _, ov := range overlaps {
 											for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
 												for _, ag := range wgmmaAGroups(p, pr, ov) {
-													k := wgmmaKnobs{hopperTile: hopperTile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
+													k := wgmmaKnobs{Tile: hopper.Tile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
 														TilesPerWarpgroup: tpw, Stages: st, Producer: pr, RoundInput: ri,
 														Overlap: ov, PredicatedStores: ps, VecStage: vs}
 													if ag > 0 {
 														k.RegisterA, k.AGroup = 1, ag
 													}
-													out = append(out, newCandidate(f.Name(), k, f.reject(p, k, lim)))
+													out = append(out, family.NewCandidate(f.Name(), k, f.reject(p, k, lim)))
 												}
 											}
 										}
@@ -256,7 +262,7 @@ func wgmmaAGroups(p problem.Problem, producer, overlap int) []int {
 // for register staging (it rounds at no extra pass), both otherwise.
 func wgmmaRounding(p problem.Problem, vecStage int) []int {
 	switch {
-	case halfIO(p):
+	case family.HalfIO(p):
 		return []int{0}
 	case p.Precision == problem.TF32x3 || vecStage == 1:
 		return []int{1}
@@ -264,40 +270,34 @@ func wgmmaRounding(p problem.Problem, vecStage int) []int {
 	return []int{1, 0}
 }
 
-func (WGMMA) reject(p problem.Problem, c wgmmaKnobs, lim Limits) Rejection {
+func (Family) reject(p problem.Problem, c wgmmaKnobs, lim family.Limits) family.Rejection {
 	s := p.Shape
 	g := wgmmaGeom(p, c)
-	res := wgmmaResourceReject(c.TileK, g.ThreadsPerBlock, g.Accumulators, lim)
+	res := hopper.ResourceReject(c.TileK, g.ThreadsPerBlock, g.Accumulators, lim)
 	switch {
 	case !lim.SM90a:
-		return hard("arch", "wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
-	case halfIO(p) && c.VecStage == 0:
-		return hard("staging", "%s input is widened to FP32 while staged, which needs the producer's register staging (VecStage=1)", p.Precision)
+		return family.Hard("arch", "wgmma needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+	case family.HalfIO(p) && c.VecStage == 0:
+		return family.Hard("staging", "%s input is widened to FP32 while staged, which needs the producer's register staging (VecStage=1)", p.Precision)
 	case c.VecStage == 1 && g.Chunk == 0:
-		return hard("align", "an image row of %d elements allows no aligned 4-, 8- or 16-byte loads (VecStage=1)", vecRow(p))
+		return family.Hard("align", "an image row of %d elements allows no aligned 4-, 8- or 16-byte loads (VecStage=1)", vecRow(p))
 	case c.VecStage == 1 && g.RowChunks > 128*c.Producer:
-		return hard("staging", "a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c.Producer)
+		return family.Hard("staging", "a patch row needs %d loads, more than the producers' %d threads (VecStage=1)", g.RowChunks, 128*c.Producer)
 	case res.Rule != "":
 		return res
-	case g.FragmentRegs > 0 && g.Accumulators+g.FragmentRegs+wgmmaSpareRegs > lim.RegistersPerSM/g.ThreadsPerBlock/8*8:
-		return hard("registers", "%d accumulators + %d for A fragments (AGroup=%d) + %d per thread exceed the %d that %d threads leave each",
-			g.Accumulators, g.FragmentRegs, c.AGroup, wgmmaSpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
+	case g.FragmentRegs > 0 && g.Accumulators+g.FragmentRegs+hopper.SpareRegs > lim.RegistersPerSM/g.ThreadsPerBlock/8*8:
+		return family.Hard("registers", "%d accumulators + %d for A fragments (AGroup=%d) + %d per thread exceed the %d that %d threads leave each",
+			g.Accumulators, g.FragmentRegs, c.AGroup, hopper.SpareRegs, lim.RegistersPerSM/g.ThreadsPerBlock/8*8, g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c.Producer >= 1 && c.Stages > 7:
-		return hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
+		return family.Hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
 	case c.Producer == 0 && c.Stages == 2 && c.TilesPerWarpgroup == 1:
-		return hard("stages", "nothing to prefetch with one tile per warpgroup")
+		return family.Hard("stages", "nothing to prefetch with one tile per warpgroup")
 	}
 	// Soft rules last: admitSoft may lift them, so a hard reason must win.
-	return wgmmaSoftReject(s, c.hopperTile, g.TilesP, g.TilesQ, g.GridTiles, lim)
+	return hopper.SoftReject(s, c.Tile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
-
-// wgmmaSpareRegs is what a computing thread needs besides its accumulators
-// (descriptors, addresses, bias): ptxas refuses a wgmma m64n96k8 with 72
-// registers per thread ("insufficient registers", it asks for 74), compiles
-// it with 80.
-const wgmmaSpareRegs = 32
 
 // vecRow is the elements of one image row as VecStage loads it.
 func vecRow(p problem.Problem) int {
@@ -311,7 +311,7 @@ func vecRow(p problem.Problem) int {
 // knobs, and the inline-PTX operand numbers of the wgmma instructions (the
 // accumulators come first, then the descriptors and the scale operands).
 type wgmmaData struct {
-	shapeData
+	family.ShapeData
 	wgmmaGeometry
 	Name, Config, FilterLayout string
 	PrecisionDoc               string // the precision paragraph of the header comment
@@ -342,42 +342,42 @@ func regOperands(first int) string {
 	return fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", first, first+1, first+2, first+3)
 }
 
-// Render implements Family.
-func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	k, err := parseKnobs[wgmmaKnobs](f.Name(), cfg)
+	k, err := family.ParseKnobs[wgmmaKnobs](f.Name(), cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	if vs := k.VecStage; vs < 0 || vs > 1 || (vs == 1 && k.Producer == 0) || (vs == 0 && k.Producer == 2) || (vs == 1 && vecChunk(p) == 0) || (halfIO(p) && (vs != 1 || k.RoundInput != 0)) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: VecStage is 0 or 1; 1 needs a producer, 2 producers need 1, and 1 needs image rows of a multiple of 4 bytes per load; fp16 and bf16 need VecStage=1 and RoundInput=0", cfg)
+	if vs := k.VecStage; vs < 0 || vs > 1 || (vs == 1 && k.Producer == 0) || (vs == 0 && k.Producer == 2) || (vs == 1 && vecChunk(p) == 0) || (family.HalfIO(p) && (vs != 1 || k.RoundInput != 0)) {
+		return family.Kernel{}, fmt.Errorf("wgmma: config %s: VecStage is 0 or 1; 1 needs a producer, 2 producers need 1, and 1 needs image rows of a multiple of 4 bytes per load; fp16 and bf16 need VecStage=1 and RoundInput=0", cfg)
 	}
 	if ov, ps := k.Overlap, k.PredicatedStores; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && (k.Producer == 0 || ps != 1)) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs a producer and PredicatedStores=1", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmma: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs a producer and PredicatedStores=1", cfg)
 	}
 	if p.Precision == problem.TF32x3 && k.RoundInput != 1 {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmma: config %s: 3xtf32 needs RoundInput=1 (the residuals are written by the rounding pass)", cfg)
 	}
 	if ra, ag := k.RegisterA, k.AGroup; ra < 0 || ra > 1 || (ra == 1 && ((p.Precision != problem.TF32x3 && p.Precision != problem.TF32) || k.Producer == 0 || k.Overlap != 0 || ag < 1 || ag > 8)) || (ra == 0 && ag != 0) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: RegisterA is 0 or 1; 1 is for tf32 and 3xtf32 with a producer and without Overlap, with AGroup from 1 to 8 (else AGroup is 0 or absent)", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmma: config %s: RegisterA is 0 or 1; 1 is for tf32 and 3xtf32 with a producer and without Overlap, with AGroup from 1 to 8 (else AGroup is 0 or absent)", cfg)
 	}
 	if pr, st, wg := k.Producer, k.Stages, k.Warpgroups; pr < 0 || pr > 2 || st < 1 || wg < 1 || (pr > 0 && (st%wg != 0 || st > 7)) {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmma: config %s: Producer is 0, 1 or 2, and with producers Stages is a multiple of Warpgroups up to 7", cfg)
 	}
-	if err := wgmmaTileCheck(f.Name(), cfg, k.hopperTile, p.Shape.K); err != nil {
-		return Kernel{}, err
+	if err := hopper.TileCheck(f.Name(), cfg, k.Tile, p.Shape.K); err != nil {
+		return family.Kernel{}, err
 	}
-	cfg = knobsConfig(k)
+	cfg = family.KnobsConfig(k)
 	g := wgmmaGeom(p, k)
 	if k.VecStage == 1 && g.RowChunks > 128*k.Producer {
-		return Kernel{}, fmt.Errorf("wgmma: config %s: a patch row needs %d register-staging loads, more than the producers' %d threads", cfg, g.RowChunks, 128*k.Producer)
+		return family.Kernel{}, fmt.Errorf("wgmma: config %s: a patch row needs %d register-staging loads, more than the producers' %d threads", cfg, g.RowChunks, 128*k.Producer)
 	}
 	acc := k.TileK / 2
-	accOps, accCons := wgmmaAccOperands(acc)
-	wideOps, wideCons := wgmmaAccOperands(2 * acc)
-	name := fmt.Sprintf("convgen_wgmma_%s_%s", precisionTag(p.Precision), kernelSuffix(cfg))
+	accOps, accCons := hopper.AccOperands(acc)
+	wideOps, wideCons := hopper.AccOperands(2 * acc)
+	name := fmt.Sprintf("convgen_wgmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
 	split3 := p.Precision == problem.TF32x3
 	doc := "TF32 operands, FP32 accumulation; the filter is rounded to TF32 (nearest), the input too with\n// RoundInput = 1, else the tensor cores truncate it (the error bound holds either way)"
 	ioHalf := 0
@@ -392,7 +392,7 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		doc = "BF16 input, filter, bias and output; exact TF32 products, FP32 accumulation,\n// the output rounded to BF16 once"
 	}
 	data := wgmmaData{
-		shapeData: newShapeData(p), wgmmaGeometry: g,
+		ShapeData: family.NewShapeData(p), wgmmaGeometry: g,
 		wgmmaKnobs: k,
 		Name:       name, Config: cfg.String(), FilterLayout: p.Layout.FilterLayout(), PrecisionDoc: doc, Split3: split3,
 		IOHalf:      ioHalf,
@@ -407,10 +407,10 @@ func (f WGMMA) Render(p problem.Problem, cfg Config) (Kernel, error) {
 		WideRegAOperands:     regOperands(2 * acc),
 		WideRegADescBOperand: 2*acc + 4, WideRegAScaleOperand: 2*acc + 5,
 	}
-	src, err := render(f.Template(), data)
+	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / k.TileK, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
+		Launch: family.Launch{Grid: [3]int{g.GridTiles, p.Shape.K / k.TileK, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

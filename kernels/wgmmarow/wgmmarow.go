@@ -1,14 +1,25 @@
-package kernels
+// Package wgmmarow is the Hopper wgmma row-tile (TF32, NCHW) kernel family:
+// its knobs, search space, static rules and template (wgmmarow.cu.tmpl),
+// rendered through package kernels/family.
+package wgmmarow
 
 import (
+	"embed"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/hopper"
 	"github.com/convgen/convgen/problem"
 )
 
-// WGMMARow is the Hopper row-tile family (templates/wgmmarow.cu.tmpl):
+// templateFS holds the family's template.
+//
+//go:embed wgmmarow.cu.tmpl
+var templateFS embed.FS
+
+// Family is the Hopper row-tile family (wgmmarow.cu.tmpl):
 // wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, like
 // WGMMA, but an m64 tile is one whole output row (Q ≤ 64 pixels in 64
 // slots) and a block walks consecutive output rows, so that:
@@ -37,21 +48,21 @@ import (
 //   - Slots: ring slots (as many as fit beside the filter slice, up to 8,
 //     given by the search from Limits.MaxSharedPerBlock; at least the
 //     groups a row reads plus Lag, so that the producer can always go on).
-type WGMMARow struct{}
+type Family struct{}
 
-// Name implements Family.
-func (WGMMARow) Name() string { return "wgmmarow" }
+// Name implements family.Family.
+func (Family) Name() string { return "wgmmarow" }
 
-// Template implements Family.
-func (WGMMARow) Template() string { return "wgmmarow.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "wgmmarow.cu.tmpl" }
 
 // wgmmaRowMaxQ is the most pixels of an output row one m64 tile holds.
 const wgmmaRowMaxQ = 64
 
-// Serves implements Family.
-func (WGMMARow) Serves(p problem.Problem) error {
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := oneGroup("wgmmarow", s); err != nil {
+	if err := family.OneGroup("wgmmarow", s); err != nil {
 		return err
 	}
 	switch {
@@ -102,15 +113,15 @@ type wgmmaRowGeometry struct {
 // buy nothing.
 const wgmmaRowMaxSlots = 8
 
-func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim Limits) wgmmaRowGeometry {
+func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) wgmmaRowGeometry {
 	s := p.Shape
 	var g wgmmaRowGeometry
-	sb := ceilDiv(s.S, 4) // 4-tap blocks per filter row
-	g.GroupsPerRow = ceilDiv((s.R-1)*s.DilationH+1, s.StrideH)
+	sb := family.CeilDiv(s.S, 4) // 4-tap blocks per filter row
+	g.GroupsPerRow = family.CeilDiv((s.R-1)*s.DilationH+1, s.StrideH)
 	g.Pitch = 4*(s.Q()-1) + 4*sb
 	g.SlotFloats = s.C * s.StrideH * g.Pitch
 	// Slot 63's last block ends 4*63 + 4*sb floats into a staged row.
-	g.SlackFloats = roundUp(max(0, 4*63+4*sb-g.Pitch), 4)
+	g.SlackFloats = family.RoundUp(max(0, 4*63+4*sb-g.Pitch), 4)
 	if s.W%2 == 0 && s.PadW%2 == 0 {
 		g.PairStage = 1
 	}
@@ -148,7 +159,7 @@ func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim Limits) wgmmaRowGeomet
 	g.ThreadsPerBlock = 128 * (c.Warpgroups + 1)
 	g.Rows = s.N * s.P()
 	if c.RowsPerBlock > 0 {
-		g.Grid = ceilDiv(g.Rows, c.RowsPerBlock)
+		g.Grid = family.CeilDiv(g.Rows, c.RowsPerBlock)
 	}
 	filter := c.TileK * g.KSteps * 8
 	fixed := 4 * (filter + g.SlackFloats)
@@ -164,86 +175,86 @@ func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim Limits) wgmmaRowGeomet
 }
 
 // wgmmaRowRowsPerBlock is the rows per block that make one block per SM.
-func wgmmaRowRowsPerBlock(p problem.Problem, lim Limits, tileK int) int {
+func wgmmaRowRowsPerBlock(p problem.Problem, lim family.Limits, tileK int) int {
 	blocks := max(lim.SMs/max(p.Shape.K/tileK, 1), 1)
-	return ceilDiv(p.Shape.N*p.Shape.P(), blocks)
+	return family.CeilDiv(p.Shape.N*p.Shape.P(), blocks)
 }
 
-// Space implements Family. Without Limits.SM90a every configuration is
+// Space implements family.Family. Without Limits.SM90a every configuration is
 // listed as rejected.
-func (f WGMMARow) Space(p problem.Problem, lim Limits) []Candidate {
-	var out []Candidate
-	for _, tk := range channelTiles(p.Shape.K, wgmmaRowSpace.TileK, 8) {
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
+	for _, tk := range family.ChannelTiles(p.Shape.K, wgmmaRowSpace.TileK, 8) {
 		for _, wg := range wgmmaRowSpace.Warpgroups {
 			for _, lag := range wgmmaRowSpace.Lag {
 				k := wgmmaRowKnobs{TileK: tk, Warpgroups: wg, Lag: lag, RowsPerBlock: wgmmaRowRowsPerBlock(p, lim, tk)}
 				k.Slots = wgmmaRowGeom(p, k, lim).Slots
-				out = append(out, newCandidate(f.Name(), k, f.reject(p, k, lim)))
+				out = append(out, family.NewCandidate(f.Name(), k, f.reject(p, k, lim)))
 			}
 		}
 	}
 	return out
 }
 
-func (WGMMARow) reject(p problem.Problem, c wgmmaRowKnobs, lim Limits) Rejection {
+func (Family) reject(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) family.Rejection {
 	s := p.Shape
 	g := wgmmaRowGeom(p, c, lim)
 	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
 	// Accumulators, the bias of the thread's channels, and wgmmaSpareRegs.
-	regs := c.TileK/2 + c.TileK/4 + wgmmaSpareRegs
+	regs := c.TileK/2 + c.TileK/4 + hopper.SpareRegs
 	switch {
 	case !lim.SM90a:
-		return hard("arch", "wgmmarow needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+		return family.Hard("arch", "wgmmarow needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
 	case c.TileK > 256:
-		return hard("shape", "wgmma's N is at most 256, not TileK=%d", c.TileK)
+		return family.Hard("shape", "wgmma's N is at most 256, not TileK=%d", c.TileK)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
-		return hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+		return family.Hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
 	case regs > share:
-		return hard("registers", "%d accumulators + %d bias + %d per thread exceed the %d that %d threads leave each",
-			c.TileK/2, c.TileK/4, wgmmaSpareRegs, share, g.ThreadsPerBlock)
+		return family.Hard("registers", "%d accumulators + %d bias + %d per thread exceed the %d that %d threads leave each",
+			c.TileK/2, c.TileK/4, hopper.SpareRegs, share, g.ThreadsPerBlock)
 	case g.GroupsPerRow > 8:
-		return hard("shape", "an output row reads %d groups of %d input rows, more than 8 descriptors", g.GroupsPerRow, s.StrideH)
+		return family.Hard("shape", "an output row reads %d groups of %d input rows, more than 8 descriptors", g.GroupsPerRow, s.StrideH)
 	case g.Slots < g.GroupsPerRow+c.Lag:
-		return hard("shared memory", "%d ring slots of %d B fit beside the filter, a row's %d groups and Lag=%d need %d",
+		return family.Hard("shared memory", "%d ring slots of %d B fit beside the filter, a row's %d groups and Lag=%d need %d",
 			g.Slots, 4*g.SlotFloats, g.GroupsPerRow, c.Lag, g.GroupsPerRow+c.Lag)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	}
 	// The soft rule last: admitSoft may lift it. (The 64 - Q unused pixel
 	// slots of a row tile are a property of the shape, not of a
 	// configuration: the tuner weighs them against the other families.)
 	if blocks := g.Grid * (s.K / c.TileK); blocks*20 < 19*lim.SMs {
-		return soft("occupancy", "%d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
+		return family.Soft("occupancy", "%d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
 	}
-	return Rejection{}
+	return family.Rejection{}
 }
 
-// Render implements Family.
-func (f WGMMARow) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	k, err := parseKnobs[wgmmaRowKnobs](f.Name(), cfg)
+	k, err := family.ParseKnobs[wgmmaRowKnobs](f.Name(), cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
 	tk, wg, lag := k.TileK, k.Warpgroups, k.Lag
 	if tk < 8 || tk%8 != 0 || tk > 256 || p.Shape.K%tk != 0 {
-		return Kernel{}, fmt.Errorf("wgmmarow: config %s: TileK must be a multiple of 8 up to 256 dividing K", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: TileK must be a multiple of 8 up to 256 dividing K", cfg)
 	}
 	if wg < 1 || wg > 7 || lag < 1 || k.RowsPerBlock < 1 {
-		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Warpgroups is 1 to 7, Lag and RowsPerBlock at least 1", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: Warpgroups is 1 to 7, Lag and RowsPerBlock at least 1", cfg)
 	}
 	if k.Slots < 1 {
-		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the groups a row reads plus Lag", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the groups a row reads plus Lag", cfg)
 	}
-	cfg = knobsConfig(k)
-	g := wgmmaRowGeom(p, k, Limits{})
+	cfg = family.KnobsConfig(k)
+	g := wgmmaRowGeom(p, k, family.Limits{})
 	if g.Slots < g.GroupsPerRow+lag {
-		return Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the %d groups a row reads plus Lag", cfg, g.GroupsPerRow)
+		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the %d groups a row reads plus Lag", cfg, g.GroupsPerRow)
 	}
 	acc := tk / 2
-	accOps, accCons := wgmmaAccOperands(acc)
+	accOps, accCons := hopper.AccOperands(acc)
 	ints := func(v []int) string {
 		s := make([]string, len(v))
 		for i, x := range v {
@@ -254,19 +265,19 @@ func (f WGMMARow) Render(p problem.Problem, cfg Config) (Kernel, error) {
 	// The knobs' Slots and the geometry's are the same number (the
 	// geometry takes the knob's): the explicit field resolves the selector.
 	data := struct {
-		shapeData
+		family.ShapeData
 		wgmmaRowGeometry
 		wgmmaRowKnobs
 		Slots                                          int
 		Name, Config, FilterLayout, BlockTaps, BlockS0 string
 		AccOperands, AccConstraints                    string
 		DescAOperand, DescBOperand, ScaleOperand       int
-	}{newShapeData(p), g, k, g.Slots, fmt.Sprintf("convgen_wgmmarow_tf32_%s", kernelSuffix(cfg)), cfg.String(), p.Layout.FilterLayout(),
+	}{family.NewShapeData(p), g, k, g.Slots, fmt.Sprintf("convgen_wgmmarow_tf32_%s", family.KernelSuffix(cfg)), cfg.String(), p.Layout.FilterLayout(),
 		ints(g.BlockTaps), ints(g.BlockS0), accOps, accCons, acc, acc + 1, acc + 2}
-	src, err := render(f.Template(), data)
+	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: f.Name(), Config: cfg, Name: data.Name, Source: src, ArchSuffix: "a",
-		Launch: Launch{Grid: [3]int{g.Grid, p.Shape.K / tk, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: data.Name, Source: src, ArchSuffix: "a",
+		Launch: family.Launch{Grid: [3]int{g.Grid, p.Shape.K / tk, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -1,13 +1,24 @@
-package kernels
+// Package wgmmahalf is the Hopper wgmma FP16 and BF16 implicit-GEMM kernel
+// family: its knobs, search space, static rules and template
+// (wgmmahalf.cu.tmpl), rendered through package kernels/family.
+package wgmmahalf
 
 import (
+	"embed"
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/hopper"
 	"github.com/convgen/convgen/problem"
 )
 
-// WGMMAHalf is the Hopper FP16/BF16 implicit-GEMM family
-// (templates/wgmmahalf.cu.tmpl): wgmma.mma_async m64nNk16 with FP16 or BF16
+// templateFS holds the family's template.
+//
+//go:embed wgmmahalf.cu.tmpl
+var templateFS embed.FS
+
+// Family is the Hopper FP16/BF16 implicit-GEMM family
+// (wgmmahalf.cu.tmpl): wgmma.mma_async m64nNk16 with FP16 or BF16
 // operands and FP32 accumulators, both operands read from shared memory
 // through matrix descriptors. The A operand is staged as "windows": for
 // every (channel, patch row), window e holds the 8 patch columns
@@ -31,23 +42,23 @@ import (
 //     while the next tile's wgmmas run;
 //   - PredicatedStores: 1, the epilogue's stores are predicated instead of
 //     branched around (always so with Overlap).
-type WGMMAHalf struct{}
+type Family struct{}
 
-// Name implements Family.
-func (WGMMAHalf) Name() string { return "wgmmahalf" }
+// Name implements family.Family.
+func (Family) Name() string { return "wgmmahalf" }
 
-// Template implements Family.
-func (WGMMAHalf) Template() string { return "wgmmahalf.cu.tmpl" }
+// Template implements family.Family.
+func (Family) Template() string { return "wgmmahalf.cu.tmpl" }
 
-// Serves implements Family.
-func (WGMMAHalf) Serves(p problem.Problem) error {
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
-	if err := oneGroup("wgmmahalf", s); err != nil {
+	if err := family.OneGroup("wgmmahalf", s); err != nil {
 		return err
 	}
 	pix := pixElems(p)
 	switch {
-	case !halfIO(p):
+	case !family.HalfIO(p):
 		return fmt.Errorf("wgmmahalf serves fp16 and bf16, not %s", p.Precision)
 	case (s.StrideW != 2 && s.StrideW != 4 && s.StrideW != 8) || s.DilationW != 1:
 		return fmt.Errorf("wgmmahalf needs stride_w 2, 4 or 8 and dilation_w 1 (windows of 8 taps), not %d and %d", s.StrideW, s.DilationW)
@@ -75,7 +86,7 @@ func pixElems(p problem.Problem) int {
 
 // wgmmaHalfKnobs are a wgmmahalf configuration's knobs (see WGMMAHalf).
 type wgmmaHalfKnobs struct {
-	hopperTile
+	hopper.Tile
 	Warpgroups, TilesPerWarpgroup, Stages, Producer, Overlap, PredicatedStores int
 }
 
@@ -99,21 +110,21 @@ func wgmmaHalfGeom(p problem.Problem, c wgmmaHalfKnobs) wgmmaHalfGeometry {
 	var g wgmmaHalfGeometry
 	pix := pixElems(p)
 	g.ThreadsPerBlock = 128 * (c.Warpgroups + c.Producer)
-	g.S8 = roundUp(s.S, 8)
+	g.S8 = family.RoundUp(s.S, 8)
 	g.TapBlocks = s.C * s.R * g.S8 / 8
-	g.KSteps = ceilDiv(g.TapBlocks, 2)
-	g.TilesP, g.TilesQ = ceilDiv(s.P(), c.TileP), ceilDiv(s.Q(), c.TileQ)
+	g.KSteps = family.CeilDiv(g.TapBlocks, 2)
+	g.TilesP, g.TilesQ = family.CeilDiv(s.P(), c.TileP), family.CeilDiv(s.Q(), c.TileQ)
 	g.PatchRows = (c.TileP-1)*s.StrideH + (s.R-1)*s.DilationH + 1
-	g.Windows = roundUp(c.TileQ+(g.S8/8-1)*8/max(s.StrideW, 1), 2)
+	g.Windows = family.RoundUp(c.TileQ+(g.S8/8-1)*8/max(s.StrideW, 1), 2)
 	g.Head = ((-s.PadW*pix/2)%4 + 4) % 4
-	g.GridTiles = ceilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
+	g.GridTiles = family.CeilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
 	g.Accumulators = c.TileP / 8 * c.TileQ / 8 * c.TileK / 2 * (1 + c.Overlap)
 	rows := g.PatchRows
 	if p.Layout == problem.NCHW {
 		rows *= s.C
 	}
 	producers := 128 * max(c.Producer, 1)
-	passes := ceilDiv(rows*g.Windows/2, producers)
+	passes := family.CeilDiv(rows*g.Windows/2, producers)
 	prefetch := 1 + c.Producer
 	if passes > 1 {
 		prefetch = 2
@@ -123,24 +134,24 @@ func wgmmaHalfGeom(p problem.Problem, c wgmmaHalfKnobs) wgmmaHalfGeometry {
 	return g
 }
 
-// Space implements Family. Without Limits.SM90a every configuration is
+// Space implements family.Family. Without Limits.SM90a every configuration is
 // listed as rejected.
-func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
-	var out []Candidate
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
 	k := wgmmaHalfSpace
 	for _, tp := range k.TileP {
 		for _, tq := range k.TileQ {
-			for _, tk := range channelTiles(p.Shape.K, k.TileK, 8) {
+			for _, tk := range family.ChannelTiles(p.Shape.K, k.TileK, 8) {
 				for _, wg := range k.Warpgroups {
-					for _, tpw := range wgmmaTilesPerWarpgroup(p, lim, k.TilesPerWarpgroup, tp, tq, tk, wg) {
+					for _, tpw := range hopper.TilesPerWarpgroup(p, lim, k.TilesPerWarpgroup, tp, tq, tk, wg) {
 						for _, pr := range k.Producer {
 							for _, st := range []int{wg, 2 * wg} {
 								for ov := 0; ov <= 1; ov++ {
 									for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
-										kn := wgmmaHalfKnobs{hopperTile: hopperTile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
+										kn := wgmmaHalfKnobs{Tile: hopper.Tile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
 											TilesPerWarpgroup: tpw, Stages: st, Producer: pr,
 											Overlap: ov, PredicatedStores: ps}
-										out = append(out, newCandidate(f.Name(), kn, f.reject(p, kn, lim)))
+										out = append(out, family.NewCandidate(f.Name(), kn, f.reject(p, kn, lim)))
 									}
 								}
 							}
@@ -153,68 +164,68 @@ func (f WGMMAHalf) Space(p problem.Problem, lim Limits) []Candidate {
 	return out
 }
 
-func (WGMMAHalf) reject(p problem.Problem, c wgmmaHalfKnobs, lim Limits) Rejection {
+func (Family) reject(p problem.Problem, c wgmmaHalfKnobs, lim family.Limits) family.Rejection {
 	g := wgmmaHalfGeom(p, c)
 	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
 	if !lim.SM90a {
-		return hard("arch", "wgmmahalf needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+		return family.Hard("arch", "wgmmahalf needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
 	}
-	if res := wgmmaResourceReject(c.TileK, g.ThreadsPerBlock, g.Accumulators, lim); res.Rule != "" {
+	if res := hopper.ResourceReject(c.TileK, g.ThreadsPerBlock, g.Accumulators, lim); res.Rule != "" {
 		return res
 	}
 	switch {
 	case g.StagedWords+16 > share:
-		return hard("registers", "a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
+		return family.Hard("registers", "a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
 			g.StagedWords, share, g.ThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
-		return hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c.Stages > 7:
-		return hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
+		return family.Hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
 	}
 	// Soft rules last: admitSoft may lift them, so a hard reason must win.
-	return wgmmaSoftReject(p.Shape, c.hopperTile, g.TilesP, g.TilesQ, g.GridTiles, lim)
+	return hopper.SoftReject(p.Shape, c.Tile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 
-// Render implements Family.
-func (f WGMMAHalf) Render(p problem.Problem, cfg Config) (Kernel, error) {
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	k, err := parseKnobs[wgmmaHalfKnobs](f.Name(), cfg)
+	k, err := family.ParseKnobs[wgmmaHalfKnobs](f.Name(), cfg)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
 	if ov, ps := k.Overlap, k.PredicatedStores; ov < 0 || ov > 1 || ps < 0 || ps > 1 || (ov == 1 && ps != 1) {
-		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs PredicatedStores=1", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmmahalf: config %s: Overlap and PredicatedStores are 0 or 1, and Overlap=1 needs PredicatedStores=1", cfg)
 	}
 	if pr, st, wg := k.Producer, k.Stages, k.Warpgroups; pr < 1 || pr > 2 || wg < 1 || st < wg || st%wg != 0 || st > 7 {
-		return Kernel{}, fmt.Errorf("wgmmahalf: config %s: Producer is 1 or 2, and Stages a multiple of Warpgroups up to 7", cfg)
+		return family.Kernel{}, fmt.Errorf("wgmmahalf: config %s: Producer is 1 or 2, and Stages a multiple of Warpgroups up to 7", cfg)
 	}
-	if err := wgmmaTileCheck(f.Name(), cfg, k.hopperTile, p.Shape.K); err != nil {
-		return Kernel{}, err
+	if err := hopper.TileCheck(f.Name(), cfg, k.Tile, p.Shape.K); err != nil {
+		return family.Kernel{}, err
 	}
-	cfg = knobsConfig(k)
+	cfg = family.KnobsConfig(k)
 	g := wgmmaHalfGeom(p, k)
 	acc := k.TileK / 2
-	accOps, accCons := wgmmaAccOperands(acc)
-	name := fmt.Sprintf("convgen_wgmmahalf_%s_%s", p.Precision, kernelSuffix(cfg))
+	accOps, accCons := hopper.AccOperands(acc)
+	name := fmt.Sprintf("convgen_wgmmahalf_%s_%s", p.Precision, family.KernelSuffix(cfg))
 	typeName, doc := "f16", "FP16 operands and output, FP32 accumulation"
 	if p.Precision == problem.BF16 {
 		typeName, doc = "bf16", "BF16 operands and output, FP32 accumulation"
 	}
 	data := struct {
-		shapeData
+		family.ShapeData
 		wgmmaHalfGeometry
 		wgmmaHalfKnobs
 		Name, Config, FilterLayout, PrecisionDoc, TypeName string
 		AccOperands, AccConstraints                        string
 		DescAOperand, DescBOperand, ScaleOperand           int
-	}{newShapeData(p), g, k, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
+	}{family.NewShapeData(p), g, k, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
 		accOps, accCons, acc, acc + 1, acc + 2}
-	src, err := render(f.Template(), data)
+	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return Kernel{}, err
+		return family.Kernel{}, err
 	}
-	return Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: Launch{Grid: [3]int{g.GridTiles, p.Shape.K / k.TileK, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
+		Launch: family.Launch{Grid: [3]int{g.GridTiles, p.Shape.K / k.TileK, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }

@@ -1,0 +1,62 @@
+package family
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"text/template"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// ShapeData is the part of every template's data that describes the
+// shape: embed it in the data.
+type ShapeData struct {
+	Shape                        string
+	N, C, H, W, K, R, S, P, Q    int
+	StrideH, StrideW, PadH, PadW int
+	DilationH, DilationW         int
+	Groups                       int
+	Bias                         bool
+	Layout                       problem.Layout
+	NHWC, Half, BF16             bool
+}
+
+// NewShapeData is p's ShapeData.
+func NewShapeData(p problem.Problem) ShapeData {
+	s := p.Shape
+	return ShapeData{
+		Shape: s.String(),
+		N:     s.N, C: s.C, H: s.H, W: s.W, K: s.K, R: s.R, S: s.S, P: s.P(), Q: s.Q(),
+		StrideH: s.StrideH, StrideW: s.StrideW, PadH: s.PadH, PadW: s.PadW,
+		DilationH: s.DilationH, DilationW: s.DilationW, Groups: s.Groups, Bias: s.Bias,
+		Layout: p.Layout, NHWC: p.Layout == problem.NHWC,
+		Half: p.Precision.ElementBytes() == 2, BF16: p.Precision == problem.BF16,
+	}
+}
+
+// Partial is the template file that defines the templates "dims",
+// "shape" and "flags": the shape's #define block every kernel template
+// shares ({{template "shape" .}}), with ShapeData as its data.
+const Partial = "shape.tmpl"
+
+//go:embed shape.tmpl
+var partialFS embed.FS
+
+// Render executes template file of fsys (a family's embedded template) with
+// data; the file may use the shared partial, Partial.
+func Render(fsys fs.FS, file string, data any) (string, error) {
+	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, file)
+	if err == nil {
+		t, err = t.ParseFS(partialFS, Partial)
+	}
+	if err != nil {
+		return "", fmt.Errorf("parse template %s: %w", file, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("render template %s: %w", file, err)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,88 @@
+package family
+
+import (
+	"fmt"
+	"hash/fnv"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// CeilDiv is a / b rounded up.
+func CeilDiv(a, b int) int { return (a + b - 1) / b }
+
+// RoundUp is a rounded up to a multiple of m.
+func RoundUp(a, m int) int { return CeilDiv(a, m) * m }
+
+// Pitch4 is the smallest row length ≥ n, in 4-byte words, that is a multiple
+// of 4 (16-byte rows) and ≡ 4 mod 8, so that 8 consecutive rows start in 8
+// different 16-byte bank groups.
+func Pitch4(n int) int {
+	p := RoundUp(n, 4)
+	if p%8 == 0 {
+		p += 4
+	}
+	return p
+}
+
+// Divisors lists the divisors of n in increasing order.
+func Divisors(n int) []int {
+	var d []int
+	for i := 1; i <= n; i++ {
+		if n%i == 0 {
+			d = append(d, i)
+		}
+	}
+	return d
+}
+
+// KernelSuffix is a short stable hash of a config, for kernel names.
+func KernelSuffix(c Config) string {
+	h := fnv.New32a()
+	h.Write([]byte(c.String()))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// ChannelTiles lists the preferred channel tiles that divide k; when none
+// does, the largest divisor of k that is a multiple of unit and at most 128
+// (or k itself when k ≤ 128).
+func ChannelTiles(k int, preferred []int, unit int) []int {
+	var out []int
+	for _, t := range preferred {
+		if k%t == 0 {
+			out = append(out, t)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if k <= 128 {
+		return []int{k}
+	}
+	for t := 128 / unit * unit; t >= unit; t -= unit {
+		if k%t == 0 {
+			return []int{t}
+		}
+	}
+	return nil
+}
+
+// OneGroup is the specialised families' refusal of grouped convolution.
+func OneGroup(family string, s problem.Shape) error {
+	if s.Groups != 1 {
+		return fmt.Errorf("%s serves only groups=1, not groups=%d (generic serves grouped convolution)", family, s.Groups)
+	}
+	return nil
+}
+
+// HalfIO says whether p's tensors are 2-byte (fp16, bf16).
+func HalfIO(p problem.Problem) bool {
+	return p.Precision == problem.FP16 || p.Precision == problem.BF16
+}
+
+// PrecisionTag is a precision's name as it may appear in an identifier.
+func PrecisionTag(p problem.Precision) string {
+	if p == problem.TF32x3 {
+		return "tf32x3"
+	}
+	return string(p)
+}
