@@ -56,7 +56,7 @@ var (
 	directTilesPerBlock     = []int{1}
 )
 
-// directKnobs are a direct configuration's knobs (see Direct).
+// directKnobs are a direct configuration's knobs (see Family).
 type directKnobs struct {
 	TileP, TileQ, TileK, PixelsPerThread, ChannelsPerThread, StageC, TilesPerBlock int
 }

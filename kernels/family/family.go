@@ -142,7 +142,7 @@ func Hard(rule, format string, args ...any) Rejection {
 }
 
 // Soft is a Rejection by a pruning rule (waste, occupancy, warps), which
-// admitSoft lifts when it would leave the family empty.
+// AdmitSoft lifts when it would leave the family empty.
 func Soft(rule, format string, args ...any) Rejection {
 	return Rejection{Rule: rule, Soft: true, Message: fmt.Sprintf(format, args...)}
 }

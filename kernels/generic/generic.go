@@ -62,7 +62,7 @@ var (
 	genericThreads = []int{32, 64, 128, 256}
 )
 
-// genericKnobs are a generic configuration's knobs (see Generic).
+// genericKnobs are a generic configuration's knobs (see Family).
 type genericKnobs struct {
 	TileM, TileN, TileR, ThreadM, ThreadN int
 }

@@ -65,7 +65,7 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// igemmKnobs are an igemm configuration's knobs (see IGEMM).
+// igemmKnobs are an igemm configuration's knobs (see Family).
 type igemmKnobs struct {
 	BM, BN, BK, WarpsM, WarpsN, Stages int
 }

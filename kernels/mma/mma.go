@@ -52,7 +52,7 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// mmaKnobs are an mma configuration's knobs (see MMA).
+// mmaKnobs are an mma configuration's knobs (see Family).
 type mmaKnobs struct {
 	gemmtile.Knobs
 	Stages int

@@ -97,7 +97,7 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// wgmmaKnobs are a wgmma configuration's knobs (see WGMMA). RegisterA and
+// wgmmaKnobs are a wgmma configuration's knobs (see Family). RegisterA and
 // AGroup are absent from the IDs of configurations without RegisterA.
 type wgmmaKnobs struct {
 	hopper.Tile
@@ -295,7 +295,7 @@ func (Family) reject(p problem.Problem, c wgmmaKnobs, lim family.Limits) family.
 	case c.Producer == 0 && c.Stages == 2 && c.TilesPerWarpgroup == 1:
 		return family.Hard("stages", "nothing to prefetch with one tile per warpgroup")
 	}
-	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	// Soft rules last: family.AdmitSoft may lift them, so a hard reason must win.
 	return hopper.SoftReject(s, c.Tile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 

@@ -84,7 +84,7 @@ func pixElems(p problem.Problem) int {
 	return 1
 }
 
-// wgmmaHalfKnobs are a wgmmahalf configuration's knobs (see WGMMAHalf).
+// wgmmaHalfKnobs are a wgmmahalf configuration's knobs (see Family).
 type wgmmaHalfKnobs struct {
 	hopper.Tile
 	Warpgroups, TilesPerWarpgroup, Stages, Producer, Overlap, PredicatedStores int
@@ -182,7 +182,7 @@ func (Family) reject(p problem.Problem, c wgmmaHalfKnobs, lim family.Limits) fam
 	case c.Stages > 7:
 		return family.Hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
 	}
-	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	// Soft rules last: family.AdmitSoft may lift them, so a hard reason must win.
 	return hopper.SoftReject(p.Shape, c.Tile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 

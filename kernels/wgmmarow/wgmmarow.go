@@ -21,7 +21,7 @@ var templateFS embed.FS
 
 // Family is the Hopper row-tile family (wgmmarow.cu.tmpl):
 // wgmma.mma_async m64nNk8 with TF32 operands and FP32 accumulators, like
-// WGMMA, but an m64 tile is one whole output row (Q ≤ 64 pixels in 64
+// the wgmma family, but an m64 tile is one whole output row (Q ≤ 64 pixels in 64
 // slots) and a block walks consecutive output rows, so that:
 //   - the input is staged once: a ring of "groups" of stride_h input rows
 //     at full width, output row p reading groups p .. p + GroupsPerRow - 1
@@ -80,7 +80,7 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// wgmmaRowKnobs are a wgmmarow configuration's knobs (see WGMMARow).
+// wgmmaRowKnobs are a wgmmarow configuration's knobs (see Family).
 // While the search derives Slots, it is 0 (wgmmaRowGeom fits the most).
 type wgmmaRowKnobs struct {
 	TileK, Warpgroups, Lag, RowsPerBlock, Slots int
@@ -220,7 +220,7 @@ func (Family) reject(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) fami
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	}
-	// The soft rule last: admitSoft may lift it. (The 64 - Q unused pixel
+	// The soft rule last: family.AdmitSoft may lift it. (The 64 - Q unused pixel
 	// slots of a row tile are a property of the shape, not of a
 	// configuration: the tuner weighs them against the other families.)
 	if blocks := g.Grid * (s.K / c.TileK); blocks*20 < 19*lim.SMs {

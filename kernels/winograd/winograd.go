@@ -70,7 +70,7 @@ var (
 	winogradThreadK = []int{4, 8}
 )
 
-// winogradKnobs are a winograd configuration's knobs (see Winograd).
+// winogradKnobs are a winograd configuration's knobs (see Family).
 type winogradKnobs struct {
 	TileT, TileK, ThreadT, ThreadK, Chunk, StepsPerBlock int
 }

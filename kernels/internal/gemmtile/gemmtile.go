@@ -88,7 +88,7 @@ func Reject(s problem.Shape, c Knobs, t Tile, sharedBytes int, lim family.Limits
 		return family.Hard("register tile", "%d accumulators per thread < %d", t.Accumulators, minAcc)
 	case sharedBytes > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block > %d", sharedBytes, lim.MaxSharedPerBlock)
-	// Soft rules last: admitSoft may lift them, so a hard reason must win.
+	// Soft rules last: family.AdmitSoft may lift them, so a hard reason must win.
 	case t.Threads < 64:
 		return family.Soft("warps", "%d threads per block < 64", t.Threads)
 	case waste > 0.20:

@@ -50,7 +50,7 @@ func ResourceReject(tileK, threads, accumulators int, lim family.Limits) family.
 	return family.Rejection{}
 }
 
-// SoftReject applies the soft rules (admitSoft may lift them): too
+// SoftReject applies the soft rules (family.AdmitSoft may lift them): too
 // many computed outputs outside the image, or too few blocks for the SMs.
 func SoftReject(s problem.Shape, c Tile, tilesP, tilesQ, gridTiles int, lim family.Limits) family.Rejection {
 	computed := float64(tilesP*c.TileP) * float64(tilesQ*c.TileQ)
