@@ -279,7 +279,10 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 	case r.SharedBytes+k.SharedBytes > lim.MaxSharedPerBlock:
 		problems = append(problems, fmt.Sprintf("%d B static + %d B dynamic shared memory > %d", r.SharedBytes, k.SharedBytes, lim.MaxSharedPerBlock))
 	}
-	if strings.HasPrefix(k.Family, "mma") && !strings.Contains(res.PTX, "mma.sync") {
+	if k.Family == "igemm" && ok && (r.SpillStores > 0 || r.SpillLoads > 0) {
+		problems = append(problems, fmt.Sprintf("register spills: %d B stored, %d B loaded", r.SpillStores, r.SpillLoads))
+	}
+	if (strings.HasPrefix(k.Family, "mma") || k.Family == "igemm") && !strings.Contains(res.PTX, "mma.sync") {
 		problems = append(problems, "tensor-core family but the PTX has no mma.sync")
 	}
 	if strings.HasPrefix(k.Family, "wgmma") && !strings.Contains(res.PTX, "wgmma.mma_async") {
@@ -441,4 +444,24 @@ func frontEndOne(lib *nvrtc.Library, kern Kernel, p problem.Problem, haveProblem
 		problems = append(problems, "RegisterA without 16-byte cp.async in the PTX")
 	}
 	return strings.Join(problems, "; ")
+}
+
+// compileForArchs compiles every job for sm_80 and for sm_90, each under its
+// default limits, on runCompileJobs's workers, with compileOne's checks.
+func compileForArchs(t *testing.T, lib *nvrtc.Library, jobs []compileJob) {
+	t.Helper()
+	archs := []int{80, 90}
+	var both []compileJob
+	for _, j := range jobs {
+		for _, a := range archs {
+			both = append(both, compileJob{fmt.Sprintf("%s for sm_%d", j.id, a), j.kernel})
+		}
+	}
+	runCompileJobs(t, both, func(j compileJob) string {
+		a := 90
+		if strings.HasSuffix(j.id, "for sm_80") {
+			a = 80
+		}
+		return compileOne(lib, fmt.Sprintf("sm_%d", a), DefaultLimits(a), j)
+	})
 }

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/convgen/convgen/kernels/family"
@@ -219,41 +217,7 @@ func TestGenericCompileSample(t *testing.T) {
 	// The golden grouped kernel too.
 	k := goldenGeneric(t)
 	jobs = append(jobs, compileJob{"golden generic", k})
-	type result struct{ id, arch, err string }
-	var (
-		mu   sync.Mutex
-		errs []result
-		wg   sync.WaitGroup
-		next = make(chan int)
-	)
-	archs := []string{"sm_80", "sm_90"}
-	for range runtime.NumCPU() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				arch := archs[i%2]
-				lim := DefaultLimits(80)
-				if arch == "sm_90" {
-					lim = DefaultLimits(90)
-				}
-				j := jobs[i/2]
-				if e := compileOne(lib, arch, lim, j); e != "" {
-					mu.Lock()
-					errs = append(errs, result{j.id, arch, e})
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range 2 * len(jobs) {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, e := range errs {
-		t.Errorf("%s for %s: %s", e.id, e.arch, e.err)
-	}
+	compileForArchs(t, lib, jobs)
 }
 
 // goldenGeneric is the generic kernel whose source is kept in testdata: a

@@ -2,16 +2,12 @@ package kernels
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/convgen/convgen/kernels/family"
-	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -196,42 +192,7 @@ func TestIGEMMCompileSample(t *testing.T) {
 		jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
 	}
 	jobs = append(jobs, compileJob{"golden igemm", goldenIGEMM(t)})
-	type result struct{ id, arch, err string }
-	var (
-		mu   sync.Mutex
-		errs []result
-		wg   sync.WaitGroup
-		next = make(chan int)
-	)
-	archs := []string{"sm_80", "sm_90"}
-	for range runtime.NumCPU() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				arch := archs[i%2]
-				lim := DefaultLimits(80)
-				if arch == "sm_90" {
-					lim = DefaultLimits(90)
-				}
-				j := jobs[i/2]
-				e := compileIGEMM(lib, arch, lim, j)
-				if e != "" {
-					mu.Lock()
-					errs = append(errs, result{j.id, arch, e})
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range 2 * len(jobs) {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for _, e := range errs {
-		t.Errorf("%s for %s: %s", e.id, e.arch, e.err)
-	}
+	compileForArchs(t, lib, jobs)
 }
 
 // goldenIGEMM is the igemm kernel whose source is kept in testdata: fp16
@@ -266,44 +227,4 @@ func TestIGEMMGoldenSource(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the rendered source (-update rewrites it): %s", path, firstDiff(got, want))
 	}
-}
-
-// compileIGEMM compiles one job for arch: compileOne's checks (CUBIN, PTX
-// target, registers, shared memory) plus mma.sync in the PTX and no local
-// memory spills.
-func compileIGEMM(lib *nvrtc.Library, arch string, lim Limits, j compileJob) string {
-	k := j.kernel
-	res, err := lib.Compile(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
-	if err != nil {
-		msg := err.Error()
-		if len(msg) > 2000 {
-			msg = msg[:2000] + "…"
-		}
-		return "compile: " + msg
-	}
-	var problems []string
-	if len(res.CUBIN) == 0 {
-		problems = append(problems, "empty CUBIN")
-	}
-	if !strings.Contains(res.PTX, ".target "+arch) {
-		problems = append(problems, "PTX lacks .target "+arch)
-	}
-	if !strings.Contains(res.PTX, "mma.sync.aligned.m16n8k") {
-		problems = append(problems, "PTX has no mma.sync")
-	}
-	r, ok := res.Resources[k.Name]
-	threads := k.Block[0] * k.Block[1] * k.Block[2]
-	switch {
-	case !ok:
-		problems = append(problems, fmt.Sprintf("no resources for %s", k.Name))
-	case r.Registers <= 0 || r.Registers > lim.MaxRegsPerThread:
-		problems = append(problems, fmt.Sprintf("%d registers per thread, want 1..%d", r.Registers, lim.MaxRegsPerThread))
-	case r.Registers*threads > lim.RegistersPerSM:
-		problems = append(problems, fmt.Sprintf("%d registers × %d threads > %d per SM", r.Registers, threads, lim.RegistersPerSM))
-	case r.SharedBytes+k.SharedBytes > lim.MaxSharedPerBlock:
-		problems = append(problems, fmt.Sprintf("%d B static + %d B dynamic shared memory > %d", r.SharedBytes, k.SharedBytes, lim.MaxSharedPerBlock))
-	case r.SpillStores > 0 || r.SpillLoads > 0:
-		problems = append(problems, fmt.Sprintf("register spills: %d B stored, %d B loaded", r.SpillStores, r.SpillLoads))
-	}
-	return strings.Join(problems, "; ")
 }
