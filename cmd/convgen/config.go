@@ -145,10 +145,7 @@ func runConfig(ctx context.Context, path string, rest []string, stdout, stderr i
 		if err != nil {
 			return fmt.Errorf("-config %s: packages[%d] (%s): %w", clip.Text(path), i, clip.Text(p.Out), err)
 		}
-		out, warn := stdout, stderr
-		if cfg.quiet {
-			out, warn = io.Discard, io.Discard
-		}
+		out, warn := streams(cfg, stdout, stderr)
 		if err := generate(ctx, cfg, out, warn); err != nil {
 			return fmt.Errorf("-config %s: packages[%d] (%s): %w", clip.Text(path), i, clip.Text(p.Out), err)
 		}

@@ -59,3 +59,24 @@ func TestConfig(t *testing.T) {
 		t.Errorf("missing config file: exit %d, want 2", r.code)
 	}
 }
+
+// TestConfigQuietKeepsAnswer: with -config, -q still keeps the answer of
+// -list on stdout (as without -config) and prints nothing else.
+func TestConfigQuietKeepsAnswer(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "convgen.json")
+	text := `{"packages": [{"shape": "` + flagship + `", "out": "conv1"}]}`
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := runConvgen(t, "-shape", flagship, "-list", "-q")
+	if plain.code != 0 || plain.stdout == "" {
+		t.Fatalf("-list -q: exit %d, stdout %q, stderr %q: want 0 and the IDs", plain.code, plain.stdout, plain.stderr)
+	}
+	r := runConvgen(t, "-config", conf, "-list", "-q")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("-config -list -q: exit %d, stderr %q: want 0 and no stderr", r.code, r.stderr)
+	}
+	if r.stdout != plain.stdout {
+		t.Errorf("-config -list -q printed %q, want the IDs -list -q prints (%d bytes)", r.stdout, len(plain.stdout))
+	}
+}

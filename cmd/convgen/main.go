@@ -59,16 +59,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		out, warn := stdout, stderr
-		if cfg.quiet { // -q: no progress, no warnings; errors still reach stderr below
-			warn = io.Discard
-			if !cfg.compile && !cfg.list { // whose stdout is the answer asked for
-				out = io.Discard
-			}
-		}
+		out, warn := streams(cfg, stdout, stderr)
 		err = generate(ctx, cfg, out, warn)
 	}
 	return exitStatus(err, stderr)
+}
+
+// streams returns the writers of a run of cfg: out for its result lines,
+// warn for its warnings. With -q both discard, except the stdout of
+// -compile-only and -list, which is the answer asked for; errors still reach
+// stderr through exitStatus.
+func streams(cfg config, stdout, stderr io.Writer) (out, warn io.Writer) {
+	if !cfg.quiet {
+		return stdout, stderr
+	}
+	if cfg.compile || cfg.list {
+		return stdout, io.Discard
+	}
+	return io.Discard, io.Discard
 }
 
 // The exit statuses, one per kind of failure (docs/flags.md).
