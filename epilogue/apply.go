@@ -15,8 +15,10 @@ import (
 // Each element computes PyTorch's definition, arranged to stay accurate in
 // float64 where the textbook formula cancels or overflows, and propagates
 // NaN and infinities as PyTorch's formula does (for example gelu, silu,
-// hardswish and mish of −Inf are NaN: −Inf·0). Apply panics on a chain
-// Validate rejects; Parse never returns one.
+// hardswish and mish of −Inf are NaN: −Inf·0). Apply does not validate c
+// (it runs once per output element): it panics on an element with an
+// invalid Op, and its result for another chain Validate rejects is
+// unspecified; Parse never returns one.
 func Apply(c Chain, y float64, k int, scale, shift []float64, z float64) float64 {
 	for _, e := range c {
 		y = applyElement(e, y, k, scale, shift, z)

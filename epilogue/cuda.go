@@ -30,6 +30,11 @@ const FuncName = "convgen_epilogue"
 // in PyTorch. It needs no header. CUDA panics on a chain Validate rejects;
 // Parse never returns one.
 func CUDA(c Chain) string {
+	// A non-finite parameter would be emitted as a literal that is not C++
+	// ("NaN.0f"), and lo > hi as a clamp that is not the documented one.
+	if err := c.Validate(); err != nil {
+		panic(fmt.Sprintf("epilogue: CUDA of an invalid chain: %v", err))
+	}
 	var b strings.Builder
 	desc := c.String()
 	if desc == "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -193,4 +194,28 @@ func ExampleCUDA() {
 	//     }
 	//     return y;
 	// }
+}
+
+// TestCUDAPanicsOnInvalidChain: CUDA refuses, as documented, every chain
+// Validate rejects, rather than emitting source that is not C++ (a NaN
+// parameter) or that computes something else (clamp with lo > hi).
+func TestCUDAPanicsOnInvalidChain(t *testing.T) {
+	for _, c := range []Chain{
+		{{Op: LeakyReLU, Alpha: float32(math.NaN())}},
+		{{Op: Residual, Alpha: float32(math.Inf(1))}},
+		{{Op: Clamp, Lo: 6, Hi: -1}},
+		{{Op: ReLU, Alpha: 2}},
+		{{Op: ScaleShift}, {Op: ScaleShift}},
+		{{Op: Op(99)}},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Errorf("CUDA(%#v) did not panic", c)
+				}
+			}()
+			src := CUDA(c)
+			t.Errorf("CUDA(%#v) returned source:\n%s", c, src)
+		}()
+	}
 }
