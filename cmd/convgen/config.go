@@ -129,8 +129,13 @@ func splitConfig(args []string) (path string, rest []string, err error) {
 // failure, which it names.
 func runConfig(ctx context.Context, path string, rest []string, stdout, stderr io.Writer) error {
 	for _, a := range rest {
-		if n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && (n == "shape" || n == "o" || n == "out" || n == "pkg" || n == "precision" || n == "layout" || n == "cache") {
+		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case !strings.HasPrefix(a, "-"):
+		case n == "shape" || n == "o" || n == "out" || n == "pkg" || n == "precision" || n == "layout" || n == "cache":
 			return usageError{fmt.Errorf("-config: %s belongs in the config file, one per package", clip.Text(a))}
+		case n == "report":
+			return usageError{errors.New("-config: -report would write the reports of every package to one directory, each replacing the last; leave the reports in their packages")}
 		}
 	}
 	c, err := loadConfig(path)

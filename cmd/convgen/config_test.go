@@ -47,6 +47,8 @@ func TestConfig(t *testing.T) {
 		{"no out", `{"packages": [{"shape": "` + flagship + `"}]}`, nil, "out are required"},
 		{"bad shape", `{"packages": [{"shape": "N=1", "out": "y"}]}`, nil, "packages[0]"},
 		{"-shape too", `{"packages": [{"shape": "` + flagship + `", "out": "y"}]}`, []string{"-shape", flagship}, "belongs in the config file"},
+		{"-report", `{"packages": [{"shape": "` + flagship + `", "out": "y"}]}`, []string{"-report", "reports"}, "each replacing the last"},
+		{"--report=", `{"packages": [{"shape": "` + flagship + `", "out": "y"}]}`, []string{"--report=reports"}, "each replacing the last"},
 	} {
 		write(tc.text)
 		r := runConvgen(t, append([]string{"--config=" + conf}, tc.args...)...)
