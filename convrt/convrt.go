@@ -3,6 +3,7 @@ package convrt
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/convgen/convgen/problem"
 )
@@ -90,6 +91,9 @@ type Spec struct {
 // problem and both launch geometries. A generated package's shape test calls
 // it.
 func (s *Spec) Validate() error {
+	if s == nil {
+		return errors.New("convrt: nil spec")
+	}
 	if s.Package == "" {
 		return errors.New("convrt: spec without a package name")
 	}
@@ -119,7 +123,18 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// check checks a launch geometry.
+// The CUDA launch limits of every GPU since compute capability 3.0: blocks
+// per grid along x, y and z, and threads per block along x, y and z and in
+// all.
+var (
+	maxGrid  = [3]int{1<<31 - 1, 65535, 65535}
+	maxBlock = [3]int{1024, 1024, 64}
+)
+
+const maxThreads = 1024
+
+// check checks a launch geometry against the CUDA launch limits, each
+// dimension before their product, so that no product overflows.
 func (l Launch) check() error {
 	if l.Kernel == "" {
 		return errors.New("no kernel name")
@@ -129,12 +144,15 @@ func (l Launch) check() error {
 		if l.Grid[i] < 1 || l.Block[i] < 1 {
 			return fmt.Errorf("kernel %s: grid %v, block %v: every dimension must be positive", l.Kernel, l.Grid, l.Block)
 		}
+		if l.Grid[i] > maxGrid[i] || l.Block[i] > maxBlock[i] {
+			return fmt.Errorf("kernel %s: grid %v, block %v: at most grid %v and block %v", l.Kernel, l.Grid, l.Block, maxGrid, maxBlock)
+		}
 		threads *= l.Block[i]
 	}
-	if threads > 1024 {
-		return fmt.Errorf("kernel %s: block %v has %d threads: at most 1024", l.Kernel, l.Block, threads)
+	if threads > maxThreads {
+		return fmt.Errorf("kernel %s: block %v has %d threads: at most %d", l.Kernel, l.Block, threads, maxThreads)
 	}
-	if l.SharedBytes < 0 {
+	if l.SharedBytes < 0 || l.SharedBytes > math.MaxInt32 {
 		return fmt.Errorf("kernel %s: %d bytes of shared memory", l.Kernel, l.SharedBytes)
 	}
 	return nil

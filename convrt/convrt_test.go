@@ -47,6 +47,9 @@ func TestCheckPtrs(t *testing.T) {
 }
 
 func TestSpecValidate(t *testing.T) {
+	if err := (*Spec)(nil).Validate(); err == nil {
+		t.Error("nil spec accepted")
+	}
 	if err := testSpec(t, "N=1,C=3,H=8,W=8,K=4,R=3,S=3").Validate(); err != nil {
 		t.Fatalf("valid spec refused: %v", err)
 	}
@@ -63,6 +66,11 @@ func TestSpecValidate(t *testing.T) {
 		{"cubin cc", func(s *Spec) { s.CUBIN.CC = 0 }, "CUBIN: compute capability 0"},
 		{"ptx block", func(s *Spec) { s.PTX.Block = [3]int{64, 32, 1} }, "PTX: kernel kp: block"},
 		{"ptx shared", func(s *Spec) { s.PTX.SharedBytes = -1 }, "PTX: kernel kp: -1 bytes"},
+		// 2^32 x 2^32 x 1 threads: their product wraps to 0 in an int.
+		{"cubin block overflow", func(s *Spec) { s.CUBIN.Block = [3]int{1 << 32, 1 << 32, 1} }, "CUBIN: kernel k: grid"},
+		{"cubin block z", func(s *Spec) { s.CUBIN.Block = [3]int{1, 1, 128} }, "at most grid"},
+		{"ptx grid y", func(s *Spec) { s.PTX.Grid = [3]int{1, 65536, 1} }, "PTX: kernel kp: grid"},
+		{"cubin shared", func(s *Spec) { s.CUBIN.SharedBytes = 1 << 31 }, "CUBIN: kernel k: 2147483648 bytes"},
 	} {
 		s := testSpec(t, "N=1,C=3,H=8,W=8,K=4,R=3,S=3")
 		tc.change(s)

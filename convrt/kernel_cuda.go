@@ -56,8 +56,12 @@ type Kernel struct {
 // GPU of s.TunedArch it loads the CUBIN; on any other of compute capability
 // s.PTX.CC or more it loads the PTX (LoadPTX), as on every GPU when the
 // package has no CUBIN (an untuned one); below, or without PTX, it
-// returns an error that says so.
+// returns an error that says so. An invalid s (Spec.Validate) is an error
+// before anything is loaded.
 func Load(s *Spec) (*Kernel, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
 	dev, err := cu.CurrentDevice()
 	if err != nil {
 		return nil, fmt.Errorf("%s: load: no CUDA context current on this thread (lock the OS thread and make one current first): %w", s.Package, err)
@@ -83,7 +87,11 @@ func Load(s *Spec) (*Kernel, error) {
 // LoadPTX loads the kernel of s's PTX, which the driver compiles for the
 // current GPU, whatever the GPU (to run it on a TunedArch GPU too, as the
 // generated tests do), into the context current on the calling OS thread.
+// An invalid s (Spec.Validate) is an error before anything is loaded.
 func LoadPTX(s *Spec) (*Kernel, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("load PTX: %w", err)
+	}
 	if s.PTX.Code == "" {
 		return nil, fmt.Errorf("%s: load PTX: the package embeds none (its kernel is for %s only)", s.Package, s.TunedArch)
 	}

@@ -27,11 +27,19 @@ type Kernel struct{ info Info }
 
 // Load loads s's kernel into the current CUDA context. This build lacks the
 // cuda build tag: it returns an error wrapping ErrNoCUDA.
-func Load(s *Spec) (*Kernel, error) { return nil, noCUDA(s.Package, "load") }
+func Load(s *Spec) (*Kernel, error) { return nil, noCUDA(s.pkg(), "load") }
 
 // LoadPTX loads the kernel of s's PTX. This build lacks the cuda build tag:
 // it returns an error wrapping ErrNoCUDA.
-func LoadPTX(s *Spec) (*Kernel, error) { return nil, noCUDA(s.Package, "load PTX") }
+func LoadPTX(s *Spec) (*Kernel, error) { return nil, noCUDA(s.pkg(), "load PTX") }
+
+// pkg is the package name of s, "" for a nil s.
+func (s *Spec) pkg() string {
+	if s == nil {
+		return ""
+	}
+	return s.Package
+}
 
 // Forward enqueues the convolution. This build lacks the cuda build tag: it
 // returns an error wrapping ErrNoCUDA.

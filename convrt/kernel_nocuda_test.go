@@ -25,6 +25,9 @@ func TestNoCUDA(t *testing.T) {
 	if err := c.Close(); !errors.Is(err, ErrNoCUDA) {
 		t.Errorf("Close: %v, want ErrNoCUDA", err)
 	}
+	if _, err := Load(nil); !errors.Is(err, ErrNoCUDA) || !strings.HasPrefix(err.Error(), "convrt: load: ") {
+		t.Errorf("Load(nil) = %v; want convrt: load: ErrNoCUDA", err)
+	}
 	if got := PtrOf(48); got != 48 {
 		t.Errorf("PtrOf(48) = %d", got)
 	}
