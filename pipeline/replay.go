@@ -8,6 +8,7 @@ import (
 
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
 )
@@ -20,27 +21,43 @@ func baseKey(r Request) tunecache.Key {
 // currentKernels says whether rec's kernels are what the code generates
 // for its configurations today: it renders the winner's (and the
 // fallback's) configuration for p and compares the kernel hashes with
-// those recorded. nil means current; the error says which kernel changed.
+// those recorded, and the recorded kernel names, launch geometry and the
+// winner's architecture suffix, which the package is written from, with
+// the rendered ones (the hash covers them as rendered when tuned, not the
+// record's fields). nil means current; the error says which kernel changed.
 func currentKernels(p problem.Problem, rec tunecache.Record) error {
-	if err := sameKernel(p, rec.Winner, rec.KernelSHA256); err != nil {
+	suffix := ""
+	if a, err := launch.ParseArch(rec.Arch); err == nil {
+		suffix = a.Suffix
+	}
+	if err := sameKernel(p, rec.Winner, rec.KernelSHA256, rec.Kernel, rec.Launch, &suffix); err != nil {
 		return fmt.Errorf("the winner's kernel source changed since it was tuned (%w): re-tune on a GPU", err)
 	}
 	if fb := rec.Fallback; fb != nil {
-		if err := sameKernel(p, fb.Timing, fb.KernelSHA256); err != nil {
+		if err := sameKernel(p, fb.Timing, fb.KernelSHA256, fb.Kernel, fb.Launch, nil); err != nil {
 			return fmt.Errorf("the fallback's kernel source changed since it was tuned (%w): re-tune on a GPU", err)
 		}
 	}
 	return nil
 }
 
-// sameKernel renders t's configuration for p and compares its hash with want.
-func sameKernel(p problem.Problem, t tunecache.Timing, want string) error {
+// sameKernel renders t's configuration for p and compares its hash with
+// want, and its name, launch and (suffix, when not nil) architecture suffix
+// with the recorded ones.
+func sameKernel(p problem.Problem, t tunecache.Timing, want, name string, l launch.Launch, suffix *string) error {
 	k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: t.Family, Config: t.Config})
 	if err != nil {
 		return fmt.Errorf("%s no longer renders: %w", t.Family, err)
 	}
-	if got := kernels.Hash(k); got != want {
-		return fmt.Errorf("hash %.12s, recorded %.12s", got, want)
+	switch {
+	case kernels.Hash(k) != want:
+		return fmt.Errorf("hash %.12s, recorded %.12s", kernels.Hash(k), want)
+	case k.Name != name:
+		return fmt.Errorf("kernel %s, recorded %.64q", k.Name, name)
+	case k.Launch != l:
+		return fmt.Errorf("launch %v, recorded %v", k.Launch, l)
+	case suffix != nil && k.ArchSuffix != *suffix:
+		return fmt.Errorf("architecture suffix %q, recorded %q", k.ArchSuffix, *suffix)
 	}
 	return nil
 }
