@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"github.com/convgen/convgen/internal/cachetest"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/internal/cachetest"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/convgen/convgen/internal/cachetest"
 	"io"
 	"maps"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/internal/cachetest"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
