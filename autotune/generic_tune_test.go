@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -15,7 +16,7 @@ import (
 // and odd channel counts the tensor-core families refuse) tune through it
 // against the fake worker, and the winner is a generic candidate.
 func TestTuneGenericServes(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	for _, tc := range []struct {
 		spec string
 		prec problem.Precision

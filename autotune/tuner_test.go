@@ -10,22 +10,11 @@ import (
 	"time"
 
 	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
-
-func openNVRTC(t *testing.T) *nvrtc.Library {
-	t.Helper()
-	lib, err := nvrtc.Open()
-	if err != nil {
-		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
-			t.Fatalf("NVRTC required: %v", err)
-		}
-		t.Skipf("no NVRTC: %v", err)
-	}
-	return lib
-}
 
 func fakeWorkerArgv(t *testing.T) []string {
 	exe, err := os.Executable()
@@ -40,7 +29,7 @@ func fakeWorkerArgv(t *testing.T) []string {
 // a broken one a compile failure, each worker death is followed by a fresh
 // worker, and the fastest correct candidate wins.
 func TestTuneRecordsFailuresAndGoesOn(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
 	extra := []kernels.Kernel{
 		plantedKernel("planted_crash", ""),
@@ -92,7 +81,7 @@ func TestTuneRecordsFailuresAndGoesOn(t *testing.T) {
 // TestTuneBudget: with more candidates than -trials, the tuner measures
 // exactly the budget, skips the rest, and is deterministic for a seed.
 func TestTuneBudget(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=32,R=3,S=3,pad=1")
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +146,7 @@ func firstKept(t *testing.T, p problem.Problem) string {
 // recorded as a compile failure after CompileTimeout, and the others are
 // still measured.
 func TestTuneCompileTimeout(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
 	pin := firstKept(t, p)
 	extra := []kernels.Kernel{plantedKernel("planted_stuck", "out[0] = 1.0f;"), plantedKernel("planted_good", "out[0] = 2.0f;")}
@@ -204,7 +193,7 @@ func checkStatuses(t *testing.T, trials []Trial, want map[string]Status) {
 // compiles: a stuck compile (with no compile timeout to speak of) ends the
 // run at the budget, leaving it and what follows unmeasured.
 func TestTuneBudgetBoundsCompiles(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
 	pin := firstKept(t, p)
 	extra := []kernels.Kernel{plantedKernel("planted_stuck", "out[0] = 1.0f;"), plantedKernel("planted_good", "out[0] = 2.0f;")}
@@ -266,7 +255,7 @@ func TestLimitsSM90a(t *testing.T) {
 // rejected one, fails the run with the ID (and the reason) in the error,
 // even beside a valid pin; before, such pins were dropped silently.
 func TestPinsMustNameCandidates(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
 	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
 	if err != nil {
@@ -314,7 +303,7 @@ func smallFP32Problem(t *testing.T) problem.Problem {
 // FallbackSharedLimit, even when a faster one that does not fit wins, and
 // it comes as PTX for FallbackArch.
 func TestTuneFallback(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
 	big := plantedKernel("planted_big_58", "out[0] = 1.0f;") // the fake worker times it fastest
 	big.SharedBytes = FallbackSharedLimit + 1024

@@ -10,33 +10,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/nvrtc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-var (
-	nvrtcOnce sync.Once
-	nvrtcLib  *nvrtc.Library
-	nvrtcErr  error
-)
-
-// openNVRTC opens NVRTC, or fails the test when CONVGEN_REQUIRE_NVRTC=1 and
-// skips it otherwise.
-func openNVRTC(t *testing.T) *nvrtc.Library {
-	t.Helper()
-	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = nvrtc.Open() })
-	if nvrtcErr != nil {
-		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
-			t.Fatalf("NVRTC required (CONVGEN_REQUIRE_NVRTC=1) but unavailable: %v", nvrtcErr)
-		}
-		t.Skipf("NVRTC unavailable (set CONVGEN_REQUIRE_NVRTC=1 to fail instead): %v", nvrtcErr)
-	}
-	return nvrtcLib
-}
 
 // goldenChain is the chain whose emitted source is kept in
 // testdata/all.cu.golden: every element once.
@@ -61,7 +41,7 @@ extern "C" __global__ void epilogue_test(float* out, const float* in, const floa
 // accurate float functions it uses are inlined, without slow paths through
 // local memory).
 func TestCUDACompiles(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	specs := []string{"", goldenChain, "scale_shift,relu", "residual,relu", "scale_shift,residual(-0.25),gelu", "clamp(-1e-07,3.4028235e+38)"}
 	for _, op := range Ops() {
 		specs = append(specs, op.String()+map[Op]string{LeakyReLU: "(0.01)", Clamp: "(-1,1)"}[op])

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -23,26 +24,6 @@ type compileJob struct {
 	kernel Kernel
 }
 
-var (
-	nvrtcOnce sync.Once
-	nvrtcLib  *nvrtc.Library
-	nvrtcErr  error
-)
-
-// openNVRTC opens NVRTC, or fails the test when CONVGEN_REQUIRE_NVRTC=1 and
-// skips it otherwise.
-func openNVRTC(t *testing.T) *nvrtc.Library {
-	t.Helper()
-	nvrtcOnce.Do(func() { nvrtcLib, nvrtcErr = nvrtc.Open() })
-	if nvrtcErr != nil {
-		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
-			t.Fatalf("NVRTC required (CONVGEN_REQUIRE_NVRTC=1) but unavailable: %v", nvrtcErr)
-		}
-		t.Skipf("NVRTC unavailable (set CONVGEN_REQUIRE_NVRTC=1 to fail instead): %v", nvrtcErr)
-	}
-	return nvrtcLib
-}
-
 // TestCompile renders and compiles for sm_90 the reference kernel of every
 // precision and every layout (referenceSample), the golden kernels this
 // NVRTC can target, and, for every (precision, layout) of the flagship some
@@ -51,7 +32,7 @@ func openNVRTC(t *testing.T) *nvrtc.Library {
 // sweep (CONVGEN_FULL_SWEEP=1, scripts/test -full) it compiles every kept
 // candidate and every reference kernel.
 func TestCompile(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	const arch = "sm_90"
 	if !lib.SupportsArch(arch) {
 		t.Fatalf("NVRTC %s does not support %s", lib.VersionString(), arch)
@@ -202,7 +183,7 @@ func runCompileJobs(t *testing.T, jobs []compileJob, compile func(compileJob) st
 		t.Errorf("... and %d more failures", failed-20)
 	}
 	t.Logf("compiled %d of %d kernels (%d failed) with NVRTC %s, %d workers, in %s",
-		handed-failed, total, failed, nvrtcLib.VersionString(), workers, time.Since(start).Round(time.Millisecond))
+		handed-failed, total, failed, nvrtctest.Open(t).VersionString(), workers, time.Since(start).Round(time.Millisecond))
 }
 
 // compileShards runs t's test in n child processes, one shard each, and
@@ -301,7 +282,7 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 // ptxas (which would check the inline PTX) needs NVRTC 12+, where
 // TestCompile compiles these families instead.
 func TestCompileWGMMAFrontEnd(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	if lib.SupportsArch("sm_90a") {
 		t.Skip("this NVRTC targets sm_90a: TestCompile compiles the wgmma configurations")
 	}

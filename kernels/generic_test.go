@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
@@ -200,7 +201,7 @@ func checkGenericLaunch(t *testing.T, p problem.Problem, c Candidate, k Kernel, 
 // problems (every precision and layout among them) and NVRTC-compiles it for
 // sm_80 and sm_90.
 func TestGenericCompileSample(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	rng := rand.New(rand.NewPCG(19, 2))
 	var jobs []compileJob
 	for i := 0; i < 10; i++ {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
@@ -172,7 +173,7 @@ func TestIGEMMServesChannelHeavy(t *testing.T) {
 // shapes; every precision, both layouts, every load width among them) and
 // the golden kernel, and checks that the PTX holds mma.sync.
 func TestIGEMMCompileSample(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	rng := rand.New(rand.NewPCG(19, 10))
 	shapes := parseShapes(t, igemmShapes[:6])
 	for len(shapes) < 12 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/nvrtc"
 )
 
@@ -14,7 +15,7 @@ import (
 // disagrees (the asserted figure off by 16 bytes) NVRTC rejects them with
 // the assertion's message.
 func TestSharedBytesAsserted(t *testing.T) {
-	lib := openNVRTC(t)
+	lib := nvrtctest.Open(t)
 	var ks []Kernel
 	for _, k := range goldenKernels(t) {
 		if k.Family == "direct" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
@@ -66,9 +67,9 @@ func readSuites(t *testing.T) []suiteShape {
 // TestSuitesServed checks that every shape of the public suites that
 // convgen accepts has at least one statically kept candidate in every
 // precision and layout, for sm_80 and for sm_90, and that each kept
-// family's first candidate renders. The only shapes convgen may refuse are
-// those with a tensor of 2^31 elements or more (32-bit kernel indices);
-// they are listed.
+// family's first candidate renders. convgen refuses none of them: shapes
+// with a tensor of 2^31 elements or more (kb87-pointwise) are served by
+// generic's 64-bit path, and only by it.
 func TestSuitesServed(t *testing.T) {
 	shapes := readSuites(t)
 	if len(shapes) < 40 {
@@ -76,13 +77,10 @@ func TestSuitesServed(t *testing.T) {
 	}
 	for _, s := range shapes {
 		if s.err != nil {
-			if !strings.Contains(s.err.Error(), "32-bit") {
-				t.Errorf("%s/%s: refused for a reason other than 32-bit indexing: %v", s.suite, s.name, s.err)
-			} else {
-				t.Logf("%s/%s: refused (32-bit kernel indices): %v", s.suite, s.name, s.err)
-			}
+			t.Errorf("%s/%s: refused: %v", s.suite, s.name, s.err)
 			continue
 		}
+		wide := s.shape.Needs64BitIndex()
 		for _, arch := range []int{80, 90} {
 			for _, prec := range problem.Precisions {
 				for _, lay := range problem.Layouts {
@@ -96,6 +94,9 @@ func TestSuitesServed(t *testing.T) {
 					for _, c := range cands {
 						if c.Rejected != "" || rendered[c.Family] {
 							continue
+						}
+						if wide && c.Family != "generic" {
+							t.Errorf("%s/%s sm_%d %s: %s kept for a shape that needs 64-bit indices", s.suite, s.name, arch, p, c.Family)
 						}
 						if _, err := kernels.RenderCandidate(p, c); err != nil {
 							t.Errorf("%s/%s sm_%d: render %s: %v", s.suite, s.name, arch, c.ID(), err)
@@ -116,13 +117,7 @@ func TestSuitesServed(t *testing.T) {
 // shapes: each precision and layout appears, and every shape is compiled
 // in some mode under the full sweep (CONVGEN_FULL_SWEEP=1).
 func TestSuitesCompile(t *testing.T) {
-	lib, err := nvrtc.Open()
-	if err != nil {
-		if os.Getenv("CONVGEN_REQUIRE_NVRTC") == "1" {
-			t.Fatalf("NVRTC required (CONVGEN_REQUIRE_NVRTC=1) but unavailable: %v", err)
-		}
-		t.Skipf("NVRTC unavailable: %v", err)
-	}
+	lib := nvrtctest.Open(t)
 	var accepted []suiteShape
 	for _, s := range readSuites(t) {
 		if s.err == nil {
