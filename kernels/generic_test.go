@@ -1,10 +1,8 @@
 package kernels
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -238,19 +236,5 @@ func goldenGeneric(t *testing.T) Kernel {
 }
 
 func TestGenericGoldenSource(t *testing.T) {
-	path := goldenPath("generic", "generic_fp16_nhwc_groups3_m64_n8_r16_x4x2")
-	got := []byte(goldenGeneric(t).Source)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./kernels -run TestGenericGoldenSource -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendered source (-update rewrites it): %s", path, firstDiff(got, want))
-	}
+	checkGolden(t, "TestGenericGoldenSource", goldenPath("generic", "generic_fp16_nhwc_groups3_m64_n8_r16_x4x2"), goldenGeneric(t).Source)
 }

@@ -1,9 +1,7 @@
 package kernels
 
 import (
-	"bytes"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -213,19 +211,5 @@ func goldenIGEMM(t *testing.T) Kernel {
 }
 
 func TestIGEMMGoldenSource(t *testing.T) {
-	path := goldenPath("igemm", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3")
-	got := []byte(goldenIGEMM(t).Source)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./kernels -run TestIGEMMGoldenSource -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendered source (-update rewrites it): %s", path, firstDiff(got, want))
-	}
+	checkGolden(t, "TestIGEMMGoldenSource", goldenPath("igemm", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMM(t).Source)
 }

@@ -601,26 +601,32 @@ func TestGoldenSource(t *testing.T) {
 	slices.Sort(names)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			path := goldenPath(kernels[name].Family, name)
-			got := []byte(kernels[name].Source)
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./kernels -run TestGoldenSource -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the rendered source (go test ./kernels -run TestGoldenSource -update rewrites it): %s",
-					path, firstDiff(got, want))
-			}
+			checkGolden(t, "TestGoldenSource", goldenPath(kernels[name].Family, name), kernels[name].Source)
 		})
+	}
+}
+
+// checkGolden compares src with the golden file at path, or rewrites the
+// file under -update; test names the test that -update must run.
+func checkGolden(t *testing.T, test, path, src string) {
+	t.Helper()
+	got := []byte(src)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./kernels -run %s -update to create it)", err, test)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the rendered source (go test ./kernels -run %s -update rewrites it): %s",
+			path, test, firstDiff(got, want))
 	}
 }
 
