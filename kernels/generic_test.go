@@ -150,26 +150,13 @@ func TestGenericSpaceProperty(t *testing.T) {
 		p := problem.Problem{Shape: s, Precision: problem.Precisions[rng.IntN(len(problem.Precisions))],
 			Layout: problem.Layouts[rng.IntN(len(problem.Layouts))]}
 		for _, lim := range []Limits{DefaultLimits(90), DefaultLimits(80), tight} {
-			space := Generic{}.Space(p, lim)
-			keep := genericKept(p, lim)
+			_, keep, ks := checkSpace(t, Generic{}, p, lim)
 			most = max(most, len(keep))
-			if len(space) == 0 || len(keep) == 0 {
-				t.Fatalf("%s: %d candidates, %d kept", p, len(space), len(keep))
-			}
 			if len(keep) > 60 {
 				t.Errorf("%s: %d kept candidates > 60", p, len(keep))
 			}
-			for _, c := range space {
-				if c.Rejected != "" && !reasonClass.MatchString(c.Rejected) {
-					t.Errorf("%s: rejection %q is not \"class: detail\"", c.ID(), c.Rejected)
-				}
-			}
-			for _, c := range keep {
-				k, err := RenderCandidate(p, c)
-				if err != nil {
-					t.Fatalf("%s %s: %v", p, c.ID(), err)
-				}
-				checkGenericLaunch(t, p, c, k, lim)
+			for i, c := range keep {
+				checkGenericLaunch(t, p, c, ks[i], lim)
 			}
 		}
 	}

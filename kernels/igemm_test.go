@@ -106,21 +106,12 @@ func TestIGEMMSpaceProperty(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for _, lim := range []Limits{DefaultLimits(90), DefaultLimits(80), tight} {
-			space := IGEMM{}.Space(p, lim)
-			keep := igemmKept(p, lim)
-			if len(space) > 40 || len(keep) == 0 {
-				t.Fatalf("%s: %d candidates, %d kept", p, len(space), len(keep))
+			n, keep, ks := checkSpace(t, IGEMM{}, p, lim)
+			if n > 40 {
+				t.Fatalf("%s: %d candidates > 40", p, n)
 			}
-			for _, c := range space {
-				if c.Rejected != "" && !reasonClass.MatchString(c.Rejected) {
-					t.Errorf("%s: rejection %q is not \"class: detail\"", c.ID(), c.Rejected)
-				}
-			}
-			for _, c := range keep {
-				k, err := RenderCandidate(p, c)
-				if err != nil {
-					t.Fatalf("%s %s: %v", p, c.ID(), err)
-				}
+			for i, c := range keep {
+				k := ks[i]
 				threads := k.Block[0] * k.Block[1] * k.Block[2]
 				bm, bn := c.Config["BM"], c.Config["BN"]
 				if threads%32 != 0 || threads > lim.MaxThreadsPerBlock || k.SharedBytes > lim.MaxSharedPerBlock {

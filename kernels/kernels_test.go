@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -183,6 +184,34 @@ func checkCandidates(t *testing.T, p problem.Problem, cands []Candidate, lim Lim
 		}
 		names[k.Name] = id
 	}
+}
+
+// checkSpace checks family f's space for p under lim, as the property
+// tests do: at least one candidate is kept after the soft rules (as
+// Enumerate admits them), every rejection reads "class: detail", and every
+// kept candidate renders. It returns the space's size, the kept candidates
+// and their kernels.
+func checkSpace(t *testing.T, f Family, p problem.Problem, lim Limits) (int, []Candidate, []Kernel) {
+	t.Helper()
+	space := f.Space(p, lim)
+	keep := kept(family.AdmitSoft(f.Space(p, lim)))
+	if len(keep) == 0 {
+		t.Fatalf("%s %s: %d candidates, none kept", f.Name(), p, len(space))
+	}
+	for _, c := range space {
+		if c.Rejected != "" && !reasonClass.MatchString(c.Rejected) {
+			t.Errorf("%s: rejection %q is not \"class: detail\"", c.ID(), c.Rejected)
+		}
+	}
+	ks := make([]Kernel, len(keep))
+	for i, c := range keep {
+		k, err := RenderCandidate(p, c)
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, c.ID(), err)
+		}
+		ks[i] = k
+	}
+	return len(space), keep, ks
 }
 
 // checkCoverage checks, for families with the usual tile knobs, that the
