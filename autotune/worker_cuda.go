@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -183,6 +184,9 @@ func (wk *worker) init(req request) error {
 	return nil
 }
 
+// blocksFor is the grid of a grid-stride checking kernel (fill) over n
+// elements: one 256-thread block per 256 elements, at most 65535 blocks,
+// each thread looping over the rest (tensors of 2^31 elements or more).
 func blocksFor(n int64) int { return int(min((n+255)/256, 65535)) }
 
 // prepare fills fresh inputs from seed and computes the reference output.
@@ -202,7 +206,9 @@ func (wk *worker) prepare(seed uint32) error {
 			return fmt.Errorf("fill: %w", err)
 		}
 	}
-	if err := wk.dev.Launch(wk.ref, [3]int{int((wk.nOut + 255) / 256), 1, 1}, [3]int{256, 1, 1}, 0,
+	// The reference loops over the grid too: its x dimension stays within
+	// CUDA's 2^31−1 blocks for any output.
+	if err := wk.dev.Launch(wk.ref, [3]int{kernels.ReferenceBlocks(wk.nOut), 1, 1}, [3]int{256, 1, 1}, 0,
 		uint64(wk.refOut), uint64(wk.in), uint64(wk.filter), uint64(wk.bias)); err != nil {
 		return fmt.Errorf("reference: %w", err)
 	}

@@ -16,9 +16,10 @@ import (
 // ReferenceName is the reference kernel's function name.
 const ReferenceName = "convgen_reference"
 
-// Reference renders the naive reference kernel: one thread per output, double
-// accumulation, output written as float64 in the problem's output layout.
-// It launches with 256 threads per block and no shared memory.
+// Reference renders the naive reference kernel: one thread per output (per
+// step of a grid-stride loop), double accumulation, output written as
+// float64 in the problem's output layout. It launches with 256 threads per
+// block, ReferenceBlocks blocks and no shared memory.
 func Reference(p problem.Problem) (Kernel, error) {
 	data := struct {
 		family.ShapeData
@@ -34,8 +35,15 @@ func Reference(p problem.Problem) (Kernel, error) {
 		Config: Config{},
 		Name:   ReferenceName,
 		Source: src,
-		Launch: Launch{Grid: [3]int{(outputs + 255) / 256, 1, 1}, Block: [3]int{256, 1, 1}},
+		Launch: Launch{Grid: [3]int{ReferenceBlocks(int64(outputs)), 1, 1}, Block: [3]int{256, 1, 1}},
 	}, nil
+}
+
+// ReferenceBlocks is the reference kernel's grid for outputs elements: one
+// 256-thread block per 256 outputs, capped at CUDA's 2^31−1 blocks along x
+// (the kernel's grid-stride loop covers the rest).
+func ReferenceBlocks(outputs int64) int {
+	return int(min((outputs+255)/256, 1<<31-1))
 }
 
 // referenceTemplate holds the checking kernels.

@@ -25,8 +25,17 @@ type Shape struct {
 }
 
 // maxIndex is the largest element count a kernel may index with 32-bit int
-// arithmetic.
+// arithmetic; larger tensors need 64-bit offsets (Shape.Needs64BitIndex).
 const maxIndex = math.MaxInt32
+
+// maxDim bounds every single size, stride, pad and dilation (2^29−1), so
+// that a coordinate such as p*stride_h-pad_h+r*dilation_h stays exact in a
+// 32-bit int even where the offsets it feeds are 64-bit.
+const maxDim = maxIndex / 4
+
+// maxElems bounds the element count of each tensor (2^40, 4 TiB of fp32):
+// every index and byte count stays exact in int64, far from its limits.
+const maxElems = 1 << 40
 
 // keys lists every key Parse accepts, in canonical order.
 var shapeKeys = []string{"n", "c", "h", "w", "k", "r", "s",
@@ -181,8 +190,8 @@ func (s Shape) Validate() error {
 	}{{"N", s.N}, {"C", s.C}, {"H", s.H}, {"W", s.W}, {"K", s.K}, {"R", s.R}, {"S", s.S},
 		{"stride_h", s.StrideH}, {"stride_w", s.StrideW}, {"pad_h", s.PadH}, {"pad_w", s.PadW},
 		{"dilation_h", s.DilationH}, {"dilation_w", s.DilationW}, {"groups", s.Groups}} {
-		if f.v > maxIndex/4 {
-			return fmt.Errorf("shape: %s=%d is too large: 32-bit kernel indices would overflow", f.name, f.v)
+		if f.v > maxDim {
+			return fmt.Errorf("shape: %s=%d is too large: each size, stride, pad and dilation is at most %d (2^29-1)", f.name, f.v, maxDim)
 		}
 	}
 	if s.C%s.Groups != 0 {
@@ -201,26 +210,54 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("shape: output width Q=floor((W+2*pad_w-dilation_w*(S-1)-1)/stride_w)+1 must be at least 1, which needs W+2*pad_w >= dilation_w*(S-1)+1, but %d+2*%d=%d < %d*(%d-1)+1=%d (filter wider than the padded input)",
 			s.W, s.PadW, have, s.DilationW, s.S, need)
 	}
-	for _, f := range []struct {
-		name  string
-		elems []int
-	}{{"input N*C*H*W", []int{s.N, s.C, s.H, s.W}},
-		{"output N*K*P*Q", []int{s.N, s.K, s.P(), s.Q()}},
-		{"filter K*C*R*S", []int{s.K, s.C / s.Groups, s.R, s.S}},
-		{"padded input rows N*C*(H+2*pad_h)", []int{s.N, s.C, s.H + 2*s.PadH}}} {
-		if product(f.elems) > maxIndex {
-			return fmt.Errorf("shape: %s has more than %d elements: 32-bit kernel indices would overflow", f.name, maxIndex)
+	for _, m := range s.measures() {
+		if m.elems > maxElems {
+			return fmt.Errorf("shape: %s has more than %d (2^40) elements, the most convgen serves", m.name, maxElems)
 		}
 	}
 	return nil
 }
 
-// product multiplies, saturating above maxIndex so that it cannot overflow.
-func product(xs []int) int {
+// measure is one element count Validate bounds.
+type measure struct {
+	name  string
+	elems int // saturated above maxElems
+}
+
+// measures are the tensors' element counts and the padded input's rows,
+// each saturated above maxElems. Callers bound every value by maxDim first.
+func (s Shape) measures() []measure {
+	return []measure{
+		{"input N*C*H*W", product(s.N, s.C, s.H, s.W)},
+		{"output N*K*P*Q", product(s.N, s.K, s.P(), s.Q())},
+		{"filter K*C*R*S", product(s.K, s.C/s.Groups, s.R, s.S)},
+		{"padded input rows N*C*(H+2*pad_h)", product(s.N, s.C, s.H+2*s.PadH)},
+	}
+}
+
+// Needs64BitIndex says whether a kernel must compute offsets in 64 bits for
+// s: the input, filter or output, or the padded input's rows
+// N*C*(H+2*pad_h), has more than 2^31−1 elements. Only the generic family
+// serves such shapes. It is meaningful for shapes that pass Validate.
+func (s Shape) Needs64BitIndex() bool {
+	for _, m := range s.measures() {
+		if m.elems > maxIndex {
+			return true
+		}
+	}
+	return false
+}
+
+// product multiplies non-negative factors, saturating above maxElems so that
+// it cannot overflow; a negative factor saturates too.
+func product(xs ...int) int {
 	p := 1
 	for _, x := range xs {
-		if p > maxIndex || x > maxIndex || p*x > maxIndex {
-			return maxIndex + 1
+		if x == 0 {
+			return 0
+		}
+		if x < 0 || p > maxElems || x > maxElems/p {
+			return maxElems + 1
 		}
 		p *= x
 	}

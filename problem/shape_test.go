@@ -219,10 +219,12 @@ func TestParseShapeErrors(t *testing.T) {
 		{"stride with stride_h", base + ",stride=2,stride_h=1", []string{"stride", "stride_h", "both"}},
 		{"pad with pad_w", base + ",pad_w=1,pad=1", []string{"pad", "pad_w", "both"}},
 		{"dilation with dilation_w", base + ",dilation=1,dilation_w=1", []string{"dilation", "dilation_w", "both"}},
-		{"input index overflow", "N=100000,C=100,H=100,W=100,K=1,R=1,S=1", []string{"input", "overflow"}},
-		{"output index overflow", "N=100000,C=1,H=100,W=100,K=100,R=1,S=1", []string{"output", "overflow"}},
-		{"filter index overflow", "N=1,C=100000,H=1,W=1,K=100000,R=1,S=1", []string{"filter", "overflow"}},
-		{"huge size saturates", "N=9223372036854775807,C=9223372036854775807,H=1,W=1,K=1,R=1,S=1", []string{"overflow"}},
+		{"input over 2^40", "N=1000000,C=1000,H=1000,W=2,K=1,R=1,S=1", []string{"input", "1099511627776 (2^40)"}},
+		{"output over 2^40", "N=1000000,C=1,H=1000,W=1000,K=2000,R=1,S=1", []string{"output", "2^40"}},
+		{"filter over 2^40", "N=1,C=2000000,H=1,W=1,K=1000000,R=1,S=1", []string{"filter", "2^40"}},
+		{"padded rows over 2^40", "N=100000,C=100000,H=1,W=1,K=1,R=1,S=1,pad_h=100000,pad_w=0", []string{"padded input rows", "2^40"}},
+		{"dimension over 2^29-1", "N=536870912,C=1,H=1,W=1,K=1,R=1,S=1", []string{"N=536870912", "at most 536870911"}},
+		{"huge size saturates", "N=9223372036854775807,C=9223372036854775807,H=1,W=1,K=1,R=1,S=1", []string{"N=", "too large"}},
 		{"bad bias", base + ",bias=maybe", []string{"bias", `"maybe"`}},
 		{"empty bias", base + ",bias=", []string{"bias"}},
 	}
@@ -258,7 +260,8 @@ func TestValidate(t *testing.T) {
 		{"groups", func(s *Shape) { s.Groups = 2 }, "divisible"},
 		{"filter too tall", func(s *Shape) { s.R = 300 }, "P="},
 		{"filter too wide", func(s *Shape) { s.S = 300 }, "Q="},
-		{"overflow", func(s *Shape) { s.N = 1 << 20 }, "overflow"},
+		{"over 2^40 elements", func(s *Shape) { s.N = 1 << 28 }, "2^40"},
+		{"dimension over 2^29-1", func(s *Shape) { s.PadW = 1 << 29 }, "pad_w="},
 	}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("flagship: %v", err)
@@ -365,5 +368,60 @@ func TestProblemString(t *testing.T) {
 	want := "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true precision=3xtf32 layout=nhwc"
 	if got := p.String(); got != want {
 		t.Errorf("Problem.String() = %q\nwant                %q", got, want)
+	}
+}
+
+// kb87 is KernelBench's kb87-pointwise: an output of exactly 2^31 elements.
+const kb87 = "N=16,C=64,H=1024,W=1024,K=128,R=1,S=1,bias=false"
+
+func TestLargeTensorsAccepted(t *testing.T) {
+	s, err := ParseShape(kb87)
+	if err != nil {
+		t.Fatalf("ParseShape(kb87): %v", err)
+	}
+	if _, _, _, out := s.Elements(); out != 1<<31 {
+		t.Errorf("kb87 output = %d elements, want 2^31", out)
+	}
+	if !s.Needs64BitIndex() {
+		t.Errorf("kb87 (2^31 outputs).Needs64BitIndex() = false, want true")
+	}
+	// The largest tensors served: 2^40 elements each.
+	top := Shape{N: 1 << 20, C: 1, H: 1 << 10, W: 1 << 10, K: 1, R: 1, S: 1, StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1, Groups: 1}
+	if err := top.Validate(); err != nil {
+		t.Errorf("2^40-element input: %v", err)
+	}
+	top.W++
+	if err := top.Validate(); err == nil || !strings.Contains(err.Error(), "2^40") {
+		t.Errorf("2^40+2^30-element input: Validate = %v, want an error naming the 2^40 limit", err)
+	}
+}
+
+func TestNeeds64BitIndex(t *testing.T) {
+	tests := []struct {
+		spec string
+		want bool
+	}{
+		{flagship, false},
+		// 2^31-1 is prime: products just below and just above it.
+		{"N=1,C=1,H=46340,W=46340,K=1,R=1,S=1", false},                 // 2147395600 everywhere
+		{"N=1,C=1,H=46341,W=46341,K=1,R=1,S=1", true},                  // input and output 2147488281
+		{"N=1,C=2,H=32768,W=32768,K=1,R=1,S=1,stride=2", true},         // input 2^31, output 2^28
+		{"N=1,C=1,H=32768,W=65535,K=1,R=1,S=1", false},                 // input and output 2^31-2^15
+		{"N=1,C=1,H=32768,W=32768,K=2,R=1,S=1", true},                  // output 2^31 only
+		{"N=1,C=32768,H=1,W=1,K=65536,R=1,S=1", true},                  // filter 2^31 only
+		{"N=1,C=32768,H=1,W=1,K=65535,R=1,S=1", false},                 // filter 2^31-2^15
+		{"N=1,C=2,H=1,W=1,K=1,R=1,S=1,pad_h=536870911,pad_w=0", false}, // padded rows 2*(2^30-1) = 2^31-2 only
+		{"N=1,C=3,H=1,W=1,K=1,R=1,S=1,pad_h=536870911,pad_w=0", true},  // padded rows 3*(2^30-1) only
+	}
+	for _, tt := range tests {
+		s, err := ParseShape(tt.spec)
+		if err != nil {
+			t.Errorf("ParseShape(%q): %v", tt.spec, err)
+			continue
+		}
+		if got := s.Needs64BitIndex(); got != tt.want {
+			in, f, _, out := s.Elements()
+			t.Errorf("%s (input %d, filter %d, output %d).Needs64BitIndex() = %t, want %t", tt.spec, in, f, out, got, tt.want)
+		}
 	}
 }

@@ -40,6 +40,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("direct", p.Shape); err != nil {
 		return err
 	}
+	if err := family.Index32("direct", p.Shape); err != nil {
+		return err
+	}
 	if p.Precision != problem.FP32 {
 		return fmt.Errorf("direct serves only fp32, not %s", p.Precision)
 	}

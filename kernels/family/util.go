@@ -74,6 +74,16 @@ func OneGroup(family string, s problem.Shape) error {
 	return nil
 }
 
+// Index32 is the specialised families' refusal of shapes that need 64-bit
+// offsets (problem.Shape.Needs64BitIndex): their kernels index with 32-bit
+// integers.
+func Index32(family string, s problem.Shape) error {
+	if s.Needs64BitIndex() {
+		return fmt.Errorf("%s indexes with 32-bit integers; generic serves tensors of 2^31 elements or more", family)
+	}
+	return nil
+}
+
 // HalfIO says whether p's tensors are 2-byte (fp16, bf16).
 func HalfIO(p problem.Problem) bool {
 	return p.Precision == problem.FP16 || p.Precision == problem.BF16

@@ -31,6 +31,12 @@ var templateFS embed.FS
 //   - TileN: output channels (of one group) per block tile;
 //   - TileR: reduction taps staged in shared memory per step;
 //   - ThreadM, ThreadN: the register tile of one thread (pixels × channels).
+//
+// Problems that need 64-bit offsets (problem.Shape.Needs64BitIndex: a
+// tensor of 2^31 elements or more) render the 64-bit path: pixel, tap and
+// element offsets in long long, and a grid folded into y where it has more
+// than 2^31−1 blocks. Other problems render the 32-bit path, whose source
+// is unchanged by the 64-bit one.
 type Family struct{}
 
 // Name implements family.Family.
@@ -72,6 +78,7 @@ type genericGeometry struct {
 	CG, KG, KRed                 int // channels and output channels per group, reduction length
 	M                            int // output pixels N·P·Q
 	TilesM, TilesN, Grid         int
+	GridX, GridY                 int // Grid folded into CUDA's limits (foldGrid)
 	ThreadsM, ThreadsN, Threads  int // threads along M and N
 	APitch, BPitch, SharedBytes  int
 	ALoads, BLoads, Registers    int // loads per thread per step, a rough register estimate
@@ -108,7 +115,25 @@ func genericGeom(p problem.Problem, c genericKnobs) genericGeometry {
 	g.Registers = g.Accumulators + c.ThreadM + c.ThreadN + 32
 	g.WasteM = g.TilesM*tm - g.M
 	g.WasteN = g.TilesN*tn - g.KG
+	g.GridX, g.GridY = foldGrid(g.Grid)
 	return g
+}
+
+// maxGridX and maxGridY are CUDA's limits on a grid's x and y dimensions.
+const (
+	maxGridX = 1<<31 - 1
+	maxGridY = 65535
+)
+
+// foldGrid lays out blocks blocks as x × y, y as small as the x limit
+// allows: x·y ≥ blocks, the blocks past it return at once (the 64-bit path
+// only; the 32-bit path's grids are below 2^31 blocks and have y = 1).
+func foldGrid(blocks int) (x, y int) {
+	if blocks <= maxGridX {
+		return blocks, 1
+	}
+	y = family.CeilDiv(blocks, maxGridX)
+	return family.CeilDiv(blocks, y), y
 }
 
 // genericTileNs are the channel tiles offered for kg output channels per
@@ -192,6 +217,8 @@ func (Family) reject(p problem.Problem, c genericKnobs, lim family.Limits) famil
 	g := genericGeom(p, c)
 	tm, tn := c.TileM, c.TileN
 	switch {
+	case g.GridY > maxGridY:
+		return family.Hard("grid", "%d blocks > %d×%d", g.Grid, maxGridX, maxGridY)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
@@ -237,16 +264,36 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	case problem.TF32, problem.TF32x3:
 		prec = fmt.Sprintf("FP32 data computed in strict FP32 (FFMA), more accurate than %s needs", p.Precision)
 	}
+	if g.GridY > maxGridY {
+		return family.Kernel{}, fmt.Errorf("generic: config %s: %d blocks exceed CUDA's grid (%d×%d)", cfg, g.Grid, maxGridX, maxGridY)
+	}
 	data := struct {
 		family.ShapeData
 		genericGeometry
 		genericKnobs
+		genericIndex
 		Name, Config, Elem, PrecisionDoc string
-	}{family.NewShapeData(p), g, k, name, cfg.String(), elem, prec}
+	}{family.NewShapeData(p), g, k, newGenericIndex(p.Shape.Needs64BitIndex()), name, cfg.String(), elem, prec}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: family.Launch{Grid: [3]int{g.Grid, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: family.Launch{Grid: [3]int{g.GridX, g.GridY, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}
+
+// genericIndex is how the template spells its offsets: Idx is the type of
+// pixel, tap and element offsets, Cast widens an int product before it can
+// overflow, Block is the block's index. The 32-bit path spells them "int",
+// "" and "blockIdx.x", so that its source reads as before the 64-bit path.
+type genericIndex struct {
+	Index64          bool
+	Idx, Cast, Block string
+}
+
+func newGenericIndex(wide bool) genericIndex {
+	if wide {
+		return genericIndex{Index64: true, Idx: "idx_t", Cast: "(idx_t)", Block: "block"}
+	}
+	return genericIndex{Idx: "int", Block: "blockIdx.x"}
 }

@@ -54,6 +54,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("igemm", p.Shape); err != nil {
 		return err
 	}
+	if err := family.Index32("igemm", p.Shape); err != nil {
+		return err
+	}
 	switch p.Precision {
 	case problem.FP16, problem.BF16, problem.TF32, problem.TF32x3:
 	default:

@@ -43,6 +43,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("mma", p.Shape); err != nil {
 		return err
 	}
+	if err := family.Index32("mma", p.Shape); err != nil {
+		return err
+	}
 	if p.Precision != problem.TF32 && p.Precision != problem.TF32x3 {
 		return fmt.Errorf("mma serves tf32 and 3xtf32, not %s", p.Precision)
 	}

@@ -37,6 +37,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("mmahalf", p.Shape); err != nil {
 		return err
 	}
+	if err := family.Index32("mmahalf", p.Shape); err != nil {
+		return err
+	}
 	if p.Precision != problem.FP16 && p.Precision != problem.BF16 {
 		return fmt.Errorf("mmahalf serves fp16 and bf16, not %s", p.Precision)
 	}

@@ -86,6 +86,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("wgmma", s); err != nil {
 		return err
 	}
+	if err := family.Index32("wgmma", s); err != nil {
+		return err
+	}
 	switch {
 	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3 && !family.HalfIO(p):
 		return fmt.Errorf("wgmma serves tf32, 3xtf32, fp16 and bf16, not %s", p.Precision)

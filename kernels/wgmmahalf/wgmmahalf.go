@@ -56,6 +56,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("wgmmahalf", s); err != nil {
 		return err
 	}
+	if err := family.Index32("wgmmahalf", s); err != nil {
+		return err
+	}
 	pix := pixElems(p)
 	switch {
 	case !family.HalfIO(p):

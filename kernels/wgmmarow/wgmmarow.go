@@ -65,6 +65,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("wgmmarow", s); err != nil {
 		return err
 	}
+	if err := family.Index32("wgmmarow", s); err != nil {
+		return err
+	}
 	switch {
 	case p.Precision != problem.TF32:
 		return fmt.Errorf("wgmmarow serves tf32 only, not %s", p.Precision)

@@ -50,6 +50,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("winograd", s); err != nil {
 		return err
 	}
+	if err := family.Index32("winograd", s); err != nil {
+		return err
+	}
 	switch {
 	case p.Precision != problem.FP32:
 		return fmt.Errorf("winograd serves only fp32, not %s", p.Precision)
