@@ -16,9 +16,13 @@ import (
 // convgen_doc.go, convgen_kernel.go, convgen_kernel.ptx, ...
 const FilesPrefix = "convgen_"
 
-// intoLock is the lock file WriteInto takes inside the directory; it
-// matches the git-ignore pattern `.*.convgen-*`.
-const intoLock = ".files.convgen-lock"
+// intoLock is the lock file WriteInto takes inside the directory, and
+// intoPending the manifest of the files a run is writing, until its
+// ManifestFile lists them; both match the git-ignore pattern `.*.convgen-*`.
+const (
+	intoLock    = ".files.convgen-lock"
+	intoPending = ".files.convgen-pending"
+)
 
 // WriteInto writes files into dir, a directory that also holds files that
 // are not convgen's (the user's package), file by file, each atomically
@@ -29,6 +33,11 @@ const intoLock = ".files.convgen-lock"
 // when unchanged. Otherwise it refuses with a *ForeignError naming them,
 // before writing anything; the user's other files are never touched.
 // Writers of one dir are serialised by an flock on a lock file inside it.
+//
+// Before it replaces a file it lists the new files in a pending manifest
+// beside ManifestFile, which it removes once ManifestFile lists them, so
+// that a run killed in between leaves only files the next run owns: a
+// file counts as unchanged when it matches either manifest.
 func WriteInto(dir, prefix string, files map[string][]byte) error {
 	wrap := func(err error) error { return fmt.Errorf("gen: write into %s: %w", dir, err) }
 	names, err := intoNames(prefix, files)
@@ -56,7 +65,7 @@ func WriteInto(dir, prefix string, files map[string][]byte) error {
 		}
 	}
 	var stale []string
-	for name := range old.sums {
+	for name := range old.names() {
 		if _, kept := files[name]; !kept {
 			if why, bad := old.foreign(dir, name); bad && why != NotWritten {
 				foreign = append(foreign, Foreign{name, why})
@@ -69,18 +78,27 @@ func WriteInto(dir, prefix string, files map[string][]byte) error {
 		slices.SortFunc(foreign, func(a, b Foreign) int { return strings.Compare(a.Name, b.Name) })
 		return wrap(&ForeignError{Manifest: old.sums != nil, Entries: foreign})
 	}
+	// The pending manifest vouches for the new files until the manifest
+	// does; stale files go before the manifest stops listing them.
+	manifest := makeManifest(names, files)
+	if err := replaceFile(dir, intoPending, manifest); err != nil {
+		return wrap(err)
+	}
 	for _, name := range names {
 		if err := replaceFile(dir, name, files[name]); err != nil {
 			return wrap(err)
 		}
 	}
-	if err := replaceFile(dir, ManifestFile, makeManifest(names, files)); err != nil {
-		return wrap(err)
-	}
 	for _, name := range stale {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return wrap(err)
 		}
+	}
+	if err := replaceFile(dir, ManifestFile, manifest); err != nil {
+		return wrap(err)
+	}
+	if err := os.Remove(filepath.Join(dir, intoPending)); err != nil {
+		return wrap(err)
 	}
 	return nil
 }
@@ -135,40 +153,69 @@ func intoNames(prefix string, files map[string][]byte) ([]string, error) {
 	return names, nil
 }
 
-// owned is what a directory's ManifestFile says convgen wrote there.
+// owned is what a directory's ManifestFile, and the pending manifest of
+// a run killed before it replaced the ManifestFile, say convgen wrote
+// there.
 type owned struct {
-	sums map[string][sha256.Size]byte // nil without a manifest
+	sums    map[string][sha256.Size]byte // nil without a manifest
+	pending map[string][sha256.Size]byte // nil without a pending manifest
 }
 
-// ownedFiles reads dir's ManifestFile; every name listed must start with
-// prefix (a manifest of a whole package directory is no manifest of files
-// among the user's).
-func ownedFiles(dir, prefix string) (owned, error) {
-	path := filepath.Join(dir, ManifestFile)
-	info, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return owned{}, nil
+// names are the files either manifest lists.
+func (o owned) names() map[string]bool {
+	out := map[string]bool{}
+	for name := range o.sums {
+		out[name] = true
 	}
+	for name := range o.pending {
+		out[name] = true
+	}
+	return out
+}
+
+// ownedFiles reads dir's ManifestFile and pending manifest; every name
+// listed must start with prefix (a manifest of a whole package directory
+// is no manifest of files among the user's).
+func ownedFiles(dir, prefix string) (owned, error) {
+	sums, err := readIntoManifest(dir, ManifestFile, prefix)
 	if err != nil {
 		return owned{}, err
 	}
+	pending, err := readIntoManifest(dir, intoPending, prefix)
+	if err != nil {
+		return owned{}, err
+	}
+	return owned{sums, pending}, nil
+}
+
+// readIntoManifest reads the manifest dir/name for ownedFiles; nil when
+// there is none.
+func readIntoManifest(dir, name, prefix string) (map[string][sha256.Size]byte, error) {
+	path := filepath.Join(dir, name)
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	if !info.Mode().IsRegular() {
-		return owned{}, fmt.Errorf("its %s is not a regular file", ManifestFile)
+		return nil, fmt.Errorf("its %s is not a regular file", name)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return owned{}, err
+		return nil, err
 	}
 	sums, err := parseManifest(data)
 	if err != nil {
-		return owned{}, fmt.Errorf("its %s is damaged: %w", ManifestFile, err)
+		return nil, fmt.Errorf("its %s is damaged: %w", name, err)
 	}
-	for name := range sums {
-		if !strings.HasPrefix(name, prefix) {
-			return owned{}, fmt.Errorf("its %s lists %q, which does not start with %q: it is the manifest of a whole generated package, not of convgen's files among the package's own", ManifestFile, name, prefix)
+	for listed := range sums {
+		if !strings.HasPrefix(listed, prefix) {
+			return nil, fmt.Errorf("its %s lists %q, which does not start with %q: it is the manifest of a whole generated package, not of convgen's files among the package's own", name, listed, prefix)
 		}
 	}
-	return owned{sums}, nil
+	return sums, nil
 }
 
 // foreign says whether the file name in dir may not be replaced, and
@@ -184,10 +231,11 @@ func (o owned) foreign(dir, name string) (Reason, bool) {
 		return NotRegular, true
 	}
 	want, listed := o.sums[name]
-	if !listed {
+	wantPending, listedPending := o.pending[name]
+	if !listed && !listedPending {
 		return NotWritten, true
 	}
-	if got, err := fileSum(path); err != nil || got != want {
+	if got, err := fileSum(path); err != nil || !(listed && got == want || listedPending && got == wantPending) {
 		return Changed, true
 	}
 	return 0, false

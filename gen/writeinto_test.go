@@ -65,3 +65,41 @@ func TestWriteIntoPackageManifest(t *testing.T) {
 		t.Error("WriteInto accepted a generated package's directory")
 	}
 }
+
+// TestWriteIntoAfterKilledRun: a run killed after it replaced some of its
+// files but before its ManifestFile listed them leaves its pending
+// manifest; the next run owns those files (and removes the ones it no
+// longer writes) instead of refusing them as changed, and still refuses a
+// user's file.
+func TestWriteIntoAfterKilledRun(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "main.go"), "package main\n")
+	first := map[string][]byte{"convgen_doc.go": []byte("one\n"), "convgen_kernel_sm_90.cubin": []byte("cubin")}
+	if err := WriteInto(dir, FilesPrefix, first); err != nil {
+		t.Fatal(err)
+	}
+	// The killed run: its pending manifest, convgen_doc.go replaced, its
+	// new convgen_kernel_sm_80.cubin written, the old manifest in place.
+	second := map[string][]byte{"convgen_doc.go": []byte("two\n"), "convgen_kernel_sm_80.cubin": []byte("other")}
+	mustWrite(t, filepath.Join(dir, intoPending), string(withManifest(second)[ManifestFile]))
+	mustWrite(t, filepath.Join(dir, "convgen_doc.go"), "two\n")
+	mustWrite(t, filepath.Join(dir, "convgen_kernel_sm_80.cubin"), "other")
+
+	if err := CheckInto(dir, FilesPrefix); err != nil {
+		t.Errorf("CheckInto after a killed run: %v", err)
+	}
+	mustWrite(t, filepath.Join(dir, "convgen_mine.go"), "mine")
+	var fe *ForeignError
+	if err := WriteInto(dir, FilesPrefix, map[string][]byte{"convgen_doc.go": []byte("x"), "convgen_mine.go": nil}); !errors.As(err, &fe) {
+		t.Errorf("WriteInto over a user's convgen_mine.go after a killed run: %v, want a *ForeignError", err)
+	}
+	os.Remove(filepath.Join(dir, "convgen_mine.go"))
+
+	third := map[string][]byte{"convgen_doc.go": []byte("three\n")}
+	if err := WriteInto(dir, FilesPrefix, third); err != nil {
+		t.Fatalf("WriteInto after a killed run: %v", err)
+	}
+	want := withManifest(third)
+	want["main.go"] = []byte("package main\n")
+	dirHolds(t, dir, want)
+}
