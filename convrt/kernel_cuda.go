@@ -182,7 +182,8 @@ func (k *Kernel) Info() Info {
 // Close unloads the kernel's module; the context it was loaded in must be
 // current on the calling thread. It waits for Forward calls in progress,
 // not for the launches they enqueued: synchronize the streams first.
-// Closing twice does nothing.
+// Closing twice does nothing. If unloading fails (say, another context is
+// current), the kernel stays open and Close may be called again.
 func (k *Kernel) Close() error {
 	if k == nil {
 		return nil
@@ -192,11 +193,10 @@ func (k *Kernel) Close() error {
 	if !k.open {
 		return nil
 	}
-	k.open = false
-	mod := k.mod
-	k.mod, k.fn = cu.Module{}, cu.Function{}
-	if err := mod.Unload(); err != nil {
+	if err := k.mod.Unload(); err != nil {
 		return fmt.Errorf("%s: close: unload module: %w", k.info.Package, err)
 	}
+	k.open = false
+	k.mod, k.fn = cu.Module{}, cu.Function{}
 	return nil
 }
