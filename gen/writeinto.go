@@ -53,6 +53,10 @@ func WriteInto(dir, prefix string, files map[string][]byte) error {
 	}
 	if err == nil {
 		defer unlock()
+		// Holding the lock, no running writer owns a temporary file here.
+		if err := removeIntoTemps(dir, prefix); err != nil {
+			return wrap(err)
+		}
 	}
 	old, err := ownedFiles(dir, prefix)
 	if err != nil {
@@ -241,10 +245,43 @@ func (o owned) foreign(dir, name string) (Reason, bool) {
 	return 0, false
 }
 
+// removeIntoTemps removes the temporary files of replaceFile that killed
+// runs left in dir: .NAME.convgen-new-DIGITS, for a NAME that starts with
+// prefix or is ManifestFile or intoPending.
+func removeIntoTemps(dir, prefix string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), ".")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		i := strings.LastIndex(rest, tempInfix)
+		if i < 0 {
+			continue
+		}
+		name, tail := rest[:i], rest[i+len(tempInfix):]
+		if tail == "" || strings.ContainsFunc(tail, func(r rune) bool { return r < '0' || r > '9' }) ||
+			!(strings.HasPrefix(name, prefix) || name == ManifestFile || name == intoPending) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s, left by an interrupted run: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// tempInfix comes between the name of the file replaceFile replaces and
+// os.CreateTemp's random number in the temporary file's name.
+const tempInfix = ".convgen-new-"
+
 // replaceFile writes data to dir/name atomically: a temporary file beside
 // it, flushed, then renamed over it.
 func replaceFile(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".convgen-new-*")
+	f, err := os.CreateTemp(dir, "."+name+tempInfix+"*")
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -101,5 +102,26 @@ func TestWriteIntoAfterKilledRun(t *testing.T) {
 	}
 	want := withManifest(third)
 	want["main.go"] = []byte("package main\n")
+	dirHolds(t, dir, want)
+}
+
+// TestWriteIntoRemovesKilledRunsTemps: the temporary files a killed run
+// left beside convgen's files go with the next run; files of other names
+// stay.
+func TestWriteIntoRemovesKilledRunsTemps(t *testing.T) {
+	dir := t.TempDir()
+	left := []string{".convgen_doc.go.convgen-new-12345", "..convgen-manifest.convgen-new-9", "..files.convgen-pending.convgen-new-77"}
+	kept := []string{".mine.go.convgen-new-1", ".convgen_doc.go.convgen-new-abc"}
+	for _, name := range append(slices.Clone(left), kept...) {
+		mustWrite(t, filepath.Join(dir, name), "x")
+	}
+	files := map[string][]byte{"convgen_doc.go": []byte("one\n")}
+	if err := WriteInto(dir, FilesPrefix, files); err != nil {
+		t.Fatal(err)
+	}
+	want := withManifest(files)
+	for _, name := range kept {
+		want[name] = []byte("x")
+	}
 	dirHolds(t, dir, want)
 }
