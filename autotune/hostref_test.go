@@ -171,3 +171,42 @@ func TestHostOutputGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestHostOutputBeyond32Bits: hostOutput reads the right input elements
+// where their offsets pass 2^32 (an input of 3·2^31 elements): the last
+// output of the last image and channel, in both layouts.
+func TestHostOutputBeyond32Bits(t *testing.T) {
+	shape, err := problem.ParseShape("N=2,C=3,H=32768,W=32768,K=2,R=1,S=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !shape.Needs64BitIndex() {
+		t.Fatal("the shape does not need 64-bit offsets")
+	}
+	const H, W, C, K = 32768, 32768, 3, 2
+	in, f, b := seeds(5)
+	for _, lay := range problem.Layouts {
+		p := problem.Problem{Shape: shape, Precision: problem.FP32, Layout: lay}
+		n, k, h, w := int64(1), int64(1), int64(H-1), int64(W-1)
+		var out int64
+		if lay == problem.NHWC {
+			out = ((n*H+h)*W+w)*K + k
+		} else {
+			out = ((n*K+k)*H+h)*W + w
+		}
+		want := hostValue(k, b, true)
+		for c := int64(0); c < C; c++ {
+			xi := ((n*C+c)*H+h)*W + w
+			if lay == problem.NHWC {
+				xi = ((n*H+h)*W+w)*C + c
+			}
+			if c == C-1 && xi < 1<<32 {
+				t.Fatalf("%s: input offset %d below 2^32, the test checks nothing", lay, xi)
+			}
+			want += hostValue(xi, in, false) * hostValue(k*C+c, f, true)
+		}
+		if got := hostOutput(p, 5, out); got != want {
+			t.Errorf("%s: hostOutput(%d) = %v, want %v", lay, out, got, want)
+		}
+	}
+}

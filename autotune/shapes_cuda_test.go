@@ -143,3 +143,48 @@ func pinsCovering(kept []kernels.Candidate) []string {
 	}
 	return pins
 }
+
+// TestLargeIndexShape tunes KernelBench's kb87-pointwise, whose output has
+// exactly 2^31 elements (one more than 32-bit offsets reach), in fp32 NCHW
+// and fp16 NHWC: only generic's 64-bit path serves it, and two of its
+// configurations must pass the float64 checks (the reference, fill, compare
+// and gather kernels at 2^31 elements). About 28 GB of device memory in fp32
+// (4 GiB input, 8 GiB output, 16 GiB float64 reference).
+func TestLargeIndexShape(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	shape, err := problem.ParseShape("N=16,C=64,H=1024,W=1024,K=128,R=1,S=1,bias=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []problem.Problem{{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW},
+		{Shape: shape, Precision: problem.FP16, Layout: problem.NHWC}} {
+		t.Run(p.String(), func(t *testing.T) {
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []kernels.Candidate
+			for _, c := range cands {
+				if c.Family != "generic" {
+					t.Errorf("%s candidate %s for a 2^31-element output", c.Family, c.ID())
+				}
+				if c.Rejected == "" {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) == 0 {
+				t.Fatal("no kept candidate")
+			}
+			pins := []string{kept[0].ID(), kept[len(kept)-1].ID()}
+			res, err := Tune(context.Background(), lib, Options{Problem: p,
+				Worker: worker, Only: pins, Trials: 0, Runs: 3, Seed: 5, Timeout: 120 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if passed := checkTrials(t, p, res.Trials); passed == 0 || res.Winner == nil {
+				t.Fatalf("%d of %d trials passed, winner %v", passed, len(res.Trials), res.Winner)
+			}
+			t.Logf("winner %s: %.3f ms, error %.2e", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError)
+		})
+	}
+}
