@@ -214,11 +214,12 @@ func newSpec(b Binding) (*spec, error) {
 	if b.Untuned {
 		return untunedSpec(b, sh, elem)
 	}
-	cc, ok := parseArch(b.Arch)
-	if !ok {
+	arch, err := launch.ParseArch(b.Arch)
+	if err != nil || arch.Virtual {
 		return nil, fmt.Errorf("gen: arch %q: must look like sm_90 or sm_90a", b.Arch)
 	}
-	if launch.MustParseArch(b.Arch).Specific() { // parsed just above
+	cc := arch.CC
+	if arch.Specific() {
 		// PTX for an architecture-specific target (compute_90a) runs on
 		// no other GPU than the CUBIN does: embed none.
 		b.PTX = ""
