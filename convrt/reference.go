@@ -2,6 +2,7 @@ package convrt
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/convgen/convgen/problem"
 )
@@ -39,6 +40,12 @@ func FP16Codec() Codec[uint16] {
 func BF16Codec() Codec[uint16] {
 	return Codec[uint16]{Encode: BF16FromFloat32, Decode: BF16ToFloat64, NaNBits: BF16NaN}
 }
+
+// InputAt, FilterAt and OutputAt compute offsets in int, which is 64-bit on
+// every platform convgen runs on: tensors of 2^31 elements or more (up to
+// problem.Validate's 2^40) index exactly. The array below has a negative
+// length, and the package does not compile, where int is narrower.
+var _ [strconv.IntSize - 64]struct{}
 
 // At is the position of one output element: image, output channel, row and
 // column.

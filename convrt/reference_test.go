@@ -162,3 +162,30 @@ func TestRelError(t *testing.T) {
 		t.Errorf("a NaN output: relative error %v at %v, want NaN at %v", rel, worst, bad)
 	}
 }
+
+// TestOffsetsBeyond32Bits: the offsets of the last elements of a problem
+// whose tensors pass 2^32 elements are exact.
+func TestOffsetsBeyond32Bits(t *testing.T) {
+	s, err := problem.ParseShape("N=2,C=3,H=32768,W=32768,K=3,R=2,S=2,groups=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const H, W, C, K, P, Q = 32768, 32768, 3, 3, 32767, 32767
+	for _, lay := range problem.Layouts {
+		p := problem.Problem{Shape: s, Precision: problem.FP32, Layout: lay}
+		in, _, _, out := s.Elements()
+		if got := InputAt(p, 1, C-1, H-1, W-1); got != in-1 {
+			t.Errorf("%s: InputAt(last) = %d, want %d", lay, got, in-1)
+		}
+		if got := OutputAt(p, At{N: 1, K: K - 1, P: P - 1, Q: Q - 1}); got != out-1 {
+			t.Errorf("%s: OutputAt(last) = %d, want %d", lay, got, out-1)
+		}
+		want := int64(1)*H*W*C + int64(H-1)*W*C + 5*C + 2 // n=1, h=H-1, w=5, c=2 in NHWC
+		if lay == problem.NCHW {
+			want = (int64(1)*C+2)*H*W + int64(H-1)*W + 5
+		}
+		if got := InputAt(p, 1, 2, H-1, 5); int64(got) != want || want < 1<<32 {
+			t.Errorf("%s: InputAt(1, 2, H-1, 5) = %d, want %d (past 2^32)", lay, got, want)
+		}
+	}
+}
