@@ -136,7 +136,7 @@ func write(dir string, files map[string][]byte, needDoc bool) error {
 		}
 		return nil
 	}
-	err = exchange(tmp, dir)
+	err = swapIn(tmp, dir)
 	if err == nil {
 		removeTmp = false
 		if err := os.RemoveAll(tmp); err != nil {
@@ -144,11 +144,49 @@ func write(dir string, files map[string][]byte, needDoc bool) error {
 		}
 		return nil
 	}
+	var back *swapBackError
+	if errors.As(err, &back) {
+		removeTmp = false // it holds the old package
+		return wrap(err)
+	}
 	if !errors.Is(err, errors.ErrUnsupported) {
 		return wrap(err)
 	}
 	return wrap(replaceInTwoSteps(tmp, dir, parent, base))
 }
+
+// swapIn exchanges the new package in tmp with the old one in dir
+// atomically. The lock keeps other convgen runs out, not the user, so it
+// then looks at the old package again, out of place in tmp, and exchanges
+// the two back, returning the *ForeignError, if something foreign appeared
+// in it since it was checked. It returns an error wrapping
+// errors.ErrUnsupported where the exchange is not possible, and a
+// *swapBackError when the exchange back failed (the old package is in
+// tmp then).
+func swapIn(tmp, dir string) error {
+	if err := exchange(tmp, dir); err != nil {
+		return err
+	}
+	if _, _, ferr := replaceable(tmp); ferr != nil {
+		if berr := exchange(tmp, dir); berr != nil {
+			return &swapBackError{err: ferr, back: berr, old: tmp}
+		}
+		return ferr
+	}
+	return nil
+}
+
+// swapBackError is a refusal found after the exchange whose undoing failed.
+type swapBackError struct {
+	err, back error
+	old       string // where the old package is
+}
+
+func (e *swapBackError) Error() string {
+	return fmt.Sprintf("%v; putting the old directory back failed too, it is in %s: %v", e.err, e.old, e.back)
+}
+
+func (e *swapBackError) Unwrap() error { return e.err }
 
 // replaceInTwoSteps puts tmp in dir's place where the two cannot be
 // exchanged atomically: it moves dir into a fresh .NAME.convgen-old-*
