@@ -12,8 +12,8 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestTuneGenericServes: problems only the generic family serves (groups,
-// and odd channel counts the tensor-core families refuse) tune through it
+// TestTuneGenericServes: problems only the generic family serves (grouped
+// convolutions, in FP32 and in FP16 with odd channel counts) tune through it
 // against the fake worker, and the winner is a generic candidate.
 func TestTuneGenericServes(t *testing.T) {
 	lib := nvrtctest.Open(t)
@@ -23,7 +23,7 @@ func TestTuneGenericServes(t *testing.T) {
 		lay  problem.Layout
 	}{
 		{"N=2,C=4,H=16,W=16,K=6,R=3,S=3,pad=1,groups=2", problem.FP32, problem.NCHW},
-		{"N=1,C=13,H=12,W=12,K=11,R=3,S=3,pad=1", problem.FP16, problem.NHWC},
+		{"N=1,C=26,H=12,W=12,K=22,R=3,S=3,pad=1,groups=2", problem.FP16, problem.NHWC},
 	} {
 		shape, err := problem.ParseShape(tc.spec)
 		if err != nil {

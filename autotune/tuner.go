@@ -337,8 +337,7 @@ func (s *search) run(ctx context.Context, kept []int) {
 		s.batch(ctx, kept)
 		return
 	}
-	order := slices.Clone(kept)
-	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	order := explorationOrder(kept, s.trials, rng)
 	explore := max(1, s.opt.Trials*3/5)
 	s.batch(ctx, order[:explore])
 	// Local refinement: neighbours of the best (one knob changed), best first.
@@ -360,6 +359,37 @@ func (s *search) run(ctx context.Context, kept []int) {
 		}
 		s.batch(ctx, next)
 	}
+}
+
+// explorationOrder is the order in which a sampled search explores the kept
+// candidates: each family's candidates shuffled, then taken from the families
+// in turn, so that every family gets the same share of the exploration
+// whatever the size of its space (a large space, such as generic's, would
+// otherwise take most of the samples from small ones that may be faster).
+func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
+	byFamily := map[string][]int{}
+	var families []string
+	for _, i := range kept {
+		f := trials[i].Family
+		if _, ok := byFamily[f]; !ok {
+			families = append(families, f)
+		}
+		byFamily[f] = append(byFamily[f], i)
+	}
+	for _, f := range families {
+		idx := byFamily[f]
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+	}
+	order := make([]int, 0, len(kept))
+	for len(order) < len(kept) {
+		for _, f := range families {
+			if idx := byFamily[f]; len(idx) > 0 {
+				order = append(order, idx[0])
+				byFamily[f] = idx[1:]
+			}
+		}
+	}
+	return order
 }
 
 func (s *search) unvisited(order []int) []int {

@@ -1,0 +1,45 @@
+package autotune
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestExplorationOrder checks that a sampled search gives every family the
+// same share of its first samples, whatever the size of each family's space,
+// visits every kept candidate once, and is deterministic for a seed.
+func TestExplorationOrder(t *testing.T) {
+	var trials []Trial
+	var kept []int
+	for i := range 60 {
+		trials = append(trials, Trial{Family: "generic"})
+		kept = append(kept, i)
+	}
+	for i := range 6 {
+		trials = append(trials, Trial{Family: "igemm"})
+		kept = append(kept, 60+i)
+	}
+	trials = append(trials, Trial{Family: "rejected"}) // not kept: never visited
+	order := explorationOrder(kept, trials, rand.New(rand.NewPCG(1, 1)))
+	if len(order) != len(kept) {
+		t.Fatalf("order has %d candidates, want %d", len(order), len(kept))
+	}
+	sorted := slices.Sorted(slices.Values(order))
+	if !slices.Equal(sorted, kept) {
+		t.Fatalf("order %v is not a permutation of the kept candidates", order)
+	}
+	igemm := 0
+	for _, i := range order[:12] {
+		if trials[i].Family == "igemm" {
+			igemm++
+		}
+	}
+	if igemm != 6 {
+		t.Errorf("%d of the first 12 samples are igemm's, want 6 (one family in turn)", igemm)
+	}
+	again := explorationOrder(kept, trials, rand.New(rand.NewPCG(1, 1)))
+	if !slices.Equal(order, again) {
+		t.Error("the order differs for the same seed")
+	}
+}
