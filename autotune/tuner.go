@@ -243,10 +243,14 @@ func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) erro
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("pinned configs of %s: %s", p, strings.Join(bad, "; "))
+		return fmt.Errorf("pinned configs of %s: %s: %w", p, strings.Join(bad, "; "), ErrBadPin)
 	}
 	return nil
 }
+
+// ErrBadPin is wrapped by the error of a Tune or CompileOnly whose pins name
+// no candidate of the problem's space, or a statically rejected one.
+var ErrBadPin = errors.New("bad pin")
 
 // Limits are the static limits candidates are checked against on a device
 // with NVRTC of version nvrtc ("13.0"): sm_90a code (wgmma) is allowed on

@@ -83,6 +83,9 @@ func CompileOnly(ctx context.Context, r CompileRequest) error {
 		arch = DefaultArch
 	}
 	trials, err := autotune.CompileOnly(ctx, lib, r.Problem, arch, r.Jobs, r.Pins, r.CompileTimeout, r.Progress)
+	if errors.Is(err, autotune.ErrBadPin) {
+		return mark(ErrInvalid, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,9 @@ func Served(p problem.Problem) error {
 // returned as they are.
 func tuneError(res *autotune.Result, err error) error {
 	err = fmt.Errorf("tune: %w", err)
+	if errors.Is(err, autotune.ErrBadPin) {
+		return mark(ErrInvalid, err)
+	}
 	if res == nil || len(res.Trials) == 0 {
 		return err
 	}

@@ -105,7 +105,7 @@ func ParseShape(spec string) (Shape, error) {
 		case "0", "false", "no", "off":
 			s.Bias = false
 		default:
-			return Shape{}, fmt.Errorf("shape: %s=%s: must be true or false (or 1/0)", spelled["bias"], clip.Quote(v))
+			return Shape{}, fmt.Errorf("shape: %s=%s: must be true or false (or 1/0, yes/no, on/off)", spelled["bias"], clip.Quote(v))
 		}
 	}
 	if err := s.Validate(); err != nil {

@@ -624,8 +624,8 @@ func TestCompileOnlyPinned(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	code = run(context.Background(), append(args, "--pin", "mma/NoSuchKnob=1"), &stdout, &stderr)
-	if code == 0 || !strings.Contains(stderr.String(), `"mma/NoSuchKnob=1" is no candidate`) {
-		t.Errorf("bad pin: exit %d, stderr %q: want an error naming the pin", code, stderr.String())
+	if code != 2 || !strings.Contains(stderr.String(), `"mma/NoSuchKnob=1" is no candidate`) {
+		t.Errorf("bad pin: exit %d, stderr %q: want exit 2 (a bad command line) and an error naming the pin", code, stderr.String())
 	}
 	if strings.Contains(stdout.String(), "compiled") {
 		t.Errorf("bad pin: stdout %q: nothing should be compiled", stdout.String())
