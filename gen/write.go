@@ -118,15 +118,17 @@ func write(dir string, files map[string][]byte, needDoc bool) error {
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, mode); err != nil {
-		return wrap(err)
-	}
 	for _, name := range names {
 		if err := writeFile(filepath.Join(tmp, name), files[name]); err != nil {
 			return wrap(err)
 		}
 	}
 	if err := writeFile(filepath.Join(tmp, ManifestFile), manifest); err != nil {
+		return wrap(err)
+	}
+	// The old directory's mode, once the files are in (a read-only
+	// directory could not take them).
+	if err := os.Chmod(tmp, mode); err != nil {
 		return wrap(err)
 	}
 

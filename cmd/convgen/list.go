@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/launch"
 )
 
 // defaultListArch is the architecture -list and -compile-only use without
@@ -17,12 +16,12 @@ const defaultListArch = "sm_90"
 // arch ("sm_90"): those of a tuning machine with that GPU and NVRTC 12 or
 // newer (so on sm_90 the sm_90a families are kept), as Tune would use.
 func listLimits(arch string) (kernels.Limits, error) {
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(arch, "sm_"), "a"))
-	if err != nil {
+	a, err := launch.ParseArch(arch)
+	if err != nil || a.Virtual {
 		return kernels.Limits{}, usageError{fmt.Errorf("-arch %q: want sm_XY", arch)}
 	}
-	lim := kernels.DefaultLimits(n)
-	lim.SM90a = n == 90
+	lim := kernels.DefaultLimits(a.CC)
+	lim.SM90a = a.CC == 90
 	return lim, nil
 }
 
