@@ -14,10 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dave/jennifer/jen"
-
+	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
+	"github.com/dave/jennifer/jen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -336,7 +336,7 @@ func TestCompile(t *testing.T) {
 		t.Skip("runs the go command")
 	}
 	gosum := mainGoSum(t)
-	cudaEnv, cudaWhy := cudaBuildEnv()
+	cudaEnv, cudaWhy := testfs.CUDABuildEnv()
 	if cudaEnv == nil && os.Getenv("CONVGEN_REQUIRE_CUDA_HEADERS") == "1" {
 		t.Fatalf("CONVGEN_REQUIRE_CUDA_HEADERS=1 but %s", cudaWhy)
 	}
@@ -407,30 +407,6 @@ func mainGoSum(t *testing.T) []byte {
 		keep = append(keep, line...)
 	}
 	return keep
-}
-
-// cudaBuildEnv returns the environment that builds with the cuda tag, or
-// nil and why not.
-func cudaBuildEnv() ([]string, string) {
-	if os.Getenv("CGO_CFLAGS") != "" {
-		return []string{"CGO_ENABLED=1"}, ""
-	}
-	stub := os.Getenv("CONVGEN_CUDA_STUB")
-	if stub == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, "no home directory to find the CUDA headers in: " + err.Error()
-		}
-		stub = filepath.Join(home, ".cache", "convgen", "cuda-11.8")
-	}
-	if _, err := os.Stat(filepath.Join(stub, "include", "cuda.h")); err != nil {
-		return nil, "CGO_CFLAGS is empty and " + err.Error() + " (run scripts/setup)"
-	}
-	return []string{
-		"CGO_ENABLED=1",
-		"CGO_CFLAGS=-I" + filepath.Join(stub, "include"),
-		"CGO_LDFLAGS=-L" + filepath.Join(stub, "lib"),
-	}, ""
 }
 
 func goCmd(t *testing.T, dir string, env []string, args ...string) {

@@ -38,28 +38,6 @@ func testRequest(t *testing.T, out, cache string) Request {
 		Command: "convgen -shape " + flagship + " -o " + filepath.ToSlash(out), Log: io.Discard}
 }
 
-// readTree reads every file in dir (not recursive; generated packages are flat).
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, e := range entries {
-		if e.IsDir() {
-			t.Errorf("%s: unexpected subdirectory %s", dir, e.Name())
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = b
-	}
-	return files
-}
-
 // listDir lists the names in dir, sorted.
 func listDir(t *testing.T, dir string) []string {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/report"
 )
 
@@ -39,7 +40,7 @@ func TestReportsTunedAndReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tuned := readTree(t, out)
+	tuned := testfs.ReadTree(t, out)
 	for _, name := range []string{"REPORT.md", "report.json", "candidates.csv", "candidates.svg"} {
 		if len(tuned[name]) == 0 {
 			t.Errorf("the tuned package lacks %s", name)
@@ -56,7 +57,7 @@ func TestReportsTunedAndReplayed(t *testing.T) {
 	if res, err := Run(context.Background(), testRequest(t, out, cache)); err != nil || res.Outcome != Replayed {
 		t.Fatalf("replay: %v, %v", res.Outcome, err)
 	}
-	replayed := readTree(t, out)
+	replayed := testfs.ReadTree(t, out)
 	for name, b := range tuned {
 		if !bytes.Equal(replayed[name], b) {
 			t.Errorf("the replay changed %s", name)
@@ -67,7 +68,7 @@ func TestReportsTunedAndReplayed(t *testing.T) {
 	if _, err := Run(context.Background(), testRequest(t, out, cache)); err != nil {
 		t.Fatalf("replay of another record: %v", err)
 	}
-	if files := readTree(t, out); files["candidates.csv"] != nil || files["candidates.svg"] != nil {
+	if files := testfs.ReadTree(t, out); files["candidates.csv"] != nil || files["candidates.svg"] != nil {
 		t.Error("a replay of another record kept the old search's candidates.csv and candidates.svg")
 	}
 }
@@ -85,7 +86,7 @@ func TestReportDir(t *testing.T) {
 	if _, err := keepAndWrite(c, rec, fixtureCandidates(t)); err != nil {
 		t.Fatal(err)
 	}
-	pkg := readTree(t, out)
+	pkg := testfs.ReadTree(t, out)
 	for _, name := range []string{"REPORT.md", "report.json", "candidates.csv", "candidates.svg"} {
 		if pkg[name] != nil {
 			t.Errorf("the package holds %s despite -report", name)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/internal/cachetest"
+	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
@@ -76,28 +77,6 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// readTree reads every file in dir (not recursive; generated packages are flat).
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, e := range entries {
-		if e.IsDir() {
-			t.Errorf("%s: unexpected subdirectory %s", dir, e.Name())
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = b
-	}
-	return files
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -238,7 +217,7 @@ func TestReplay(t *testing.T) {
 				t.Errorf("run %d: stdout lacks %q:\n%s", i, w, r.stdout)
 			}
 		}
-		trees = append(trees, readTree(t, filepath.Join(dir, "tmp", "alexnet")))
+		trees = append(trees, testfs.ReadTree(t, filepath.Join(dir, "tmp", "alexnet")))
 		if got := listDir(t, filepath.Join(dir, "tmp")); !slices.Contains(got, "alexnet") || slices.ContainsFunc(got, func(n string) bool {
 			return strings.Contains(n, "convgen-") && !strings.HasSuffix(n, ".convgen-manifest")
 		}) {
@@ -317,7 +296,7 @@ func TestReplay(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("regenerating over the package: exit code %d, stderr %q", r.code, r.stderr)
 	}
-	again := readTree(t, out)
+	again := testfs.ReadTree(t, out)
 	if len(again) != len(trees[1]) {
 		t.Errorf("regenerated package has %d files, want %d", len(again), len(trees[1]))
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/convgen/convgen/internal/testfs"
 )
 
 // needNVRTC skips a test where NVRTC is missing, unless CI requires it.
@@ -52,7 +54,7 @@ func TestUntuned(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d, stderr %q", tc.pkg, r.code, r.stderr)
 		}
-		files := readTree(t, tc.pkg)
+		files := testfs.ReadTree(t, tc.pkg)
 		if slices.ContainsFunc(slices.Collect(maps.Keys(files)), func(n string) bool { return strings.HasSuffix(n, ".cubin") }) {
 			t.Errorf("%s: an untuned package embeds a CUBIN", tc.pkg)
 		}
@@ -82,7 +84,7 @@ func TestUntuned(t *testing.T) {
 	run(plain, "build", "./...")
 	run(plain, "vet", "./...")
 	run(plain, "test", "./...") // shape_test.go: the spec against the constants
-	cuda, why := cudaEnv()
+	cuda, why := testfs.CUDABuildEnv()
 	if cuda == nil {
 		if os.Getenv("CONVGEN_REQUIRE_CUDA_HEADERS") == "1" {
 			t.Fatalf("CONVGEN_REQUIRE_CUDA_HEADERS=1 but %s", why)
@@ -103,24 +105,4 @@ func moduleDir(t *testing.T) string {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
 	return filepath.Dir(strings.TrimSpace(string(out)))
-}
-
-// cudaEnv is the environment of a build with the cuda tag (the CUDA 11.8
-// headers and driver stub of scripts/setup), or nil and why not.
-func cudaEnv() ([]string, string) {
-	if os.Getenv("CGO_CFLAGS") != "" {
-		return []string{"CGO_ENABLED=1"}, ""
-	}
-	stub := os.Getenv("CONVGEN_CUDA_STUB")
-	if stub == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, "no home directory: " + err.Error()
-		}
-		stub = filepath.Join(home, ".cache", "convgen", "cuda-11.8")
-	}
-	if _, err := os.Stat(filepath.Join(stub, "include", "cuda.h")); err != nil {
-		return nil, "CGO_CFLAGS is empty and " + err.Error() + " (run scripts/setup)"
-	}
-	return []string{"CGO_ENABLED=1", "CGO_CFLAGS=-I" + filepath.Join(stub, "include"), "CGO_LDFLAGS=-L" + filepath.Join(stub, "lib")}, ""
 }
