@@ -199,3 +199,49 @@ func TestCUDAPanicsOnInvalidChain(t *testing.T) {
 		}()
 	}
 }
+
+// TestCUDA64Compiles NVRTC-compiles the double-precision emitter's function
+// of the all-elements chain, called from a kernel.
+func TestCUDA64Compiles(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	c, err := Parse(goldenChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := CUDA64(c) + `
+extern "C" __global__ void epilogue64_test(double* out, const double* in, const float* scale,
+                                           const float* shift, const double* res, int n, int channels)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = convgen_epilogue64(in[i], i % channels, scale, shift, res[i]);
+}
+`
+	res, err := lib.Compile(src, nvrtc.Options{Name: "epilogue64.cu", Arch: "sm_80"})
+	if err != nil {
+		t.Fatalf("%v\nsource:\n%s", err, src)
+	}
+	if res.Log != "" {
+		t.Errorf("NVRTC warnings:\n%s", res.Log)
+	}
+}
+
+// TestCUDA64Exact checks that the double emitter writes the chain's float32
+// parameters exactly (0.1f as 0.10000000149011612, not 0.1) and uses the
+// double math functions.
+func TestCUDA64Exact(t *testing.T) {
+	c, err := Parse("leaky_relu(0.1),gelu,mish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := CUDA64(c)
+	for _, want := range []string{"double convgen_epilogue64(double y", "0.10000000149011612 * y", "erfc(", "log1p(exp(-fabs(y)))"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("CUDA64 lacks %q:\n%s", want, src)
+		}
+	}
+	for _, bad := range []string{"expf", "erfcf", "0.0f"} {
+		if strings.Contains(src, bad) {
+			t.Errorf("CUDA64 has float %q:\n%s", bad, src)
+		}
+	}
+}

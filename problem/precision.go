@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/internal/clip"
 )
 
@@ -99,9 +100,17 @@ type Problem struct {
 	Shape     Shape
 	Precision Precision
 	Layout    Layout
+	// Epilogue is the chain applied to each output value after the bias,
+	// before the store (docs/epilogue.md); empty for none.
+	Epilogue epilogue.Chain
 }
 
-// String is the canonical form used in reports, cache keys and docs.
+// String is the canonical form used in reports, cache keys and docs; a
+// non-empty epilogue adds " epilogue=" and the chain's canonical text.
 func (p Problem) String() string {
-	return fmt.Sprintf("%s precision=%s layout=%s", p.Shape, p.Precision, p.Layout)
+	s := fmt.Sprintf("%s precision=%s layout=%s", p.Shape, p.Precision, p.Layout)
+	if len(p.Epilogue) > 0 {
+		s += " epilogue=" + p.Epilogue.String()
+	}
+	return s
 }
