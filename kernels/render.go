@@ -71,7 +71,7 @@ func Hash(k Kernel) string {
 func Serves(p problem.Problem) error {
 	var reasons []string
 	for _, f := range Families() {
-		err := f.Serves(p)
+		err := serves(f, p)
 		if err == nil {
 			return nil
 		}
@@ -86,7 +86,7 @@ func Enumerate(p problem.Problem, lim Limits) ([]Candidate, error) {
 	var all []Candidate
 	var reasons []string
 	for _, f := range Families() {
-		if err := f.Serves(p); err != nil {
+		if err := serves(f, p); err != nil {
 			reasons = append(reasons, fmt.Sprintf("%s: %v", f.Name(), err))
 			continue
 		}
@@ -104,5 +104,51 @@ func RenderCandidate(p problem.Problem, c Candidate) (Kernel, error) {
 	if err != nil {
 		return Kernel{}, err
 	}
+	if err := servesEpilogue(f, p); err != nil {
+		return Kernel{}, err
+	}
 	return f.Render(p, c.Config)
 }
+
+// serves is f.Serves(p), and for a problem with an epilogue chain whether
+// f applies it (servesEpilogue).
+func serves(f Family, p problem.Problem) error {
+	if err := servesEpilogue(f, p); err != nil {
+		return err
+	}
+	return f.Serves(p)
+}
+
+// servesEpilogue returns nil when p has no epilogue chain or f applies it
+// (family.EpilogueSupport), else an *EpilogueError.
+func servesEpilogue(f Family, p problem.Problem) error {
+	if len(p.Epilogue) == 0 {
+		return nil
+	}
+	s, ok := f.(family.EpilogueSupport)
+	if !ok {
+		return &EpilogueError{Family: f.Name(), Chain: p.Epilogue.String()}
+	}
+	if err := s.SupportsEpilogue(p.Epilogue); err != nil {
+		return &EpilogueError{Family: f.Name(), Chain: p.Epilogue.String(), Err: err}
+	}
+	return nil
+}
+
+// EpilogueError is a family's refusal of an epilogue chain it does not
+// apply: the typed reason that keeps a family from computing a chain
+// wrongly.
+type EpilogueError struct {
+	Family string
+	Chain  string
+	Err    error // the family's reason; nil when it applies no chain at all
+}
+
+func (e *EpilogueError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%s applies no epilogue chain (asked for %s)", e.Family, e.Chain)
+	}
+	return fmt.Sprintf("%s does not apply the epilogue %s: %v", e.Family, e.Chain, e.Err)
+}
+
+func (e *EpilogueError) Unwrap() error { return e.Err }

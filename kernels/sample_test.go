@@ -263,7 +263,7 @@ func checkCover(t *testing.T, what string, cands, sample, again []problemCandida
 	}
 	j := 0
 	for i, pc := range sample {
-		for j < len(cands) && (cands[j].c.ID() != pc.c.ID() || cands[j].p != pc.p) {
+		for j < len(cands) && (cands[j].c.ID() != pc.c.ID() || cands[j].p.String() != pc.p.String()) {
 			j++
 		}
 		if j == len(cands) {
@@ -273,7 +273,7 @@ func checkCover(t *testing.T, what string, cands, sample, again []problemCandida
 		for _, item := range items(pc) {
 			delete(need, item)
 		}
-		if i >= len(again) || again[i].c.ID() != pc.c.ID() || again[i].p != pc.p {
+		if i >= len(again) || again[i].c.ID() != pc.c.ID() || again[i].p.String() != pc.p.String() {
 			t.Fatalf("%s: the sample is not deterministic at %d", what, i)
 		}
 	}

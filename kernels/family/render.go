@@ -21,6 +21,9 @@ type ShapeData struct {
 	Bias                         bool
 	Layout                       problem.Layout
 	NHWC, Half, BF16             bool
+	// Epilogue is the chain applied before the store, with the template
+	// hooks that render it (see Epilogue).
+	Epilogue Epilogue
 }
 
 // NewShapeData is p's ShapeData.
@@ -33,6 +36,7 @@ func NewShapeData(p problem.Problem) ShapeData {
 		DilationH: s.DilationH, DilationW: s.DilationW, Groups: s.Groups, Bias: s.Bias,
 		Layout: p.Layout, NHWC: p.Layout == problem.NHWC,
 		Half: p.Precision.ElementBytes() == 2, BF16: p.Precision == problem.BF16,
+		Epilogue: NewEpilogue(p),
 	}
 }
 

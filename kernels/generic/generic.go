@@ -6,6 +6,7 @@ package generic
 import (
 	"embed"
 	"fmt"
+	"github.com/convgen/convgen/epilogue"
 
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
@@ -297,3 +298,7 @@ func newGenericIndex(wide bool) genericIndex {
 	}
 	return genericIndex{Idx: "int", Block: "blockIdx.x"}
 }
+
+// SupportsEpilogue implements family.EpilogueSupport: the template applies
+// every chain at its store (family.Epilogue).
+func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }

@@ -6,6 +6,7 @@ package igemm
 import (
 	"embed"
 	"fmt"
+	"github.com/convgen/convgen/epilogue"
 
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
@@ -236,3 +237,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
 		Launch: family.Launch{Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
+
+// SupportsEpilogue implements family.EpilogueSupport: the template applies
+// every chain at its store (family.Epilogue).
+func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
