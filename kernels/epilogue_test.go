@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -250,4 +251,60 @@ func TestEpilogueDeclined(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestEpilogueSM90a puts kernels of the sm_90a families that apply chains
+// through NVRTC with a chain: compiled for sm_90a where this NVRTC targets
+// it, else through the front end for compute_90 (TestCompileWGMMAFrontEnd's
+// check). For each family and each (precision, layout) of the flagship it
+// serves, the kept candidates that differ in Overlap and PredicatedStores
+// (the two store paths) are taken, each with one of epilogueChains.
+func TestEpilogueSM90a(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	var jobs []compileJob
+	probs := map[string]problem.Problem{}
+	i := 0
+	for _, f := range Families() {
+		if _, ok := f.(family.EpilogueSupport); !ok {
+			continue
+		}
+		for _, prec := range problem.Precisions {
+			for _, layout := range problem.Layouts {
+				p := flagship(t, prec, layout)
+				if f.Serves(p) != nil || !strings.HasPrefix(sm90aGate(f, p), "arch:") {
+					continue
+				}
+				seen := map[string]bool{}
+				for _, c := range kept(f.Space(p, lim)) {
+					key := fmt.Sprintf("%d/%d", c.Config["Overlap"], c.Config["PredicatedStores"])
+					if seen[key] {
+						continue
+					}
+					seen[key] = true
+					q := p
+					q.Epilogue = mustChain(t, epilogueChains[i%len(epilogueChains)])
+					i++
+					k, err := RenderCandidate(q, c)
+					if err != nil {
+						t.Fatalf("%s %s: %v", q, c.ID(), err)
+					}
+					id := q.String() + " " + c.ID()
+					jobs = append(jobs, compileJob{id, k})
+					probs[id] = q
+				}
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		t.Fatal("no sm_90a family applies chains")
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		if lib.SupportsArch("sm_90a") {
+			return compileOne(lib, "sm_90", lim, j)
+		}
+		p, ok := probs[j.id]
+		return frontEndOne(lib, j.kernel, p, ok)
+	})
 }
