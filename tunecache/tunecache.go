@@ -43,9 +43,13 @@ const MaxFileBytes = 256 << 20
 // kernels are still what convgen would generate is not part of it: the
 // record's kernel hashes (Record.KernelSHA256) say that.
 type Key struct {
-	Shape             string `json:"shape"`              // canonical shape string, e.g. "N=256,C=3,...,bias=true"
-	Precision         string `json:"precision"`          // "fp32", "tf32", ...
-	Layout            string `json:"layout"`             // "nchw" or "nhwc"
+	Shape     string `json:"shape"`     // canonical shape string, e.g. "N=256,C=3,...,bias=true"
+	Precision string `json:"precision"` // "fp32", "tf32", ...
+	Layout    string `json:"layout"`    // "nchw" or "nhwc"
+	// Epilogue is the canonical text of the epilogue chain the kernels
+	// apply (epilogue.Chain.Key), "" (and absent from the file) for none,
+	// so that a record without a chain keeps the key it had before chains.
+	Epilogue          string `json:"epilogue,omitempty"`
 	NVRTCVersion      string `json:"nvrtc_version"`      // "13.0"
 	Device            string `json:"device"`             // "NVIDIA H200"
 	ComputeCapability string `json:"compute_capability"` // "9.0"
@@ -54,13 +58,13 @@ type Key struct {
 }
 
 // Supersedes reports whether a record with key k replaces one with key
-// old: both are of the same problem (Shape, Precision, Layout) and the same
+// old: both are of the same problem (Shape, Precision, Layout, Epilogue) and the same
 // device model (Device, ComputeCapability), whatever their kernels,
 // convgen, NVRTC, driver or SM count. A cache thus holds at most one record
 // per problem and device model, the one tuned last, and offline replay can
 // always pick one with -device.
 func (k Key) Supersedes(old Key) bool {
-	return k.Shape == old.Shape && k.Precision == old.Precision && k.Layout == old.Layout &&
+	return k.Shape == old.Shape && k.Precision == old.Precision && k.Layout == old.Layout && k.Epilogue == old.Epilogue &&
 		k.Device == old.Device && k.ComputeCapability == old.ComputeCapability
 }
 
@@ -140,6 +144,7 @@ type Query struct {
 	Shape     string // Key.Shape
 	Precision string // Key.Precision
 	Layout    string // Key.Layout
+	Epilogue  string // Key.Epilogue ("" selects records without a chain)
 	Arch      string // Record.Arch, e.g. "sm_90"; empty matches any
 	Device    string // Key.Device, e.g. "NVIDIA H200"; empty matches any
 	// Current, when set, says why a record's kernels are stale (no longer
@@ -248,6 +253,7 @@ const (
 	FieldShape     Field = "shape"
 	FieldPrecision Field = "precision"
 	FieldLayout    Field = "layout"
+	FieldEpilogue  Field = "epilogue"
 	FieldArch      Field = "arch"
 	FieldDevice    Field = "device"
 	FieldKernel    Field = "kernel" // Query.Current refused the record
@@ -284,6 +290,7 @@ func (q Query) Mismatches(r Record) []Mismatch {
 		{FieldShape, k.Shape, q.Shape},
 		{FieldPrecision, k.Precision, q.Precision},
 		{FieldLayout, k.Layout, q.Layout},
+		{FieldEpilogue, k.Epilogue, q.Epilogue},
 	} {
 		if f.got != f.want {
 			out = append(out, Mismatch{f.field, f.got})
@@ -575,6 +582,7 @@ func compareKeys(a, b Key) int {
 		cmp.Compare(a.Shape, b.Shape),
 		cmp.Compare(a.Precision, b.Precision),
 		cmp.Compare(a.Layout, b.Layout),
+		cmp.Compare(a.Epilogue, b.Epilogue),
 		cmp.Compare(a.NVRTCVersion, b.NVRTCVersion),
 		cmp.Compare(a.Device, b.Device),
 		cmp.Compare(a.ComputeCapability, b.ComputeCapability),

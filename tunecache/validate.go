@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/convgen/convgen/epilogue"
 	"regexp"
 	"strconv"
 	"strings"
@@ -99,6 +100,13 @@ func (r *Record) Validate() error {
 		if err := checkText(f.value, maxTextBytes); err != nil {
 			return &FieldError{Field: f.name, Err: err}
 		}
+	}
+	// The epilogue may be empty (no chain); else a chain in canonical form.
+	if err := checkText(k.Epilogue, maxTextBytes); err != nil && k.Epilogue != "" {
+		return &FieldError{Field: "key.epilogue", Err: err}
+	}
+	if c, err := epilogue.Parse(k.Epilogue); err != nil || c.Key() != k.Epilogue {
+		return fieldErr("key.epilogue", "%.80q is not an epilogue chain in canonical form", k.Epilogue)
 	}
 	m := capability.FindStringSubmatch(k.ComputeCapability)
 	if m == nil {
