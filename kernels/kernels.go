@@ -9,6 +9,7 @@ package kernels
 import (
 	"fmt"
 
+	"github.com/convgen/convgen/kernels/depthwise"
 	"github.com/convgen/convgen/kernels/direct"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/generic"
@@ -68,11 +69,12 @@ type (
 	WGMMARow  = wgmmarow.Family
 	IGEMM     = igemm.Family
 	Generic   = generic.Family
+	Depthwise = depthwise.Family
 )
 
 // Families lists every kernel family in a stable order.
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, IGEMM{}, Generic{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, IGEMM{}, Depthwise{}, Generic{}}
 }
 
 // FamilyByName finds a family by its name.
