@@ -342,3 +342,51 @@ func TestDepthwiseCompile(t *testing.T) {
 	}
 	compileForArchs(t, lib, jobs)
 }
+
+// TestDepthwiseEpilogue: depthwise applies every epilogue chain at its
+// store in both layouts (the chain's parameters on the kernel, convgen_ep
+// at each stored value), Enumerate offers it for a problem with a chain,
+// and the kernels NVRTC-compile for sm_80 and sm_90.
+func TestDepthwiseEpilogue(t *testing.T) {
+	s := parseShapes(t, []string{"N=2,C=16,H=14,W=14,K=32,R=3,S=3,pad=1,groups=16"})[0]
+	var jobs []compileJob
+	for i, spec := range epilogueChains {
+		for j, lay := range problem.Layouts {
+			prec := []problem.Precision{problem.FP32, problem.FP16, problem.BF16}[(i+j)%3]
+			p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Epilogue: mustChain(t, spec)}
+			cands, err := Enumerate(p, DefaultLimits(90))
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			var c *Candidate
+			for _, cand := range kept(cands) {
+				if cand.Family == "depthwise" {
+					c = &cand
+					break
+				}
+			}
+			if c == nil {
+				t.Fatalf("%s: no kept depthwise candidate", p)
+			}
+			k, err := RenderCandidate(p, *c)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, c.ID(), err)
+			}
+			ep := family.NewEpilogue(p)
+			if !strings.Contains(k.Source, "bias"+ep.Params()+")") || !strings.Contains(k.Source, "convgen_ep(acc[i]") {
+				t.Errorf("%s %s: the chain's parameters or its application are missing", p, c.ID())
+			}
+			plain := p
+			plain.Epilogue = nil
+			k0, err := RenderCandidate(plain, *c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(k0.Source, "convgen_ep") {
+				t.Errorf("%s %s: the empty chain renders convgen_ep", plain, c.ID())
+			}
+			jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), k})
+		}
+	}
+	compileForArchs(t, nvrtctest.Open(t), jobs)
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )
@@ -25,7 +26,8 @@ var templateFS embed.FS
 // accurate than their bound needs; fp16 and bf16 widened to FP32 with one
 // rounding at the store), both layouts, any N, H, W, R, S, stride, pad and
 // dilation per axis, with or without bias. It declines every other shape
-// with a *Declined error.
+// with a *Declined error. Epilogue chains are applied at the store, in
+// FP32 after the bias and before the one rounding.
 //
 // NCHW: a block stages one input plane's tile (its output tile's rows and
 // columns plus the halo) in shared memory once, with coalesced loads, and
@@ -359,3 +361,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
 		Launch: family.Launch{Grid: [3]int{g.Blocks, 1, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
+
+// SupportsEpilogue implements family.EpilogueSupport: the template applies
+// every chain at its store (family.Epilogue), in FP32 before the rounding.
+func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
