@@ -77,6 +77,13 @@ func WriteReports(dir string, files map[string][]byte) error {
 	return write(dir, files, false)
 }
 
+// WriteDir writes any directory of files that is not a Go package (the
+// PyTorch module of gen/torchmod) as WriteReports does: atomically, with
+// its ManifestFile, replacing only a directory convgen wrote, no doc.go.
+func WriteDir(dir string, files map[string][]byte) error {
+	return write(dir, files, false)
+}
+
 // write is Write; needDoc asks for the package's doc.go.
 func write(dir string, files map[string][]byte, needDoc bool) error {
 	dir, err := cleanDir(dir)

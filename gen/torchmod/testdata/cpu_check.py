@@ -1,0 +1,128 @@
+"""Checks an emitted convgen PyTorch package with PyTorch on the CPU: what
+needs no GPU. Usage: cpu_check.py PACKAGE_DIR. Exits non-zero on failure."""
+import copy
+import importlib.util
+import os
+import pickle
+import sys
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+pkg_dir = sys.argv[1]
+spec = importlib.util.spec_from_file_location("convmod", os.path.join(pkg_dir, "__init__.py"),
+                                              submodule_search_locations=[pkg_dir])
+mod = importlib.util.module_from_spec(spec)
+sys.modules["convmod"] = mod
+spec.loader.exec_module(mod)
+
+P = mod.META["problem"]
+args = (P["c"], P["k"], (P["r"], P["s"]))
+kw = dict(stride=tuple(P["stride"]), padding=tuple(P["padding"]), dilation=tuple(P["dilation"]),
+          groups=P["groups"], bias=P["bias"])
+nhwc = mod.META["layout"] == "nhwc"
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def raises(exc, fn, *words):
+    try:
+        fn()
+    except exc as e:
+        missing = [w for w in words if w not in str(e)]
+        return not missing or print("  message lacks", missing, ":", e)
+    return False
+
+
+# Construction and initialisation, draw for draw.
+torch.manual_seed(5)
+ref = nn.Conv2d(*args, **kw, dtype=mod.DTYPE)
+torch.manual_seed(5)
+conv = mod.Conv2d(*args, **kw)
+check(isinstance(conv, nn.Conv2d), "Conv2d is an nn.Conv2d")
+check(conv.weight.dtype == mod.DTYPE and conv.weight.shape == ref.weight.shape, "weight dtype and shape")
+check(torch.equal(conv.weight, ref.weight), "weight initialised as nn.Conv2d's, draw for draw")
+check((conv.bias is None) == (ref.bias is None) and (conv.bias is None or torch.equal(conv.bias, ref.bias)),
+      "bias initialised as nn.Conv2d's")
+check(conv.weight.is_contiguous(memory_format=mod.MEMORY_FORMAT),
+      f"weight in the kernel's memory format ({mod.MEMORY_FORMAT})")
+torch.manual_seed(9)
+ref.reset_parameters()
+torch.manual_seed(9)
+conv.reset_parameters()
+check(torch.equal(conv.weight, ref.weight) and conv.weight.is_contiguous(memory_format=mod.MEMORY_FORMAT),
+      "reset_parameters draws as nn.Conv2d's and keeps the memory format")
+
+# state_dict both ways.
+sd = ref.state_dict()
+fresh = mod.Conv2d(*args, **kw)
+fresh.load_state_dict(sd)
+check(all(torch.equal(fresh.state_dict()[k], v) for k, v in sd.items()) and set(fresh.state_dict()) == set(sd),
+      "nn.Conv2d's state_dict loads unchanged")
+back = nn.Conv2d(*args, **kw, dtype=mod.DTYPE)
+back.load_state_dict(conv.state_dict())
+check(torch.equal(back.weight, conv.weight), "the module's state_dict loads into nn.Conv2d")
+
+# Mismatched constructor arguments.
+check(raises(ValueError, lambda: mod.Conv2d(P["c"] + 1, *args[1:], **kw), "in_channels"), "in_channels mismatch raises")
+check(raises(ValueError, lambda: mod.Conv2d(*args, **{**kw, "stride": 7}), "stride"), "stride mismatch raises")
+check(raises(ValueError, lambda: mod.Conv2d(*args, **{**kw, "bias": not P["bias"]}), "bias"), "bias mismatch raises")
+check(raises(ValueError, lambda: mod.Conv2d(*args, **kw, padding_mode="reflect"), "padding_mode"),
+      "padding_mode other than zeros raises")
+check(raises(ValueError, lambda: mod.Conv2d(*args, **kw, dtype=torch.float64), "dtype"), "dtype mismatch raises")
+check(raises(ValueError, lambda: mod.Conv2d(P["c"], P["k"] * 2, P["r"] + 2, **kw), "out_channels", "kernel_size"),
+      "every mismatch is named")
+if P["padding"] == [0, 0]:
+    check(mod.Conv2d(*args, **{**kw, "padding": "valid"}) is not None, "padding='valid' accepted")
+
+# Inputs the kernel cannot take.
+x = torch.randn(1, P["c"], P["h"], P["w"]).to(mod.DTYPE)
+check(raises(ValueError, lambda: conv(x), "CUDA", "fallback=True"), "a CPU input raises ValueError")
+check(raises(TypeError, lambda: conv([1, 2])), "a non-tensor raises TypeError")
+fb = mod.Conv2d(*args, **kw, fallback=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    try:
+        got = fb(x)
+        want = F.conv2d(x, fb.weight, fb.bias, fb.stride, fb.padding, fb.dilation, fb.groups)
+        check(torch.equal(got, want), "fallback=True gives F.conv2d's output")
+    except RuntimeError as e:  # PyTorch's CPU convolution lacks some dtypes
+        print("  (F.conv2d on the CPU:", str(e)[:80], ")")
+check(any(issubclass(w.category, RuntimeWarning) and "F.conv2d" in str(w.message) for w in caught),
+      "fallback=True warns")
+
+# The backward's PyTorch path, in float64 against autograd (small problems).
+if P["n"] * P["c"] * P["h"] * P["w"] <= 1 << 20:
+    g = torch.Generator().manual_seed(3)
+    xd = torch.randn(P["n"], P["c"], P["h"], P["w"], generator=g, dtype=torch.float64, requires_grad=True)
+    wd = torch.randn(conv.weight.shape, generator=g, dtype=torch.float64, requires_grad=True)
+    bd = torch.randn(P["k"], generator=g, dtype=torch.float64, requires_grad=True) if P["bias"] else None
+    y = F.conv2d(xd, wd, bd, tuple(P["stride"]), tuple(P["padding"]), tuple(P["dilation"]), P["groups"])
+    check(tuple(y.shape) == (P["n"], P["k"], P["p"], P["q"]), "kernel.json's P and Q are PyTorch's")
+    dy = torch.randn(y.shape, generator=g, dtype=torch.float64)
+    y.backward(dy)
+    b = mod._TorchBackward()
+    close = lambda a, r: ((a - r).norm() / r.norm()).item() < 1e-12
+    check(close(b.input(dy, wd.detach()), xd.grad), "backward: input gradient")
+    check(close(b.weight(dy, xd.detach()), wd.grad), "backward: weight gradient")
+    if bd is not None:
+        check(close(b.bias(dy), bd.grad), "backward: bias gradient")
+
+# Copies and pickles carry no loaded kernels.
+conv._kernels[0] = object()
+c2 = copy.deepcopy(conv)
+check(c2._kernels == {} and torch.equal(c2.weight, conv.weight), "deepcopy works and drops the loaded kernels")
+check(pickle.loads(pickle.dumps(conv))._kernels == {}, "pickle works")
+check("convgen=" in repr(conv), "repr names convgen")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all CPU checks passed")

@@ -1,0 +1,423 @@
+package torchmod
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/kernels/launch"
+	"github.com/convgen/convgen/problem"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+const alexShape = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+
+func shape(t testing.TB, spec string) problem.Shape {
+	t.Helper()
+	sh, err := problem.ParseShape(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sh
+}
+
+// tf32NCHW is a tuned binding with a fallback: the flagship's tf32 record
+// with fake images.
+func tf32NCHW(t testing.TB) gen.Binding {
+	return gen.Binding{
+		Package: "tf32",
+		Problem: problem.Problem{Shape: shape(t, alexShape), Precision: problem.TF32, Layout: problem.NCHW},
+		Kernel:  "convgen_wgmmarow_tf32_golden",
+		Launch:  launch.Launch{Grid: [3]int{132, 1, 1}, Block: [3]int{512, 1, 1}, SharedBytes: 230464},
+		Arch:    "sm_90a",
+		CUBIN:   []byte("\x7fELF\x02\x01\x01fake tf32 cubin\x00\xff"),
+		PTX:     "// the winner's PTX: not embedded, sm_90a-specific\n",
+		Command: "convgen -shape " + alexShape + " -precision tf32 -layout nchw -pkg tf32 -o tf32 -torch tf32torch",
+		Summary: "tuned on NVIDIA H200 (sm_90a): wgmmarow, median 0.251 ms, rel. error 3.9e-04",
+		Fallback: &gen.Fallback{Kernel: "convgen_mma_tf32_golden", Arch: "compute_80",
+			Launch:  launch.Launch{Grid: [3]int{1568, 2, 1}, Block: [3]int{64, 1, 1}, SharedBytes: 99360},
+			PTX:     "//\n// fake fallback PTX\n//\n.version 7.8\n.target sm_80\n.address_size 64\n",
+			Summary: "mma/TileK=48, median 1.212 ms, rel. error 2.8e-04 on NVIDIA H200"},
+	}
+}
+
+// oddFP16NHWC takes the other branches: NHWC, fp16, no bias, groups,
+// dilation, unequal strides and pads, an sm_90 winner whose own PTX is
+// embedded, shared memory below 48 KiB.
+func oddFP16NHWC(t testing.TB) gen.Binding {
+	return gen.Binding{
+		Package: "odd",
+		Problem: problem.Problem{Shape: shape(t, "N=3,C=8,H=17,W=19,K=12,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=3,dilation=2,groups=4,bias=false"),
+			Precision: problem.FP16, Layout: problem.NHWC},
+		Kernel:  "odd_kernel",
+		Launch:  launch.Launch{Grid: [3]int{7, 2, 1}, Block: [3]int{32, 4, 1}, SharedBytes: 1024},
+		Arch:    "sm_90",
+		CUBIN:   []byte{0x7f, 'E', 'L', 'F'},
+		PTX:     "// odd PTX\n.version 7.8\n.target sm_90\n",
+		Command: "convgen -shape odd -precision fp16 -layout nhwc -o ./odd -torch ./oddtorch",
+		Summary: "not tuned: test binding",
+	}
+}
+
+// untunedBF16 is an untuned package: PTX only, for compute_80.
+func untunedBF16(t testing.TB) gen.Binding {
+	return gen.Binding{
+		Package: "untuned",
+		Problem: problem.Problem{Shape: shape(t, "N=2,C=16,H=9,W=9,K=32,R=3,S=3,pad=1"), Precision: problem.BF16, Layout: problem.NCHW},
+		Kernel:  "convgen_igemm_default",
+		Launch:  launch.Launch{Grid: [3]int{3, 1, 1}, Block: [3]int{128, 1, 1}, SharedBytes: 50000},
+		Arch:    "compute_80",
+		PTX:     "// untuned PTX\n.version 7.8\n.target sm_80\n",
+		Command: "convgen -shape N=2,C=16,H=9,W=9,K=32,R=3,S=3,pad=1 -precision bf16 -untuned -o u -torch ut",
+		Summary: "untuned: no measurement; default configuration igemm/x as PTX for compute_80",
+		Untuned: true,
+	}
+}
+
+func render(t *testing.T, b gen.Binding, name string) map[string][]byte {
+	t.Helper()
+	files, err := Files(b, name)
+	if err != nil {
+		t.Fatalf("Files: %v", err)
+	}
+	return files
+}
+
+func meta(t *testing.T, files map[string][]byte) Meta {
+	t.Helper()
+	var m Meta
+	dec := json.NewDecoder(bytes.NewReader(files[MetaFile]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("%s: %v", MetaFile, err)
+	}
+	return m
+}
+
+// TestGolden compares the rendered package with testdata/golden/NAME, or
+// rewrites it there with -update.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		b    gen.Binding
+		name string
+		want []string
+	}{
+		{tf32NCHW(t), "tf32torch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90a.cubin"}},
+		{oddFP16NHWC(t), "oddtorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90.cubin"}},
+		{untunedBF16(t), "ut", []string{InitFile, MetaFile, "kernel.ptx"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := render(t, tc.b, tc.name)
+			names := slices.Sorted(func(yield func(string) bool) {
+				for n := range got {
+					if !yield(n) {
+						return
+					}
+				}
+			})
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("files %v, want %v", names, tc.want)
+			}
+			dir := filepath.Join("testdata", "golden", tc.name)
+			if *update {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range []string{InitFile, MetaFile} {
+					if err := os.WriteFile(filepath.Join(dir, n+".golden"), got[n], 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, n := range []string{InitFile, MetaFile} {
+				want, err := os.ReadFile(filepath.Join(dir, n+".golden"))
+				if err != nil {
+					t.Fatalf("%v (run go test ./gen/torchmod -run TestGolden -update to create it)", err)
+				}
+				if !bytes.Equal(got[n], want) {
+					t.Errorf("%s differs from its golden file (run with -update if the change is intended):\n%s", n, firstDiff(got[n], want))
+				}
+			}
+		})
+	}
+}
+
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n got: %q\nwant: %q", i+1, gl, wl)
+		}
+	}
+	return "(no line differs)"
+}
+
+// TestImagesAreGoPackages checks that the images are byte for byte those
+// gen embeds in the Go package of the same binding.
+func TestImagesAreGoPackages(t *testing.T) {
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
+		t.Run(b.Package, func(t *testing.T) {
+			goFiles, err := gen.Files(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := render(t, b, "m")
+			for name, data := range files {
+				if name == InitFile || name == MetaFile {
+					continue
+				}
+				if g, ok := goFiles[name]; !ok || !bytes.Equal(g, data) {
+					t.Errorf("%s: not the Go package's file of that name (in it: %t)", name, ok)
+				}
+			}
+			for name := range goFiles {
+				if (strings.HasSuffix(name, ".cubin") || strings.HasSuffix(name, ".ptx")) && len(goFiles[name]) > 0 && files[name] == nil {
+					t.Errorf("the Go package embeds %s, the Python one lacks it", name)
+				}
+			}
+		})
+	}
+}
+
+// TestMetaAgreesWithBinding checks kernel.json against the binding it was
+// rendered from: problem, dtype, layouts, parameter order and each image's
+// file, architecture and launch.
+func TestMetaAgreesWithBinding(t *testing.T) {
+	t.Run("tuned with fallback", func(t *testing.T) {
+		b := tf32NCHW(t)
+		m := meta(t, render(t, b, "m"))
+		sh := b.Problem.Shape
+		want := Problem{N: 256, C: 3, H: 224, W: 224, K: 96, R: 11, S: 11, P: sh.P(), Q: sh.Q(), Stride: [2]int{4, 4},
+			Padding: [2]int{2, 2}, Dilation: [2]int{1, 1}, Groups: 1, Bias: true, Shape: sh.String()}
+		if m.Problem != want || m.Problem.P != 55 || m.Problem.Q != 55 {
+			t.Errorf("problem %+v, want %+v (P=Q=55)", m.Problem, want)
+		}
+		if m.Format != MetaFormat || m.Package != "tf32" || m.Precision != "tf32" || m.Layout != "nchw" || m.FilterLayout != "kcrs" ||
+			m.DType != "float32" || m.Alignment != 16 || m.Untuned || m.Backward != "pytorch" || m.Command != b.Command || m.Summary != b.Summary {
+			t.Errorf("meta %+v", m)
+		}
+		op, ok := m.Ops["fprop"]
+		if !ok || len(m.Ops) != 1 {
+			t.Fatalf("ops %v, want fprop only", m.Ops)
+		}
+		if !slices.Equal(op.Params, []string{"out", "in", "filter", "bias"}) {
+			t.Errorf("params %v", op.Params)
+		}
+		if c := op.CUBIN; c == nil || c.File != "kernel_sm_90a.cubin" || c.Arch != "sm_90a" || c.CC != 90 || c.Kernel != b.Kernel || c.Launch != b.Launch {
+			t.Errorf("cubin %+v", c)
+		}
+		fb := b.Fallback
+		if p := op.PTX; p == nil || p.File != "kernel.ptx" || p.Arch != "compute_80" || p.CC != 80 || p.Kernel != fb.Kernel || p.Launch != fb.Launch {
+			t.Errorf("ptx %+v, want the fallback's", p)
+		}
+	})
+	t.Run("own PTX, nhwc fp16 without bias", func(t *testing.T) {
+		b := oddFP16NHWC(t)
+		m := meta(t, render(t, b, "m"))
+		p := m.Problem
+		if p.Stride != [2]int{2, 1} || p.Padding != [2]int{1, 3} || p.Dilation != [2]int{2, 2} || p.Groups != 4 || p.Bias ||
+			p.P != b.Problem.Shape.P() || p.Q != b.Problem.Shape.Q() {
+			t.Errorf("problem %+v", p)
+		}
+		if m.DType != "float16" || m.Layout != "nhwc" || m.FilterLayout != "krsc" {
+			t.Errorf("dtype %s, layout %s, filter %s", m.DType, m.Layout, m.FilterLayout)
+		}
+		op := m.Ops["fprop"]
+		if x := op.PTX; x == nil || x.Arch != "compute_90" || x.CC != 90 || x.Kernel != b.Kernel || x.Launch != b.Launch {
+			t.Errorf("ptx %+v, want the winner's own for compute_90", x)
+		}
+	})
+	t.Run("architecture-specific winner without fallback", func(t *testing.T) {
+		b := tf32NCHW(t)
+		b.Fallback = nil
+		files := render(t, b, "m")
+		if op := meta(t, files).Ops["fprop"]; op.PTX != nil || op.CUBIN == nil {
+			t.Errorf("ptx %+v, cubin %+v: want the CUBIN alone (sm_90a PTX runs nowhere else)", op.PTX, op.CUBIN)
+		}
+		if _, ok := files["kernel.ptx"]; ok {
+			t.Error("kernel.ptx written without PTX")
+		}
+	})
+	t.Run("untuned", func(t *testing.T) {
+		b := untunedBF16(t)
+		m := meta(t, render(t, b, "m"))
+		op := m.Ops["fprop"]
+		if !m.Untuned || op.CUBIN != nil || op.PTX == nil || op.PTX.CC != 80 || op.PTX.Kernel != b.Kernel || op.PTX.SharedBytes != 50000 || m.DType != "bfloat16" {
+			t.Errorf("untuned meta %+v, op %+v", m, op)
+		}
+	})
+}
+
+func TestDTypes(t *testing.T) {
+	for _, p := range problem.Precisions {
+		if _, ok := dtypes[p]; !ok {
+			t.Errorf("precision %s has no torch dtype", p)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, ok := range []string{"tf32", "tf32_torch", "_x", "Conv1"} {
+		if err := CheckName(ok); err != nil {
+			t.Errorf("CheckName(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "1x", "tf32-torch", "a.b", "class", "None", "torch", "é"} {
+		if err := CheckName(bad); err == nil {
+			t.Errorf("CheckName(%q) = nil, want an error", bad)
+		}
+	}
+	if _, err := Files(tf32NCHW(t), "for"); err == nil {
+		t.Error("Files with a keyword as name: no error")
+	}
+}
+
+func TestBadBindingRefused(t *testing.T) {
+	b := tf32NCHW(t)
+	b.CUBIN = nil
+	if _, err := Files(b, "m"); err == nil || !strings.Contains(err.Error(), "CUBIN") {
+		t.Errorf("Files without CUBIN: %v", err)
+	}
+	b = tf32NCHW(t)
+	b.Summary = `evil """ summary`
+	if _, err := Files(b, "m"); err == nil || !strings.Contains(err.Error(), "docstring") {
+		t.Errorf("Files with a triple quote in the summary: %v", err)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	a, b := render(t, tf32NCHW(t), "m"), render(t, tf32NCHW(t), "m")
+	for n := range a {
+		if !bytes.Equal(a[n], b[n]) {
+			t.Errorf("%s differs between two renders", n)
+		}
+	}
+}
+
+func TestHeader(t *testing.T) {
+	init := string(render(t, tf32NCHW(t), "m")[InitFile])
+	first, rest, _ := strings.Cut(init, "\n")
+	if first != Header {
+		t.Errorf("first line %q, want %q", first, Header)
+	}
+	if !strings.HasPrefix(rest, "# Regenerate with: "+tf32NCHW(t).Command+"\n") {
+		t.Errorf("second line: %.100q", rest)
+	}
+}
+
+// TestWrite writes the package, then again over Python's byte-code cache,
+// and refuses a directory with a foreign file.
+func TestWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tf32torch")
+	b := tf32NCHW(t)
+	if err := Write(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, gen.ManifestFile)); err != nil {
+		t.Errorf("no manifest: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "__pycache__"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "__pycache__", "__init__.cpython-311.pyc"), []byte("pyc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTarget(dir); err != nil {
+		t.Errorf("CheckTarget over __pycache__: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "__pycache__"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(dir, b); err != nil {
+		t.Errorf("Write over __pycache__: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "__pycache__")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("__pycache__ still there: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mine.py"), []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var foreign *gen.ForeignError
+	if err := Write(dir, b); !errors.As(err, &foreign) {
+		t.Errorf("Write over a foreign file: %v, want a *gen.ForeignError", err)
+	}
+	if err := CheckTarget(filepath.Join(t.TempDir(), "tf32-torch")); err == nil {
+		t.Error("CheckTarget of a directory whose name is no Python identifier: no error")
+	}
+}
+
+// python returns a python3 that imports what needs, or "" with why not.
+func python(t *testing.T, needs string) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(path, "-c", "import "+needs).Run() == nil {
+			return path
+		}
+	}
+	return ""
+}
+
+// TestPyCompile byte-compiles every rendered __init__.py.
+func TestPyCompile(t *testing.T) {
+	py := python(t, "py_compile")
+	if py == "" {
+		t.Skip("no python3 on PATH or at /usr/bin/python3: the emitted Python is not compiled")
+	}
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
+		dir := filepath.Join(t.TempDir(), "m")
+		if err := Write(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(py, "-c", "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)",
+			filepath.Join(dir, InitFile), filepath.Join(t.TempDir(), "init.pyc")).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: py_compile: %v\n%s", b.Package, err, out)
+		}
+	}
+}
+
+// TestPythonCPU runs testdata/cpu_check.py, which checks with PyTorch on
+// the CPU what needs no GPU: construction, ValueErrors, initialisation and
+// state_dict against nn.Conv2d, the input checks and the fallback.
+func TestPythonCPU(t *testing.T) {
+	py := python(t, "torch")
+	if py == "" {
+		t.Skip("no python3 with PyTorch (python3 or /usr/bin/python3): the CPU checks of the module do not run")
+	}
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
+		t.Run(b.Package, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "convmod")
+			if err := Write(dir, b); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(py, filepath.Join("testdata", "cpu_check.py"), dir).CombinedOutput()
+			if err != nil {
+				t.Errorf("cpu_check.py: %v\n%s", err, out)
+			}
+		})
+	}
+}
