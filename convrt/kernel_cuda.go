@@ -141,10 +141,22 @@ func unload(mod cu.Module, err error) error {
 // and returns without waiting: out = conv(in, filter) + bias, all device
 // addresses of dense arrays in the layout's order, each Alignment-aligned
 // (else an error, before anything is launched); without a bias in the
-// problem, bias is ignored (pass 0). The context that was current at Load
-// must be current on the calling thread. Concurrent calls are safe; after
-// Close, Forward returns an error wrapping ErrClosed.
+// problem, bias is ignored (pass 0). A kernel with an epilogue chain that
+// needs no extra arrays (relu, gelu, ...) applies it here too; one whose
+// chain reads scale, shift or a residual needs ForwardEpilogue, and Forward
+// returns an error. The context that was current at Load must be current
+// on the calling thread. Concurrent calls are safe; after Close, Forward
+// returns an error wrapping ErrClosed.
 func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
+	return k.ForwardEpilogue(stream, out, in, filter, bias, Epilogue{})
+}
+
+// ForwardEpilogue is Forward for a kernel whose epilogue chain reads extra
+// arrays: out = chain(conv(in, filter) + bias), with ep's Scale and Shift
+// (K float32 each, for scale_shift) and Residual (for residual: the
+// output's shape, layout and element type), each Alignment-aligned; the
+// addresses the chain does not read must be 0 (CheckEpilogue).
+func (k *Kernel) ForwardEpilogue(stream Stream, out, in, filter, bias DevicePtr, ep Epilogue) error {
 	if k == nil {
 		return errors.New("convrt: forward: nil Kernel (call Load)")
 	}
@@ -156,14 +168,20 @@ func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
 	if err := CheckPtrs(k.info.Problem, out, in, filter, bias); err != nil {
 		return fmt.Errorf("%s: forward: %w", k.info.Package, err)
 	}
+	if err := CheckEpilogue(k.info.Problem, ep); err != nil {
+		return fmt.Errorf("%s: forward: %w", k.info.Package, err)
+	}
 	if !k.info.Problem.Shape.Bias {
 		bias = 0
 	}
-	// One 8-byte slot per kernel parameter (out, in, filter, bias), local to
-	// this call: cu copies 8 bytes from each pointer, and concurrent calls
-	// share nothing.
-	args := [4]uint64{uint64(out), uint64(in), uint64(filter), uint64(bias)}
-	params := []unsafe.Pointer{unsafe.Pointer(&args[0]), unsafe.Pointer(&args[1]), unsafe.Pointer(&args[2]), unsafe.Pointer(&args[3])}
+	// One 8-byte slot per kernel parameter (out, in, filter, bias, then
+	// the epilogue's), local to this call: cu copies 8 bytes from each
+	// pointer, and concurrent calls share nothing.
+	args := append([]uint64{uint64(out), uint64(in), uint64(filter), uint64(bias)}, ep.args(k.info.Problem)...)
+	params := make([]unsafe.Pointer, len(args))
+	for i := range args {
+		params[i] = unsafe.Pointer(&args[i])
+	}
 	l := k.info.Launch
 	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cuStream(stream), params); err != nil {
 		return fmt.Errorf("%s: launch %s: %w", k.info.Package, l.Kernel, err)

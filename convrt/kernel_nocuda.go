@@ -47,6 +47,12 @@ func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
 	return noCUDA(k.Info().Package, "forward")
 }
 
+// ForwardEpilogue enqueues the convolution with its epilogue's arrays. This
+// build lacks the cuda build tag: it returns an error wrapping ErrNoCUDA.
+func (k *Kernel) ForwardEpilogue(stream Stream, out, in, filter, bias DevicePtr, ep Epilogue) error {
+	return noCUDA(k.Info().Package, "forward")
+}
+
 // Info describes the kernel and the problem it solves.
 func (k *Kernel) Info() Info {
 	if k == nil {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -129,14 +130,54 @@ func Corners(p problem.Problem) []At {
 	return pts
 }
 
+// EpilogueHost holds host copies of the arrays an epilogue chain reads
+// (Epilogue), for the reference: Scale and Shift (K values each, the
+// float32 values the device holds, widened) and Residual (the output's
+// shape, layout and element type). Those the chain does not read may be
+// nil.
+type EpilogueHost[E Element] struct {
+	Scale, Shift []float64
+	Residual     []E
+}
+
+// ReferenceEpilogue is Reference with p's epilogue chain applied in
+// float64 (epilogue.Apply) to the output at a: the value a generated
+// kernel stores there. It is NaN when the chain reads an array of ep that
+// is too short.
+func ReferenceEpilogue[E Element](p problem.Problem, decode func(E) float64, in, filter, bias []E, ep EpilogueHost[E], a At) float64 {
+	y := Reference(p, decode, in, filter, bias, a)
+	if len(p.Epilogue) == 0 {
+		return y
+	}
+	z := 0.0
+	if p.Epilogue.NeedsResidual() {
+		i := OutputAt(p, a)
+		if i >= len(ep.Residual) {
+			return math.NaN()
+		}
+		z = decode(ep.Residual[i])
+	}
+	if p.Epilogue.NeedsScaleShift() && (a.K >= len(ep.Scale) || a.K >= len(ep.Shift)) {
+		return math.NaN()
+	}
+	return epilogue.Apply(p.Epilogue, y, a.K, ep.Scale, ep.Shift, z)
+}
+
 // RelError compares out with the float64 reference at points: it returns
 // the relative L2 error ‖out−ref‖/‖ref‖ (the absolute one when the
 // reference is all zero; NaN when an output is NaN) and the point of the
 // largest difference.
 func RelError[E Element](p problem.Problem, decode func(E) float64, out, in, filter, bias []E, points []At) (rel float64, worst At) {
+	return RelErrorEpilogue(p, decode, out, in, filter, bias, EpilogueHost[E]{}, points)
+}
+
+// RelErrorEpilogue is RelError against ReferenceEpilogue: for a problem
+// whose epilogue chain reads arrays (RelError passes none, and its error
+// is then NaN).
+func RelErrorEpilogue[E Element](p problem.Problem, decode func(E) float64, out, in, filter, bias []E, ep EpilogueHost[E], points []At) (rel float64, worst At) {
 	var diff2, ref2, worstDiff float64
 	for _, a := range points {
-		want := Reference(p, decode, in, filter, bias, a)
+		want := ReferenceEpilogue(p, decode, in, filter, bias, ep, a)
 		d := decode(out[OutputAt(p, a)]) - want
 		diff2 += d * d
 		ref2 += want * want

@@ -32,7 +32,10 @@ const Goroutines = 4
 // and rounded to the element type), checking each time that it writes every
 // output (the output is filled with NaN before) and that the relative L2
 // error against the float64 reference, over Samples random outputs and the
-// corners, is at most bound.
+// corners, is at most bound. A kernel with an epilogue chain runs through
+// ForwardEpilogue with the arrays its chain reads (scale in [0.5,1.5),
+// shift and residual in [-1,1)), and the reference applies the chain
+// (convrt.ReferenceEpilogue).
 func Forward(t *testing.T, load func() (*convrt.Kernel, error), bound float64) {
 	withKernel(t, load, func(ctx cu.CUContext, k *convrt.Kernel) {
 		switch k.Info().Problem.Precision {
@@ -155,6 +158,10 @@ func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Code
 	if err := errors.Join(toDevice(dFilter, filter), toDevice(dBias, bias)); err != nil {
 		t.Fatal(err)
 	}
+	ep, dEp, err := epilogueArrays(&mem, rng, codec, p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := make([]E, nOut)
 	// Two runs with fresh inputs: the output must follow the input.
 	for run := 1; run <= 2; run++ {
@@ -170,8 +177,8 @@ func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Code
 		if err := cu.Synchronize(); err != nil {
 			t.Fatalf("run %d: synchronize before the launch: %v", run, err)
 		}
-		if err := k.Forward(convrt.StreamOf(stream), convrt.PtrOf(dOut), convrt.PtrOf(dIn), convrt.PtrOf(dFilter), convrt.PtrOf(dBias)); err != nil {
-			t.Fatalf("run %d: Forward: %v", run, err)
+		if err := k.ForwardEpilogue(convrt.StreamOf(stream), convrt.PtrOf(dOut), convrt.PtrOf(dIn), convrt.PtrOf(dFilter), convrt.PtrOf(dBias), dEp); err != nil {
+			t.Fatalf("run %d: ForwardEpilogue: %v", run, err)
 		}
 		if err := stream.Synchronize(); err != nil {
 			t.Fatalf("run %d: synchronize the stream: %v", run, err)
@@ -179,7 +186,7 @@ func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Code
 		if err := fromDevice(out, dOut); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		rel, err := check(p, codec, rng, Samples, bound, out, in, filter, bias)
+		rel, err := check(p, codec, rng, Samples, bound, out, in, filter, bias, ep)
 		t.Logf("run %d: relative L2 error %.3g (bound %g)", run, rel, bound)
 		if err != nil {
 			t.Errorf("run %d: %v", run, err)
@@ -252,13 +259,17 @@ func oneStream[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convr
 			err = errors.Join(err, fmt.Errorf("destroy stream: %w", derr))
 		}
 	}()
+	ep, dEp, err := epilogueArrays(&mem, rng, codec, p)
+	if err != nil {
+		return err
+	}
 	if err := errors.Join(toDevice(dFilter, filter), toDevice(dBias, bias), poison(dOut, codec, nOut), cu.Synchronize()); err != nil {
 		return err
 	}
 	<-start
 	for i := range 2 {
-		if err := k.Forward(convrt.StreamOf(stream), convrt.PtrOf(dOut), convrt.PtrOf(dIn), convrt.PtrOf(dFilter), convrt.PtrOf(dBias)); err != nil {
-			return fmt.Errorf("Forward %d: %w", i+1, err)
+		if err := k.ForwardEpilogue(convrt.StreamOf(stream), convrt.PtrOf(dOut), convrt.PtrOf(dIn), convrt.PtrOf(dFilter), convrt.PtrOf(dBias), dEp); err != nil {
+			return fmt.Errorf("ForwardEpilogue %d: %w", i+1, err)
 		}
 	}
 	if err := stream.Synchronize(); err != nil {
@@ -268,7 +279,7 @@ func oneStream[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convr
 	if err := fromDevice(out, dOut); err != nil {
 		return err
 	}
-	_, err = check(p, codec, rng, Samples/4, bound, out, in, filter, bias)
+	_, err = check(p, codec, rng, Samples/4, bound, out, in, filter, bias, ep)
 	return err
 }
 
@@ -284,7 +295,7 @@ func checkSize[E convrt.Element](p problem.Problem) error {
 // check fails when an output is not finite (a NaN left from the poison means
 // the kernel skipped it) or when the relative L2 error over samples random
 // outputs and the corners exceeds bound; it returns that error.
-func check[E convrt.Element](p problem.Problem, codec convrt.Codec[E], rng *rand.Rand, samples int, bound float64, out, in, filter, bias []E) (float64, error) {
+func check[E convrt.Element](p problem.Problem, codec convrt.Codec[E], rng *rand.Rand, samples int, bound float64, out, in, filter, bias []E, ep convrt.EpilogueHost[E]) (float64, error) {
 	bad, first := 0, -1
 	for i, e := range out {
 		if v := codec.Decode(e); math.IsNaN(v) || math.IsInf(v, 0) {
@@ -302,11 +313,11 @@ func check[E convrt.Element](p problem.Problem, codec convrt.Codec[E], rng *rand
 	for range samples {
 		points = append(points, convrt.At{N: rng.IntN(s.N), K: rng.IntN(s.K), P: rng.IntN(s.P()), Q: rng.IntN(s.Q())})
 	}
-	rel, w := convrt.RelError(p, codec.Decode, out, in, filter, bias, points)
+	rel, w := convrt.RelErrorEpilogue(p, codec.Decode, out, in, filter, bias, ep, points)
 	// Written so that a NaN error fails too.
 	if !(rel <= bound) {
 		return rel, fmt.Errorf("relative L2 error %.3g over %d outputs exceeds %g; the worst output out[n=%d][k=%d][p=%d][q=%d] is %v, the reference %v",
-			rel, len(points), bound, w.N, w.K, w.P, w.Q, codec.Decode(out[convrt.OutputAt(p, w)]), convrt.Reference(p, codec.Decode, in, filter, bias, w))
+			rel, len(points), bound, w.N, w.K, w.P, w.Q, codec.Decode(out[convrt.OutputAt(p, w)]), convrt.ReferenceEpilogue(p, codec.Decode, in, filter, bias, ep, w))
 	}
 	return rel, nil
 }
@@ -319,6 +330,45 @@ func random[E convrt.Element](rng *rand.Rand, codec convrt.Codec[E], n int, lo, 
 		xs[i] = codec.Encode(float32(lo + (hi-lo)*rng.Float64()))
 	}
 	return xs
+}
+
+// epilogueArrays makes the arrays p's epilogue chain reads, on the host (for
+// the reference) and on the device (for ForwardEpilogue), each from rng:
+// scale in [0.5, 1.5) and shift in [-1, 1), K float32 values each, and the
+// residual, the output's elements, in [-1, 1). Those the chain does not
+// read stay nil and 0.
+func epilogueArrays[E convrt.Element](mem *memory, rng *rand.Rand, codec convrt.Codec[E], p problem.Problem) (convrt.EpilogueHost[E], convrt.Epilogue, error) {
+	var host convrt.EpilogueHost[E]
+	var dev convrt.Epilogue
+	if p.Epilogue.NeedsScaleShift() {
+		scale, shift := make([]float32, p.Shape.K), make([]float32, p.Shape.K)
+		host.Scale, host.Shift = make([]float64, p.Shape.K), make([]float64, p.Shape.K)
+		for i := range scale {
+			scale[i], shift[i] = float32(0.5+rng.Float64()), float32(2*rng.Float64()-1)
+			host.Scale[i], host.Shift[i] = float64(scale[i]), float64(shift[i])
+		}
+		d, err := allocElems[float32](mem, len(scale), len(shift))
+		if err != nil {
+			return host, dev, err
+		}
+		if err := errors.Join(toDevice(d[0], scale), toDevice(d[1], shift)); err != nil {
+			return host, dev, err
+		}
+		dev.Scale, dev.Shift = convrt.PtrOf(d[0]), convrt.PtrOf(d[1])
+	}
+	if p.Epilogue.NeedsResidual() {
+		_, _, _, nOut := p.Shape.Elements()
+		host.Residual = random(rng, codec, nOut, -1, 1)
+		d, err := allocElems[E](mem, nOut)
+		if err != nil {
+			return host, dev, err
+		}
+		if err := toDevice(d[0], host.Residual); err != nil {
+			return host, dev, err
+		}
+		dev.Residual = convrt.PtrOf(d[0])
+	}
+	return host, dev, nil
 }
 
 // poison fills n elements at p with NaN.
