@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/internal/version"
 	"github.com/convgen/convgen/problem"
@@ -29,6 +30,10 @@ type Request struct {
 	Cache string
 	// ReportDir, when set, receives the reports instead of the package.
 	ReportDir string
+	// Torch, when set, is the directory of the PyTorch module written
+	// beside the package (gen/torchmod), replaced as a whole; its name is
+	// the Python package's.
+	Torch string
 	// Arch and Device pick among the cache's records when replaying
 	// without a GPU ("" for any).
 	Arch, Device string
@@ -108,6 +113,9 @@ type Result struct {
 	// Files are the names of the files written to Out, and Reports those
 	// written to ReportDir (none without it).
 	Files, Reports []string
+	// TorchFiles are the names of the files written to Torch (none
+	// without it).
+	TorchFiles []string
 }
 
 // Run finds or makes the tuning record of r.Problem and writes the
@@ -133,6 +141,11 @@ func Run(ctx context.Context, r Request) (Result, error) {
 	if r.ReportDir != "" {
 		if err := gen.CheckTarget(r.ReportDir); err != nil {
 			return Result{}, fmt.Errorf("-report: %w", err)
+		}
+	}
+	if r.Torch != "" {
+		if err := torchmod.CheckTarget(r.Torch); err != nil {
+			return Result{}, fmt.Errorf("-torch: %w", err)
 		}
 	}
 	cache, err := tunecache.Load(r.Cache)

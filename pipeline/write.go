@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/report"
 	"github.com/convgen/convgen/tunecache"
@@ -62,6 +63,12 @@ func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candi
 	if err != nil {
 		return fmt.Errorf("generate package: %w", err)
 	}
+	var torchFiles map[string][]byte
+	if r.Torch != "" { // rendered before anything is written
+		if torchFiles, err = torchmod.Files(b, filepath.Base(filepath.Clean(r.Torch))); err != nil {
+			return fmt.Errorf("generate PyTorch module: %w", err)
+		}
+	}
 	reports, err := reportFiles(data, cands, prefix)
 	if err != nil {
 		return err
@@ -85,6 +92,13 @@ func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candi
 	}
 	res.Files = slices.Sorted(maps.Keys(files))
 	logf(r.Log, "wrote package %s to %s (%d files)\n", r.Pkg, r.Out, len(files))
+	if torchFiles != nil {
+		if err := torchmod.WriteFiles(r.Torch, torchFiles); err != nil {
+			return fmt.Errorf("write PyTorch module: %w", err)
+		}
+		res.TorchFiles = slices.Sorted(maps.Keys(torchFiles))
+		logf(r.Log, "wrote PyTorch module %s to %s (%d files)\n", filepath.Base(filepath.Clean(r.Torch)), r.Torch, len(torchFiles))
+	}
 	if r.ReportDir != "" {
 		if err := gen.WriteReports(r.ReportDir, reports); err != nil {
 			return fmt.Errorf("write reports: %w", err)
