@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -108,5 +110,35 @@ func TestWGMMARowRenderErrors(t *testing.T) {
 	}
 	if _, err := (WGMMARow{}).Render(flagship(t, problem.TF32, problem.NHWC), good); err == nil {
 		t.Error("Render accepted an nhwc problem")
+	}
+}
+
+// TestWGMMARowBoundsAsserted compiles the tf32 NCHW flagship winner's
+// configuration through NVRTC's front end, then its source with the ring's
+// slack of before (36 floats: memcheck found the last slot's k steps 17 and
+// 35 reading past the allocation) and with a shared memory size other than
+// Go's: the template's static_asserts must reject both.
+func TestWGMMARowBoundsAsserted(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := flagship(t, problem.TF32, problem.NCHW)
+	k, err := (WGMMARow{}).Render(p, Config{"TileK": 96, "Warpgroups": 3, "Lag": 2, "RowsPerBlock": 107, "Slots": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90" + k.ArchSuffix}
+	if _, err := lib.CompilePTX(k.Source, opt); err != nil {
+		t.Fatalf("%s: %v", k.Name, err)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"GROUP_FLOATS + 288)", "GROUP_FLOATS + 36)", "k step 17: A stays in its slot and the slack"},
+		{"== 231472,", "== 230464,", "dynamic shared memory"},
+	} {
+		if strings.Count(k.Source, tc.from) != 1 {
+			t.Fatalf("%s: the source has not one %q", k.Name, tc.from)
+		}
+		_, err := lib.CompilePTX(strings.Replace(k.Source, tc.from, tc.to, 1), opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with %q: compile error %v, want the static_assert %q", k.Name, tc.to, err, tc.want)
+		}
 	}
 }

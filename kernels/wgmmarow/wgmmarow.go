@@ -112,6 +112,18 @@ type wgmmaRowGeometry struct {
 	BlockTaps, BlockS0 []int
 }
 
+// wgmmaRowAReadEnd is one past the last byte, from the start of its slot,
+// that k step st's A descriptor addresses: the tensor cores read the 64
+// rows of 16 bytes of each of the step's two 4-tap blocks (the second LBO
+// bytes after the first), and compute-sanitizer's memcheck counts the
+// operand as the 64 x 32 bytes from the descriptor's start (as an "Invalid
+// __shared__ read of size 2048 bytes" where they pass the allocation's end).
+// Rows past a staged row's Q pixels feed only the discarded pixel slots
+// Q..63. The template's static_assert checks the same bound.
+func wgmmaRowAReadEnd(st wgmmaRowStep) int {
+	return 16*st.Off16 + max(16*st.LBO16+64*16, 64*32)
+}
+
 // wgmmaRowMaxSlots caps the ring: more slots than the rows in flight need
 // buy nothing.
 const wgmmaRowMaxSlots = 8
@@ -123,8 +135,6 @@ func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) wgmmaRo
 	g.GroupsPerRow = family.CeilDiv((s.R-1)*s.DilationH+1, s.StrideH)
 	g.Pitch = 4*(s.Q()-1) + 4*sb
 	g.SlotFloats = s.C * s.StrideH * g.Pitch
-	// Slot 63's last block ends 4*63 + 4*sb floats into a staged row.
-	g.SlackFloats = family.RoundUp(max(0, 4*63+4*sb-g.Pitch), 4)
 	if s.W%2 == 0 && s.PadW%2 == 0 {
 		g.PairStage = 1
 	}
@@ -158,6 +168,11 @@ func wgmmaRowGeom(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) wgmmaRo
 			g.Steps = append(g.Steps, st)
 			g.KSteps++
 		}
+	}
+	// The zeroed slack after the last slot holds what its k steps' A
+	// descriptors address past it (wgmmaRowAReadEnd).
+	for _, st := range g.Steps {
+		g.SlackFloats = max(g.SlackFloats, family.RoundUp(wgmmaRowAReadEnd(st)/4-g.SlotFloats, 4))
 	}
 	g.ThreadsPerBlock = 128 * (c.Warpgroups + 1)
 	g.Rows = s.N * s.P()
