@@ -106,6 +106,9 @@ func (s *Spec) Validate() error {
 	if s.Problem.Layout != problem.NCHW && s.Problem.Layout != problem.NHWC {
 		return fmt.Errorf("%s: layout %q: must be nchw or nhwc", s.Package, s.Problem.Layout)
 	}
+	if err := s.Problem.Epilogue.Validate(); err != nil {
+		return fmt.Errorf("%s: epilogue: %w", s.Package, err)
+	}
 	if err := s.CUBIN.Launch.check(); err != nil {
 		return fmt.Errorf("%s: CUBIN: %w", s.Package, err)
 	}

@@ -78,6 +78,17 @@ var names = map[Op]string{
 	Mish:       "mish",
 }
 
+// goNames maps each valid Op to the name of its constant in this package.
+var goNames = map[Op]string{
+	ScaleShift: "ScaleShift", Residual: "Residual", ReLU: "ReLU", ReLU6: "ReLU6", LeakyReLU: "LeakyReLU",
+	Clamp: "Clamp", Sigmoid: "Sigmoid", Tanh: "Tanh", GELU: "GELU", GELUTanh: "GELUTanh", SiLU: "SiLU",
+	Hardswish: "Hardswish", Mish: "Mish",
+}
+
+// GoName is the name of the Op's constant in this package ("LeakyReLU"),
+// for generated Go code; "" for an invalid Op.
+func (o Op) GoName() string { return goNames[o] }
+
 // Ops returns every valid Op, in declaration order.
 func Ops() []Op { return slices.Clone(ops) }
 

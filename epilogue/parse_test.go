@@ -253,3 +253,17 @@ func FuzzParse(f *testing.F) {
 		_ = Apply(c, 1.5, 0, []float64{1}, []float64{0}, -0.5)
 	})
 }
+
+// TestGoName: every Op's GoName is the name of its constant (checked
+// against the Op's grammar name with the underscores and case removed).
+func TestGoName(t *testing.T) {
+	for _, op := range Ops() {
+		g := op.GoName()
+		if g == "" || !strings.EqualFold(g, strings.ReplaceAll(op.String(), "_", "")) {
+			t.Errorf("%s: GoName %q", op, g)
+		}
+	}
+	if Op(0).GoName() != "" {
+		t.Error("the zero Op has a GoName")
+	}
+}

@@ -97,6 +97,10 @@ func genDoc(s *spec) *jen.File {
 		sum += " The problem has no bias: Forward ignores its bias argument."
 	}
 	para("%s", sum)
+	ep := s.Problem.Epilogue
+	if len(ep) > 0 {
+		para("Then the epilogue chain %s (the constant Epilogue; docs/epilogue.md in convgen) is applied to each output value in FP32, after the bias and before the store, its elements in order: out[n][k][p][q] = chain(the sum above).", ep)
+	}
 
 	b.WriteString("# Memory\n\n")
 	para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
@@ -107,6 +111,12 @@ func genDoc(s *spec) *jen.File {
 	if sh.Bias {
 		mem = append(mem, fmt.Sprintf("bias    K     BiasElems   = %d", bias))
 	}
+	if ep.NeedsScaleShift() {
+		mem = append(mem, fmt.Sprintf("scale   K     float32, %d (scale_shift)", sh.K), fmt.Sprintf("shift   K     float32, %d (scale_shift)", sh.K))
+	}
+	if ep.NeedsResidual() {
+		mem = append(mem, fmt.Sprintf("residual %s  OutputElems = %d (residual: the output's layout and type)", out, output))
+	}
 	code(append(mem, fmt.Sprintf("out     %s  OutputElems = %d", out, output))...)
 
 	b.WriteString("# Usage\n\n")
@@ -115,11 +125,26 @@ func genDoc(s *spec) *jen.File {
 	if !sh.Bias {
 		argBias = "0"
 	}
+	call := "err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), " + argBias + ")"
+	if ep.NeedsScaleShift() || ep.NeedsResidual() {
+		var extra []string
+		if ep.NeedsScaleShift() {
+			extra = append(extra, "Scale: convrt.PtrOf(scale), Shift: convrt.PtrOf(shift)")
+		}
+		if ep.NeedsResidual() {
+			extra = append(extra, "Residual: convrt.PtrOf(residual)")
+		}
+		call = "err = k.ForwardEpilogue(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), " + argBias +
+			",\n\tconvrt.Epilogue{" + strings.Join(extra, ", ") + "})"
+	}
 	code(
 		"k, err := "+s.Package+".Load() // a convrt.Conv; check err, defer k.Close()",
-		"err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), "+argBias+")",
+		call,
 		"// ... stream.Synchronize(): out is ready",
 	)
+	if ep.NeedsScaleShift() || ep.NeedsResidual() {
+		para("The epilogue reads arrays besides the convolution's: call ForwardEpilogue with them (each 16-byte aligned, those the chain does not read 0); Forward returns an error.")
+	}
 	load := fmt.Sprintf("Load picks the embedded %s CUBIN on a %s device and otherwise has the driver compile the embedded PTX (for compute capability %d.%d or more).", s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10)
 	switch fb := s.Fallback; {
 	case s.Untuned:

@@ -81,6 +81,7 @@ const (
 	convrtPath     = "github.com/convgen/convgen/convrt"
 	convrttestPath = "github.com/convgen/convgen/convrt/convrttest"
 	problemPath    = "github.com/convgen/convgen/problem"
+	epiloguePath   = "github.com/convgen/convgen/epilogue"
 	embedPath      = "embed"
 	testPath       = "testing"
 )
@@ -207,6 +208,9 @@ func newSpec(b Binding) (*spec, error) {
 	elem, err := elementOf(b.Problem.Precision)
 	if err != nil {
 		return nil, err
+	}
+	if err := b.Problem.Epilogue.Validate(); err != nil {
+		return nil, fmt.Errorf("gen: epilogue: %w", err)
 	}
 	if err := checkLaunch(b.Kernel, b.Grid, b.Block, b.SharedBytes); err != nil {
 		return nil, fmt.Errorf("gen: %w", err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/convgen/convgen/epilogue"
 	"go/format"
 	"os"
 	"os/exec"
@@ -98,9 +99,24 @@ func oddBF16(t testing.TB) Binding {
 	return b
 }
 
+// fusedFP16 is fp16NHWC with an epilogue chain that reads every array and
+// has every kind of parameter: its package takes ForwardEpilogue.
+func fusedFP16(t testing.TB) Binding {
+	t.Helper()
+	b := fp16NHWC(t)
+	b.Package = "fused"
+	c, err := epilogue.Parse("scale_shift,residual(0.5),leaky_relu(0.1),clamp(-1,6),gelu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Problem.Epilogue = c
+	b.Command += " -epilogue scale_shift,residual(0.5),leaky_relu(0.1),clamp(-1,6),gelu"
+	return b
+}
+
 // allBindings lists every test binding.
 func allBindings(t testing.TB) []Binding {
-	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t)}
+	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t), fusedFP16(t)}
 }
 
 func files(t *testing.T, b Binding) map[string][]byte {
@@ -128,6 +144,7 @@ func TestGolden(t *testing.T) {
 	}{
 		{alexNet(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
 		{fp16NHWC(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
+		{fusedFP16(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 	} {
 		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
 	}

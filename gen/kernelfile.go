@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/convgen/convgen/epilogue"
 )
 
 // loadDoc documents Load.
@@ -43,6 +45,23 @@ func loadPTXDoc(s *spec) string {
 // generated code.
 func convrt(name string) *jen.Statement   { return jen.Qual(convrtPath, name) }
 func problemQ(name string) *jen.Statement { return jen.Qual(problemPath, name) }
+
+// chainLit is the epilogue.Chain literal of c, element by element, with
+// the parameters each element takes: no parsing at run time.
+func chainLit(c epilogue.Chain) *jen.Statement {
+	elems := make([]jen.Code, len(c))
+	for i, e := range c {
+		kv := []any{"Op", jen.Qual(epiloguePath, e.Op.GoName())}
+		switch e.Op {
+		case epilogue.Residual, epilogue.LeakyReLU:
+			kv = append(kv, "Alpha", jen.Lit(e.Alpha))
+		case epilogue.Clamp:
+			kv = append(kv, "Lo", jen.Lit(e.Lo), "Hi", jen.Lit(e.Hi))
+		}
+		elems[i] = inline(jen.Null(), kv...)
+	}
+	return jen.Qual(epiloguePath, "Chain").Values(elems...)
+}
 
 // lits turns a geometry into literals.
 func lits(v [3]int) []jen.Code { return []jen.Code{jen.Lit(v[0]), jen.Lit(v[1]), jen.Lit(v[2])} }
@@ -89,6 +108,10 @@ func genKernel(s *spec) *jen.File {
 		sh = append(sh, n, jen.Id(n))
 	}
 	sh = append(sh, "Bias", jen.Id("HasBias"))
+	prob := []any{"Shape", inline(problemQ("Shape"), sh...), "Precision", jen.Id("Precision"), "Layout", jen.Id("Layout")}
+	if len(s.Problem.Epilogue) > 0 {
+		prob = append(prob, "Epilogue", chainLit(s.Problem.Epilogue))
+	}
 	tuned := launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes)
 	if s.cubinName != "" {
 		tuned = inline(convrt("Image"), "Code", jen.Id("cubin"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
@@ -105,7 +128,7 @@ func genKernel(s *spec) *jen.File {
 	}
 	decl(f, "spec is the problem and the embedded kernels, for convrt.", jen.Var().Id("spec").Op("=").Add(convrt("Spec")).Values(jen.Dict{
 		jen.Id("Package"):   jen.Lit(s.Package),
-		jen.Id("Problem"):   inline(problemQ("Problem"), "Shape", inline(problemQ("Shape"), sh...), "Precision", jen.Id("Precision"), "Layout", jen.Id("Layout")),
+		jen.Id("Problem"):   inline(problemQ("Problem"), prob...),
 		jen.Id("TunedArch"): jen.Id("TunedArch"),
 		jen.Id("CUBIN"):     tuned,
 		jen.Id("PTX"):       ptxImage,
