@@ -32,6 +32,7 @@ type ConfigPackage struct {
 	Out       string `json:"out"`                 // as -o
 	Pkg       string `json:"pkg,omitempty"`       // as -pkg (default: out's name)
 	Cache     string `json:"cache,omitempty"`     // as -cache (default: the Config's)
+	Torch     string `json:"torch,omitempty"`     // as -torch (default: none)
 }
 
 // maxConfigBytes bounds a config file.
@@ -84,6 +85,9 @@ func (p ConfigPackage) args(c Config, path string) []string {
 		cache = "convgen-cache.json"
 	}
 	args := []string{"-shape", p.Shape, "-o", rel(p.Out), "-cache", rel(cache)}
+	if p.Torch != "" {
+		args = append(args, "-torch", rel(p.Torch))
+	}
 	for _, f := range []struct{ name, v string }{{"-precision", p.Precision}, {"-layout", p.Layout}, {"-pkg", p.Pkg}} {
 		if f.v != "" {
 			args = append(args, f.name, f.v)
@@ -136,6 +140,8 @@ func runConfig(ctx context.Context, path string, rest []string, stdout, stderr i
 			return usageError{fmt.Errorf("-config: %s belongs in the config file, one per package", clip.Text(a))}
 		case n == "report":
 			return usageError{errors.New("-config: -report would write the reports of every package to one directory, each replacing the last; leave the reports in their packages")}
+		case n == "torch":
+			return usageError{errors.New("-config: -torch belongs in the config file, one directory per package (\"torch\")")}
 		}
 	}
 	c, err := loadConfig(path)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/convgen/convgen/autotune"
 	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/internal/clip"
 	"github.com/convgen/convgen/problem"
 )
@@ -43,6 +44,7 @@ type config struct {
 	sourceDir string // with compile: where to write each compiled candidate's CUDA source
 	list      bool   // print the candidate IDs for -arch and stop
 	reportDir string // where the reports go instead of the package
+	torch     string // where the PyTorch module goes, beside the package ("" none)
 	untuned   bool   // without a GPU and a record: write an untuned package
 	into      bool   // -o .: convgen's files go among the user's (gen.WriteInto)
 	verbose   bool   // with list: the rejected candidates too, with their reasons
@@ -165,6 +167,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
 	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
 	once(fs, &c.reportDir, "report", "", "", "write the reports (REPORT.md, report.json, candidates.csv, candidates.svg) to this directory instead of the package")
+	once(fs, &c.torch, "torch", "", "", "also write the kernel as a PyTorch module (a Python package, imported by this directory's name) to this directory")
 	once(fs, &c.pkg, "pkg", "", "", "package name (default: the output directory's name)")
 	once(fs, &c.cache, "cache", "", "convgen-cache.json", "tuning cache file: read for replay, written after tuning")
 	once(fs, &c.arch, "arch", "", "", "target arch when replaying without a GPU, e.g. sm_90 (default: any record)")
@@ -225,6 +228,12 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	if c.reportDir != "" && (c.compile || c.list) {
 		return c, usageError{errors.New("-report goes with a package to write, not -compile-only or -list")}
 	}
+	if c.torch != "" && (c.compile || c.list) {
+		return c, usageError{errors.New("-torch goes with a package to write, not -compile-only or -list")}
+	}
+	if err := c.checkTorch(); err != nil {
+		return c, usageError{err}
+	}
 	if c.out == "" && !c.compile && !c.list {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
 	}
@@ -258,6 +267,25 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 		return c, usageError{errors.New("-cache must name a file")}
 	}
 	return c, nil
+}
+
+// checkTorch checks -torch: a directory of its own (not -o's or
+// -report's, which are replaced as a whole too) whose name Python can
+// import.
+func (c config) checkTorch() error {
+	if c.torch == "" {
+		return nil
+	}
+	dir := filepath.Clean(c.torch)
+	for _, other := range []struct{ flag, dir string }{{"-o", c.out}, {"-report", c.reportDir}} {
+		if other.dir != "" && filepath.Clean(other.dir) == dir {
+			return fmt.Errorf("-torch %s: the same directory as %s; the PyTorch module needs its own", clip.Text(c.torch), other.flag)
+		}
+	}
+	if err := torchmod.CheckName(filepath.Base(dir)); err != nil {
+		return fmt.Errorf("-torch %s: %w", clip.Text(c.torch), err)
+	}
+	return nil
 }
 
 // longDashes turns -name into --name for every long flag the set knows, so
@@ -346,6 +374,9 @@ func (c config) command() string {
 	}
 	if c.reportDir != "" {
 		parts = append(parts, "-report", filepath.ToSlash(c.reportDir))
+	}
+	if c.torch != "" {
+		parts = append(parts, "-torch", filepath.ToSlash(c.torch))
 	}
 	if c.untuned {
 		parts = append(parts, "-untuned")

@@ -49,7 +49,7 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 // request is the pipeline's request for c's package; log gets the steps'
 // lines, progress the tuner's.
 func (c config) request(log, progress io.Writer) (pipeline.Request, error) {
-	r := pipeline.Request{Problem: c.problem, Out: c.out, Into: c.into, Pkg: c.pkg, Cache: c.cache, ReportDir: c.reportDir,
+	r := pipeline.Request{Problem: c.problem, Out: c.out, Into: c.into, Pkg: c.pkg, Cache: c.cache, ReportDir: c.reportDir, Torch: c.torch,
 		Arch: c.arch, Device: c.device, Retune: c.retune, Untuned: c.untuned, Pins: c.pin,
 		Tuning:  pipeline.Tuning{Trials: c.trials, Time: c.budget, Seed: c.seed, Jobs: c.jobs, Runs: c.runs, CompileTimeout: c.compileTO},
 		Command: c.command(), Log: log, Progress: progress}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/gen/torchmod"
+)
+
+// TestTorchFlag: -torch DIR is parsed, recorded in the regenerate command,
+// and refused where it cannot work.
+func TestTorchFlag(t *testing.T) {
+	c, err := parseFlags([]string{"-shape", flagship, "-o", "conv", "-torch", "py/conv_torch"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.torch != "py/conv_torch" || !strings.Contains(c.command(), " -torch py/conv_torch") {
+		t.Errorf("torch %q, command %q", c.torch, c.command())
+	}
+	if c, err := parseFlags([]string{"-shape", flagship, "-o", "conv"}, io.Discard); err != nil || c.torch != "" || strings.Contains(c.command(), "-torch") {
+		t.Errorf("without -torch: %q, %q, %v", c.torch, c.command(), err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"twice", []string{"-o", "conv", "-torch", "a", "-torch", "b"}, "given twice"},
+		{"no value", []string{"-o", "conv", "-torch"}, "needs an argument"},
+		{"same as -o", []string{"-o", "conv", "-torch", "./conv/"}, "same directory as -o"},
+		{"same as -report", []string{"-o", "conv", "-report", "rep", "-torch", "rep"}, "same directory as -report"},
+		{"not a Python name", []string{"-o", "conv", "-torch", "conv-torch"}, "identifier"},
+		{"keyword", []string{"-o", "conv", "-torch", "x/import"}, "keyword"},
+		{"torch itself", []string{"-o", "conv", "-torch", "torch"}, "hide PyTorch"},
+		{"-list", []string{"-list", "-torch", "t"}, "-torch goes with a package"},
+		{"-compile-only", []string{"-compile-only", "-torch", "t"}, "-torch goes with a package"},
+	} {
+		r := runConvgen(t, append([]string{"-shape", flagship}, tc.args...)...)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2 (stderr %q)", tc.name, r.code, r.stderr)
+		}
+		oneErrorLine(t, r, tc.want)
+	}
+}
+
+// TestTorchReplay: a replay with -torch writes the PyTorch module beside
+// the package, from the same record.
+func TestTorchReplay(t *testing.T) {
+	rec := fixture(t, h200, 132)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	putRecords(t, "cache.json", rec)
+	r := runConvgen(t, "-shape", flagship, "-o", "conv", "-cache", "cache.json", "-torch", "py/convtorch")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "wrote PyTorch module convtorch to py/convtorch") {
+		t.Errorf("stdout lacks the module's line:\n%s", r.stdout)
+	}
+	init, err := os.ReadFile(filepath.Join("py", "convtorch", torchmod.InitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(init), "# Regenerate with: convgen -shape "+rec.Key.Shape) || !strings.Contains(string(init), "-torch py/convtorch") {
+		t.Errorf("__init__.py's regenerate line:\n%.300s", init)
+	}
+	var m torchmod.Meta
+	js, err := os.ReadFile(filepath.Join("py", "convtorch", torchmod.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &m); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Ops["fprop"].CUBIN; c == nil || c.Kernel != rec.Kernel || c.Launch != rec.Launch {
+		t.Errorf("kernel.json's CUBIN %+v: want the record's kernel %s, %v", c, rec.Kernel, rec.Launch)
+	}
+	doc, err := os.ReadFile(filepath.Join("conv", "doc.go"))
+	if err != nil || !strings.Contains(string(doc), "-torch py/convtorch") {
+		t.Errorf("the Go package's regenerate command lacks -torch: %v", err)
+	}
+}
+
+// TestTorchConfig: a config file's "torch" writes each package's module,
+// relative to the file; -torch on the command line with -config is refused.
+func TestTorchConfig(t *testing.T) {
+	dir := t.TempDir()
+	putRecords(t, filepath.Join(dir, "net", "cache.json"), fixture(t, h200, 132))
+	conf := filepath.Join(dir, "net", "convgen.json")
+	if err := os.WriteFile(conf, []byte(`{"cache": "cache.json", "packages": [
+		{"shape": "`+flagship+`", "out": "conv1", "torch": "py/conv1"},
+		{"shape": "`+flagship+`", "out": "conv2"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runConvgen(t, "-config", conf, "-q"); r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "net", "py", "conv1", torchmod.InitFile)); err != nil {
+		t.Errorf("conv1's module: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "net", "conv2", "doc.go")); err != nil {
+		t.Errorf("conv2: %v", err)
+	}
+	r := runConvgen(t, "-config", conf, "-torch", "x")
+	if r.code != 2 {
+		t.Errorf("-config with -torch: exit %d, want 2", r.code)
+	}
+	oneErrorLine(t, r, "belongs in the config file")
+}
