@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/convgen/convgen/autotune"
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/internal/clip"
@@ -158,13 +159,14 @@ func flagError(err error) error {
 // parseArgs is parseFlags without the bound on its errors' length.
 func parseArgs(args []string, stdout io.Writer) (config, error) {
 	var c config
-	var precision, layout string
+	var precision, layout, chain string
 	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	once(fs, &c.shapeText, "shape", "", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
 	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
+	once(fs, &chain, "epilogue", "", "", "chain applied to each output after the bias, in order, e.g. scale_shift,relu or residual(0.5),gelu (docs/epilogue.md)")
 	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
 	once(fs, &c.reportDir, "report", "", "", "write the reports (REPORT.md, report.json, candidates.csv, candidates.svg) to this directory instead of the package")
 	once(fs, &c.torch, "torch", "", "", "also write the kernel as a PyTorch module (a Python package, imported by this directory's name) to this directory")
@@ -215,6 +217,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	}
 	if c.problem.Layout, err = problem.ParseLayout(layout); err != nil {
 		return c, usageError{fmt.Errorf("-layout: %w", err)}
+	}
+	if c.problem.Epilogue, err = epilogue.Parse(chain); err != nil {
+		return c, usageError{fmt.Errorf("-epilogue: %w", err)}
 	}
 	if c.sourceDir != "" && !c.compile {
 		return c, usageError{errors.New("-source-dir needs -compile-only (the sources of the compiled candidates)")}
@@ -366,6 +371,9 @@ func (c config) command() string {
 	parts := []string{"convgen", "-shape", c.problem.Shape.String(),
 		"-precision", string(c.problem.Precision), "-layout", string(c.problem.Layout),
 		"-pkg", c.pkg, "-o", filepath.ToSlash(c.out), "-cache", filepath.ToSlash(c.cache)}
+	if len(c.problem.Epilogue) > 0 {
+		parts = append(parts, "-epilogue", c.problem.Epilogue.String())
+	}
 	if c.arch != "" {
 		parts = append(parts, "-arch", c.arch)
 	}
