@@ -15,7 +15,8 @@ import (
 
 // baseKey is the problem's part of r's cache key.
 func baseKey(r Request) tunecache.Key {
-	return tunecache.Key{Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision), Layout: string(r.Problem.Layout)}
+	return tunecache.Key{Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision), Layout: string(r.Problem.Layout),
+		Epilogue: r.Problem.Epilogue.Key()}
 }
 
 // currentKernels says whether rec's kernels are what the code generates
@@ -68,7 +69,7 @@ func sameKernel(p problem.Problem, t tunecache.Timing, want, name string, l laun
 // when nothing matches, ErrInvalid when several device models do.
 func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) {
 	k := baseKey(c)
-	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Arch: c.Arch, Device: c.Device,
+	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Epilogue: k.Epilogue, Arch: c.Arch, Device: c.Device,
 		Current: func(r tunecache.Record) error { return currentKernels(c.Problem, r) }}
 	recs := cache.Replay(q)
 	if n := len(cache.Match(q)); n > len(recs) && len(recs) == 1 {
@@ -106,7 +107,7 @@ records:
 		var why []string
 		for _, m := range q.Mismatches(r) { // the problem's fields come first
 			switch m.Field {
-			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout:
+			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout, tunecache.FieldEpilogue:
 				continue records // another problem
 			case tunecache.FieldKernel:
 				stale = true
