@@ -77,7 +77,7 @@ func writeUntuned(r Request) (Result, error) {
 		PTX: out.PTX, Command: r.Command, Untuned: true,
 		Summary: fmt.Sprintf("untuned: no measurement; default configuration %s as PTX for %s", cand.ID(), autotune.FallbackArch)}
 	data := report.Data{SchemaVersion: report.SchemaVersion, Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision),
-		Layout: string(r.Problem.Layout), NVRTC: lib.VersionString(), KernelSHA256: kernels.Hash(k), Command: r.Command,
+		Layout: string(r.Problem.Layout), Epilogue: r.Problem.Epilogue.String(), NVRTC: lib.VersionString(), KernelSHA256: kernels.Hash(k), Command: r.Command,
 		Winner: cand.ID(), WinnerConfig: cand.Config, Untuned: note}
 	logf(r.Log, "no record and no GPU: writing an untuned package (%s, PTX for %s)\n", cand.ID(), autotune.FallbackArch)
 	res := Result{Outcome: Untuned}

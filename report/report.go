@@ -41,10 +41,13 @@ type Device struct {
 
 // Data is everything a report shows.
 type Data struct {
-	SchemaVersion  int              `json:"schema_version"` // SchemaVersion
-	Shape          string           `json:"shape"`
-	Precision      string           `json:"precision"`
-	Layout         string           `json:"layout"`
+	SchemaVersion int    `json:"schema_version"` // SchemaVersion
+	Shape         string `json:"shape"`
+	Precision     string `json:"precision"`
+	Layout        string `json:"layout"`
+	// Epilogue is the canonical epilogue chain the kernel applies before
+	// its stores; absent for none.
+	Epilogue       string           `json:"epilogue,omitempty"`
 	Device         Device           `json:"device"`
 	NVRTC          string           `json:"nvrtc"`
 	ConvgenVersion string           `json:"convgen_version"` // the convgen that tuned it
@@ -95,9 +98,15 @@ func New(rec tunecache.Record, p problem.Problem, command string) Data {
 		Command: command, TunedAt: sum.TunedAt, DurationS: sum.DurationS, Phases: sum.Phases, TieNote: sum.TieNote,
 		Counts: sum.Counts, NoFallback: sum.NoFallback,
 		Winner:       kernels.Candidate{Family: rec.Winner.Family, Config: rec.Winner.Config}.ID(),
-		WinnerConfig: rec.Winner.Config}
+		WinnerConfig: rec.Winner.Config, Epilogue: p.Epilogue.String()}
 	in, filter, bias, out := p.Shape.Elements()
 	bytes := float64(in+filter+bias+out) * float64(p.Precision.ElementBytes())
+	if p.Epilogue.NeedsResidual() { // read once, like the input
+		bytes += float64(out) * float64(p.Precision.ElementBytes())
+	}
+	if p.Epilogue.NeedsScaleShift() {
+		bytes += float64(2*p.Shape.K) * 4
+	}
 	d.GFLOP = p.Shape.FLOPs() / 1e9
 	d.MBytes = bytes / 1e6
 	peak, src := Peak(p.Precision, d.Device)
@@ -174,6 +183,9 @@ func (d Data) Markdown() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# convgen tuning report\n\n")
 	fmt.Fprintf(&b, "- shape: `%s`\n- precision: %s, layout: %s\n", d.Shape, d.Precision, d.Layout)
+	if d.Epilogue != "" {
+		fmt.Fprintf(&b, "- epilogue: `%s`, applied to each output after the bias, in FP32\n", d.Epilogue)
+	}
 	if d.Untuned != "" {
 		fmt.Fprintf(&b, "- untuned: no measurement. %s\n- reproduce: `%s`\n", d.Untuned, d.Command)
 		return b.Bytes()
