@@ -308,3 +308,27 @@ func TestEpilogueSM90a(t *testing.T) {
 		return frontEndOne(lib, j.kernel, p, ok)
 	})
 }
+
+// TestEpilogueReferenceKernel: the checking kernels' reference applies the
+// chain in double (convgen_ep64 at its store, the chain's parameters after
+// bias) and compiles for every precision with a chain of each kind.
+func TestEpilogueReferenceKernel(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	var jobs []compileJob
+	for i, prec := range problem.Precisions {
+		p := flagship(t, prec, problem.Layouts[i%2])
+		p.Epilogue = mustChain(t, epilogueChains[i%len(epilogueChains)])
+		k, err := Reference(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(k.Source, "out[idx] = convgen_ep64(acc, k, idx") || !strings.Contains(k.Source, "double convgen_epilogue64(") {
+			t.Errorf("%s: the reference does not apply the chain in double", p)
+		}
+		if got, want := strings.Contains(k.Source, "ep_residual"), p.Epilogue.NeedsResidual(); got != want {
+			t.Errorf("%s: reads the residual: %v, want %v", p, got, want)
+		}
+		jobs = append(jobs, compileJob{"reference " + p.String(), k})
+	}
+	compileForArchs(t, lib, jobs)
+}
