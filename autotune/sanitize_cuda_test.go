@@ -5,6 +5,7 @@ package autotune
 import (
 	"context"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,12 +36,23 @@ var sanitizeShapes = []string{
 // $CONVGEN_SANITIZE_BATCH instead of theirs when set), and, unless
 // $CONVGEN_SANITIZE_ODD is "0", the first kept configuration (two with
 // $CONVGEN_SANITIZE_PINS=2) of every family
-// that serves each of sanitizeShapes in every precision and layout. Each
-// candidate is checked against the float64 reference and timed once; the
-// sanitizer's findings are in its own log, which the script reads.
+// that serves each of sanitizeShapes in every precision and layout.
+// $CONVGEN_SANITIZE_MATCH, a regular expression, keeps only the candidates
+// whose ID (family/knobs) it matches (records and shapes left with none
+// are skipped). Each candidate is checked against the float64 reference
+// and timed once; the sanitizer's findings are in its own log, which the
+// script reads.
 func TestSanitize(t *testing.T) {
 	if os.Getenv("CONVGEN_SANITIZE") == "" {
 		t.Skip("set CONVGEN_SANITIZE=1 (scripts/sanitize does, under compute-sanitizer)")
+	}
+	match := regexp.MustCompile("")
+	if m := os.Getenv("CONVGEN_SANITIZE_MATCH"); m != "" {
+		re, err := regexp.Compile(m)
+		if err != nil {
+			t.Fatalf("CONVGEN_SANITIZE_MATCH: %v", err)
+		}
+		match = re
 	}
 	lib, testWorker, lim := gpuSetup(t)
 	// The workers, which run the kernels, run under the sanitizer: it
@@ -85,9 +97,14 @@ func TestSanitize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			timings := []tunecache.Timing{rec.Winner}
-			if fb := rec.Fallback; fb != nil {
-				timings = append(timings, fb.Timing)
+			var timings []tunecache.Timing
+			for _, tm := range []*tunecache.Timing{&rec.Winner, fallbackTiming(rec)} {
+				if tm != nil && match.MatchString(tm.Family+"/"+kernels.Config(tm.Config).String()) {
+					timings = append(timings, *tm)
+				}
+			}
+			if len(timings) == 0 {
+				continue
 			}
 			if batch <= 0 {
 				var pins []string
@@ -135,13 +152,24 @@ func TestSanitize(t *testing.T) {
 		var pins []string
 		perFam := map[string]int{}
 		for _, c := range cands {
-			if c.Rejected == "" && perFam[c.Family] < perFamily {
+			if c.Rejected == "" && perFam[c.Family] < perFamily && match.MatchString(c.ID()) {
 				perFam[c.Family]++
 				pins = append(pins, c.ID())
 			}
 		}
+		if len(pins) == 0 {
+			return // CONVGEN_SANITIZE_MATCH left none
+		}
 		t.Run(p.String(), func(t *testing.T) { run(t, p, pins, nil) })
 	})
+}
+
+// fallbackTiming is rec's fallback's timing, nil without one.
+func fallbackTiming(rec tunecache.Record) *tunecache.Timing {
+	if rec.Fallback == nil {
+		return nil
+	}
+	return &rec.Fallback.Timing
 }
 
 // firstKept pins the first configuration the static rules keep for p, so
