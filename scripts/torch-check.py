@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""Checks convgen's PyTorch modules on a GPU, with nothing but PyTorch.
+
+Usage: torch-check.py [-k CHECKS] MODULE_DIR...
+
+Each MODULE_DIR is a Python package that `convgen -torch DIR` wrote (for the
+flagship: scripts/torch-flagship writes .dev/torch/NAME). For each, and on
+GPU 0, the checks are:
+
+  (a) forward: the module's output against PyTorch's float64 conv2d of the
+      same (rounded) input, weight and bias, relative L2 error within the
+      precision's bound (fp32, 3xtf32 1e-5; tf32 1e-3; fp16 2e-3; bf16
+      1e-2); through the CUBIN the module picks and through the PTX image.
+  (b) gradients of input, weight and bias (requires_grad on all, then on
+      each alone) against float64 autograd, with the same bounds. The
+      gradients are PyTorch's own convolutions: for fp32 and 3xtf32 the
+      script turns TF32 off (PyTorch's default allows it in cuDNN).
+  (c) training: conv + flatten + linear head, fixed random data, 300 SGD
+      steps, seeded; the loss curve against the same model with nn.Conv2d.
+  (d) KernelBench-style: class Model (nn.Conv2d) and class ModelNew (the
+      module), each built after torch.manual_seed(same seed); outputs on
+      five random inputs equal within torch.allclose(atol=1e-2, rtol=1e-2).
+  (e) timing: the module's forward (one call on an idle GPU, CUDA events,
+      median after warm-up) against the kernel's own time and F.conv2d's; the
+      Python launch overhead, forward minus kernel, must be at most 20 us.
+  (f) API: no_grad, a side stream, wrong shape / memory format / dtype
+      raise ValueError, fallback=True warns and matches F.conv2d, the
+      constructor refuses mismatched arguments.
+
+Prints one PASS or FAIL line per check, a summary, and exits 1 if any check
+failed (2 on a usage error). -k abf runs only the checks named.
+"""
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BOUNDS = {"fp32": 1e-5, "3xtf32": 1e-5, "tf32": 1e-3, "fp16": 2e-3, "bf16": 1e-2}
+# Loss-curve tolerance of (c): the largest |loss - reference loss| over the
+# steps, relative to the reference loss.
+TRAIN_TOL = {"fp32": 1e-3, "3xtf32": 1e-3, "tf32": 1e-2, "fp16": 3e-2, "bf16": 5e-2}
+OVERHEAD_US = 20.0
+
+results = []  # (package, check, ok, detail)
+
+
+def report(pkg, check, ok, detail):
+    results.append((pkg, check, ok, detail))
+    print(f"{'PASS' if ok else 'FAIL'} {pkg} {check}: {detail}", flush=True)
+
+
+def load(dirpath):
+    """Imports the package in dirpath under a name of its own."""
+    dirpath = os.path.abspath(dirpath)
+    name = "convgen_torch_" + os.path.basename(dirpath)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(dirpath, "__init__.py"),
+                                                  submodule_search_locations=[dirpath])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def set_tf32(allowed):
+    """TF32 in cuDNN convolutions and cuBLAS matmuls, with the API this
+    PyTorch has."""
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        conv.fp32_precision = "tf32" if allowed else "ieee"
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if allowed else "ieee"
+    else:
+        torch.backends.cudnn.allow_tf32 = allowed
+        torch.backends.cuda.matmul.allow_tf32 = allowed
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm()).item()
+
+
+class Package:
+    """One module package and the tensors its checks share."""
+
+    def __init__(self, mod):
+        self.mod = mod
+        m = mod.META
+        self.name = os.path.basename(os.path.dirname(mod.__file__))
+        self.precision = m["precision"]
+        self.p = m["problem"]
+        self.bound = BOUNDS[self.precision]
+        self.dtype = mod.DTYPE
+        self.fmt = mod.MEMORY_FORMAT
+        p = self.p
+        self.args = (p["c"], p["k"], (p["r"], p["s"]))
+        self.kw = dict(stride=tuple(p["stride"]), padding=tuple(p["padding"]), dilation=tuple(p["dilation"]),
+                       groups=p["groups"], bias=p["bias"])
+        self.in_shape = (p["n"], p["c"], p["h"], p["w"])
+
+    def conv(self, seed=1, **kw):
+        torch.manual_seed(seed)
+        return self.mod.Conv2d(*self.args, **self.kw, device="cuda", **kw)
+
+    def input(self, seed=2):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        x = torch.randn(self.in_shape, device="cuda", generator=g).to(self.dtype)
+        return x.contiguous(memory_format=self.fmt)
+
+    def ref(self, x, w, b):
+        return F.conv2d(x.double(), w.double(), None if b is None else b.double(), **self.conv_kw())
+
+    def conv_kw(self):
+        return {k: v for k, v in self.kw.items() if k != "bias"}
+
+
+def check_forward(pk):
+    conv = pk.conv()
+    x = pk.input()
+    with torch.no_grad():
+        ref = pk.ref(x, conv.weight, conv.bias)
+        out = conv(x)
+        torch.cuda.synchronize()
+        info = conv.kernel_info()
+        ok = out.shape == ref.shape and out.dtype == pk.dtype and out.is_contiguous(memory_format=pk.fmt)
+        e = rel(out, ref)
+        nan = torch.isnan(out).any().item()
+        report(pk.name, "(a) forward " + info["image"], ok and not nan and e <= pk.bound,
+               f"rel. L2 {e:.2e} (bound {pk.bound:.0e}), shape {tuple(out.shape)}, {out.dtype}"
+               + (", NaN!" if nan else "") + ("" if ok else ", wrong shape/dtype/format"))
+        ptx = pk.mod.META["ops"]["fprop"].get("ptx")
+        if ptx is None:
+            report(pk.name, "(a) forward PTX", True, "no PTX image in this package (skipped)")
+            return
+        idx = torch.cuda.current_device()
+        op = dict(pk.mod.META["ops"]["fprop"], cubin=None)
+        conv._kernels[idx] = pk.mod._Kernel(op, idx)
+        out = conv(x)
+        e = rel(out, ref)
+        report(pk.name, f"(a) forward PTX ({ptx['arch']}, {ptx['kernel']})", e <= pk.bound,
+               f"rel. L2 {e:.2e} (bound {pk.bound:.0e})")
+
+
+def check_gradients(pk):
+    strict = pk.precision in ("fp32", "3xtf32")
+    set_tf32(not strict)
+    conv = pk.conv()
+    x0 = pk.input()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    p = pk.p
+    dy = torch.randn((p["n"], p["k"], p["p"], p["q"]), device="cuda", generator=g).to(pk.dtype)
+    # float64 reference gradients
+    xd = x0.double().requires_grad_()
+    wd = conv.weight.detach().double().requires_grad_()
+    bd = conv.bias.detach().double().requires_grad_() if conv.bias is not None else None
+    F.conv2d(xd, wd, bd, **pk.conv_kw()).backward(dy.double())
+    refs = {"input": xd.grad, "weight": wd.grad, "bias": None if bd is None else bd.grad}
+    del xd, wd, bd
+    names = ["input", "weight"] + (["bias"] if conv.bias is not None else [])
+    for subset in [names] + [[n] for n in names]:
+        x = x0.clone().requires_grad_("input" in subset)
+        conv.weight.requires_grad_("weight" in subset)
+        if conv.bias is not None:
+            conv.bias.requires_grad_("bias" in subset)
+        conv.weight.grad = None
+        if conv.bias is not None:
+            conv.bias.grad = None
+        conv(x).backward(dy)
+        got = {"input": x.grad, "weight": conv.weight.grad, "bias": None if conv.bias is None else conv.bias.grad}
+        parts, ok = [], True
+        for n in names:
+            if n in subset:
+                e = rel(got[n], refs[n]) if got[n] is not None else float("inf")
+                ok &= e <= pk.bound
+                parts.append(f"d{n} {e:.1e}")
+            elif got[n] is not None:
+                ok = False
+                parts.append(f"d{n} computed though not asked")
+        report(pk.name, f"(b) gradients requires_grad={'+'.join(subset)}", ok,
+               ", ".join(parts) + f" (bound {pk.bound:.0e}; backward: PyTorch's, TF32 {'off' if strict else 'allowed'})")
+    conv.weight.requires_grad_(True)
+    set_tf32(True)
+
+
+def train(pk, conv, steps, x, y):
+    p = pk.p
+    torch.manual_seed(11)
+    head = nn.Linear(p["k"] * p["p"] * p["q"], 10, device="cuda")
+    opt = torch.optim.SGD(list(conv.parameters()) + list(head.parameters()), lr=1e-5, momentum=0.9)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(head(torch.flatten(conv(x).float(), 1)), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def check_training(pk, steps=300):
+    set_tf32(pk.precision == "tf32")
+    x = pk.input(seed=21)
+    y = torch.randint(0, 10, (pk.p["n"],), device="cuda", generator=torch.Generator(device="cuda").manual_seed(22))
+    torch.manual_seed(7)
+    ref_conv = nn.Conv2d(*pk.args, **pk.kw, device="cuda", dtype=pk.dtype)
+    conv = pk.conv(seed=7)
+    same_init = torch.equal(conv.weight, ref_conv.weight)
+    ref = train(pk, ref_conv.to(memory_format=pk.fmt), steps, x, y)
+    got = train(pk, conv, steps, x, y)
+    dev = max(abs(a - b) / max(abs(b), 1e-3) for a, b in zip(got, ref))
+    tol = TRAIN_TOL[pk.precision]
+    learns = ref[-1] < 0.9 * ref[0]
+    report(pk.name, f"(c) training {steps} SGD steps", same_init and dev <= tol and learns,
+           f"loss {got[0]:.4f} -> {got[-1]:.4f} (nn.Conv2d {ref[0]:.4f} -> {ref[-1]:.4f}), largest relative "
+           f"deviation {dev:.1e} (tolerance {tol:.0e})" + ("" if same_init else ", initial weights differ!")
+           + ("" if learns else ", the loss does not fall"))
+    set_tf32(True)
+
+
+def check_kernelbench(pk, trials=5, seed=42):
+    mod, args, kw, dtype, fmt = pk.mod, pk.args, pk.kw, pk.dtype, pk.fmt
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(*args, **kw, dtype=dtype)
+
+        def forward(self, x):
+            return self.conv(x)
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = mod.Conv2d(*args, **kw, dtype=dtype)
+
+        def forward(self, x):
+            return self.conv(x.contiguous(memory_format=fmt))
+
+    torch.manual_seed(seed)
+    model = Model().cuda()
+    torch.manual_seed(seed)
+    new = ModelNew().cuda()
+    worst, ok = 0.0, True
+    with torch.no_grad():
+        for t in range(trials):
+            torch.manual_seed(seed + 1 + t)
+            x = torch.randn(pk.in_shape).to(dtype).cuda()
+            a, b = model(x), new(x)
+            if a.shape != b.shape:
+                ok = False
+                break
+            ok &= torch.allclose(a.float(), b.float(), atol=1e-2, rtol=1e-2)
+            worst = max(worst, (a.float() - b.float()).abs().max().item())
+    report(pk.name, f"(d) KernelBench-style Model vs ModelNew, {trials} inputs", ok,
+           f"largest |difference| {worst:.2e} (allclose atol=rtol=1e-2)")
+
+
+def events_ms(fn, reps, inner=1):
+    """Median over reps of the CUDA-event time of inner calls of fn, each
+    rep started on an idle GPU, per call."""
+    times = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / inner)
+    return statistics.median(times)
+
+
+def host_us(fn, reps):
+    """Median host time of one call of fn, in microseconds, GPU idle."""
+    times = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(times)
+
+
+def check_timing(pk):
+    set_tf32(pk.precision == "tf32")
+    conv = pk.conv()
+    x = pk.input()
+    idx = torch.cuda.current_device()
+    k = conv._kernel(idx)
+    w = conv._kernel_weight(conv.weight)
+    with torch.no_grad():
+        out = conv(x)
+    stream = torch.cuda.current_stream().cuda_stream
+    ptrs = (out.data_ptr(), x.data_ptr(), w.data_ptr(), conv.bias.data_ptr() if conv.bias is not None else 0)
+    raw = lambda: k.launch(stream, *ptrs)
+    wr = conv.weight.detach().contiguous(memory_format=pk.fmt)
+    torch_fn = lambda: F.conv2d(x, wr, conv.bias, **pk.conv_kw())
+    with torch.no_grad():
+        for fn in (raw, torch_fn, lambda: conv(x)):
+            for _ in range(20):
+                fn()
+        kernel = events_ms(raw, 20, inner=50)  # back to back: the kernel alone
+        raw_one = events_ms(raw, 200)
+        fwd = events_ms(lambda: conv(x), 200)
+        th = events_ms(torch_fn, 200)
+        th_kernel = events_ms(torch_fn, 20, inner=50)
+        host_fwd = host_us(lambda: conv(x), 200)
+        host_torch = host_us(torch_fn, 200)
+    x.requires_grad_(True)
+    fwd_grad = events_ms(lambda: conv(x), 200)
+    x.requires_grad_(False)
+    overhead = (fwd - kernel) * 1000
+    report(pk.name, "(e) timing", overhead <= OVERHEAD_US,
+           f"kernel {kernel:.4f} ms ({k.image}); module forward {fwd:.4f} ms under no_grad "
+           f"(+{overhead:.1f} us, target <= {OVERHEAD_US:.0f} us), {fwd_grad:.4f} ms with autograd "
+           f"(+{(fwd_grad - kernel) * 1000:.1f} us); one raw ctypes launch {raw_one:.4f} ms; "
+           f"F.conv2d {th:.4f} ms one call, {th_kernel:.4f} ms back to back (+{(th - th_kernel) * 1000:.1f} us); "
+           f"host time per call: module {host_fwd:.1f} us, F.conv2d {host_torch:.1f} us")
+    set_tf32(True)
+
+
+def expect(exc, fn, *words):
+    try:
+        fn()
+    except exc as e:
+        return all(w in str(e) for w in words)
+    return False
+
+
+def check_api(pk):
+    conv = pk.conv()
+    x = pk.input()
+    problems = []
+    with torch.no_grad():
+        want = conv(x)
+        if conv(x).requires_grad:
+            problems.append("output requires grad under no_grad")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            side = conv(x)
+        torch.cuda.current_stream().wait_stream(s)
+        if not torch.equal(side, want):
+            problems.append("a side stream gives another result")
+        if not torch.equal(conv(x), want):
+            problems.append("two calls differ")
+        n, c, h, w = pk.in_shape
+        bigger = torch.randn(n, c, h + 1, w, device="cuda").to(pk.dtype).contiguous(memory_format=pk.fmt)
+        if not expect(ValueError, lambda: conv(bigger), "shape", "fallback=True"):
+            problems.append("a wrong shape does not raise ValueError")
+        other = torch.contiguous_format if pk.fmt is torch.channels_last else torch.channels_last
+        if pk.p["c"] > 1 and not expect(ValueError, lambda: conv(x.contiguous(memory_format=other)), "not"):
+            problems.append("a wrong memory format does not raise ValueError")
+        wrong = torch.float64
+        if not expect(ValueError, lambda: conv(x.to(wrong)), "float64"):
+            problems.append("a wrong dtype does not raise ValueError")
+        fb = pk.conv(fallback=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = fb(bigger)
+        ref = F.conv2d(bigger, fb.weight, fb.bias, **pk.conv_kw())
+        if not caught or not torch.allclose(got.float(), ref.float()):
+            problems.append("fallback=True does not warn or differs from F.conv2d")
+        # A weight in the other layout: copied once per version.
+        conv2 = pk.conv()
+        conv2.weight.data = conv2.weight.data.contiguous(memory_format=other)
+        if rel(conv2(x), want) > pk.bound:
+            problems.append("a weight in the other memory format gives another result")
+    if not expect(ValueError, lambda: pk.mod.Conv2d(pk.p["c"] + 1, *pk.args[1:], **pk.kw), "in_channels"):
+        problems.append("a mismatched in_channels does not raise ValueError")
+    report(pk.name, "(f) API", not problems, "; ".join(problems) or
+           "no_grad, side stream, ValueErrors, fallback, weight re-layout all as documented")
+
+
+CHECKS = {"a": check_forward, "b": check_gradients, "c": check_training, "d": check_kernelbench,
+          "e": check_timing, "f": check_api}
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Checks convgen PyTorch modules on a GPU.")
+    ap.add_argument("-k", default="abcdef", help="the checks to run, e.g. abf (default: all)")
+    ap.add_argument("dirs", nargs="+", help="module directories (convgen -torch DIR)")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("torch-check: no CUDA device", file=sys.stderr)
+        return 2
+    if set(a.k) - set(CHECKS):
+        print(f"torch-check: unknown checks {set(a.k) - set(CHECKS)}", file=sys.stderr)
+        return 2
+    print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}",
+          flush=True)
+    for d in a.dirs:
+        try:
+            pk = Package(load(d))
+        except Exception as e:  # a package that does not import is a failure, not a crash
+            report(os.path.basename(os.path.normpath(d)), "import", False, repr(e))
+            continue
+        for c in a.k:
+            try:
+                CHECKS[c](pk)
+            except Exception as e:
+                report(pk.name, f"({c}) {CHECKS[c].__name__}", False, f"raised {e!r}")
+            torch.cuda.empty_cache()
+    failed = [r for r in results if not r[2]]
+    print(f"\n{len(results) - len(failed)} passed, {len(failed)} failed")
+    for pkg, check, _, detail in failed:
+        print(f"FAIL {pkg} {check}: {detail}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
