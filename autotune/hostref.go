@@ -3,6 +3,7 @@ package autotune
 import (
 	"math"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -102,4 +103,57 @@ func hostOutput(p problem.Problem, seed uint32, idx int64) float64 {
 		}
 	}
 	return acc
+}
+
+// epilogueSeeds derives the seeds of the epilogue's arrays of one check:
+// scale, shift and residual.
+func epilogueSeeds(seed uint32) (scale, shift, residual uint32) {
+	return seed ^ 0x1b873593, seed ^ 0xcc9e2d51, seed ^ 0x85ebca6b
+}
+
+// hostScaleShift is output channel k's scale and shift of a check with
+// seed: float32 values, scale in [0.5, 1.5) and shift in [-1, 1), which the
+// worker copies to the device as they are.
+func hostScaleShift(seed uint32, k int64) (scale, shift float32) {
+	sSeed, tSeed, _ := epilogueSeeds(seed)
+	return float32(0.5 + hostValue(k, sSeed, false)), float32(hostValue(k, tSeed, true))
+}
+
+// hostResidual is residual element idx of a check with seed, as
+// convgen_fill writes it: in [-1, 1), rounded to p's element type.
+func hostResidual(p problem.Problem, seed uint32, idx int64) float64 {
+	_, _, rSeed := epilogueSeeds(seed)
+	return roundTo(hostValue(idx, rSeed, true), p.Precision)
+}
+
+// hostExpected is the value the kernel must store at output element idx:
+// hostOutput with p's epilogue chain applied in float64 (epilogue.Apply),
+// reading the arrays hostScaleShift and hostResidual give.
+func hostExpected(p problem.Problem, seed uint32, idx int64) float64 {
+	y := hostOutput(p, seed, idx)
+	if len(p.Epilogue) == 0 {
+		return y
+	}
+	k := outputChannel(p, idx)
+	var scale, shift []float64
+	if p.Epilogue.NeedsScaleShift() {
+		scale, shift = make([]float64, k+1), make([]float64, k+1)
+		a, b := hostScaleShift(seed, int64(k))
+		scale[k], shift[k] = float64(a), float64(b)
+	}
+	z := 0.0
+	if p.Epilogue.NeedsResidual() {
+		z = hostResidual(p, seed, idx)
+	}
+	return epilogue.Apply(p.Epilogue, y, k, scale, shift, z)
+}
+
+// outputChannel is the output channel of output element idx in p's layout.
+func outputChannel(p problem.Problem, idx int64) int {
+	s := p.Shape
+	K, PQ := int64(s.K), int64(s.P())*int64(s.Q())
+	if p.Layout == problem.NHWC {
+		return int(idx % K)
+	}
+	return int(idx / PQ % K)
 }

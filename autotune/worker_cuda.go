@@ -61,6 +61,9 @@ type worker struct {
 
 	in, filter, bias, out, refOut, sums, idx, gathered, flush cu.DevicePtr
 	nIn, nFilter, nBias, nOut                                 int64
+	// The epilogue chain's arrays (0 when the chain does not read them):
+	// scale and shift, K float32 each, and the residual, nOut elements.
+	scale, shift, residual cu.DevicePtr
 	flushBytes                                                int64
 	maxSamples                                                int
 }
@@ -180,6 +183,18 @@ func (wk *worker) init(req request) error {
 			return err
 		}
 	}
+	if wk.prob.Epilogue.NeedsScaleShift() {
+		for _, dst := range []*cu.DevicePtr{&wk.scale, &wk.shift} {
+			if *dst, err = wk.dev.Alloc(int64(wk.prob.Shape.K) * 4); err != nil {
+				return err
+			}
+		}
+	}
+	if wk.prob.Epilogue.NeedsResidual() {
+		if wk.residual, err = wk.dev.Alloc(wk.nOut * eb); err != nil {
+			return err
+		}
+	}
 	wk.ready = true
 	return nil
 }
@@ -206,13 +221,58 @@ func (wk *worker) prepare(seed uint32) error {
 			return fmt.Errorf("fill: %w", err)
 		}
 	}
+	if err := wk.prepareEpilogue(seed); err != nil {
+		return err
+	}
 	// The reference loops over the grid too: its x dimension stays within
 	// CUDA's 2^31−1 blocks for any output.
 	if err := wk.dev.Launch(wk.ref, [3]int{kernels.ReferenceBlocks(wk.nOut), 1, 1}, [3]int{256, 1, 1}, 0,
-		uint64(wk.refOut), uint64(wk.in), uint64(wk.filter), uint64(wk.bias)); err != nil {
+		wk.args(wk.refOut)...); err != nil {
 		return fmt.Errorf("reference: %w", err)
 	}
 	return wk.dev.Sync()
+}
+
+// prepareEpilogue fills the arrays the epilogue chain reads from seed: the
+// residual with convgen_fill, scale and shift from the host (hostScaleShift
+// and hostResidual give the same values to the CPU reference).
+func (wk *worker) prepareEpilogue(seed uint32) error {
+	c := wk.prob.Epilogue
+	if c.NeedsResidual() {
+		_, _, rSeed := epilogueSeeds(seed)
+		if err := wk.dev.Launch(wk.fill, [3]int{blocksFor(wk.nOut), 1, 1}, [3]int{256, 1, 1}, 0,
+			uint64(wk.residual), uint64(wk.nOut), uint64(rSeed), uint64(1)); err != nil {
+			return fmt.Errorf("fill residual: %w", err)
+		}
+	}
+	if c.NeedsScaleShift() {
+		K := wk.prob.Shape.K
+		scale, shift := make([]float32, K), make([]float32, K)
+		for k := range K {
+			scale[k], shift[k] = hostScaleShift(seed, int64(k))
+		}
+		if err := cu.MemcpyHtoD(wk.scale, unsafe.Pointer(&scale[0]), int64(4*K)); err != nil {
+			return fmt.Errorf("copy scale: %w", err)
+		}
+		if err := cu.MemcpyHtoD(wk.shift, unsafe.Pointer(&shift[0]), int64(4*K)); err != nil {
+			return fmt.Errorf("copy shift: %w", err)
+		}
+	}
+	return nil
+}
+
+// args are the parameters of a candidate (or, with out = refOut, of the
+// reference): out, in, filter, bias, then the arrays the epilogue chain
+// reads, in the order the kernels take them (scale, shift, residual).
+func (wk *worker) args(out cu.DevicePtr) []uint64 {
+	a := []uint64{uint64(out), uint64(wk.in), uint64(wk.filter), uint64(wk.bias)}
+	if wk.prob.Epilogue.NeedsScaleShift() {
+		a = append(a, uint64(wk.scale), uint64(wk.shift))
+	}
+	if wk.prob.Epilogue.NeedsResidual() {
+		a = append(a, uint64(wk.residual))
+	}
+	return a
 }
 
 // poison fills the output with NaN bits, so unwritten elements show.
@@ -274,7 +334,7 @@ func (wk *worker) sample(seed uint32, n int) (candErr, refErr float64, err error
 	}
 	var dc, dr, nr float64
 	for i, at := range idx {
-		want := hostOutput(wk.prob, seed, at)
+		want := hostExpected(wk.prob, seed, at)
 		dc += (got[2*i] - want) * (got[2*i] - want)
 		dr += (got[2*i+1] - want) * (got[2*i+1] - want)
 		nr += want * want
@@ -298,8 +358,7 @@ func (wk *worker) measure(req request) response {
 	var resp response
 	resp.Registers, resp.LocalBytes, _ = fn.Attributes()
 	launch := func() error {
-		return wk.dev.Launch(fn, req.Grid, req.Block, req.Shared,
-			uint64(wk.out), uint64(wk.in), uint64(wk.filter), uint64(wk.bias))
+		return wk.dev.Launch(fn, req.Grid, req.Block, req.Shared, wk.args(wk.out)...)
 	}
 	fault := func(what string, err error) response {
 		resp.Status, resp.Error = StatusFault, fmt.Sprintf("%s: %v", what, err)

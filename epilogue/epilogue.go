@@ -228,3 +228,17 @@ func duplicateError(op Op, first int) error {
 func formatNumber(v float32) string {
 	return strconv.FormatFloat(float64(v), 'g', -1, 32)
 }
+
+// MarshalText writes the chain's canonical text (String), so that a Chain
+// in JSON reads as in the grammar.
+func (c Chain) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText parses text with Parse.
+func (c *Chain) UnmarshalText(text []byte) error {
+	p, err := Parse(string(text))
+	if err != nil {
+		return err
+	}
+	*c = p
+	return nil
+}

@@ -1,6 +1,7 @@
 package epilogue
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -265,5 +266,28 @@ func TestGoName(t *testing.T) {
 	}
 	if Op(0).GoName() != "" {
 		t.Error("the zero Op has a GoName")
+	}
+}
+
+// TestChainJSON: a Chain is its canonical text in JSON and reads back
+// equal; a bad text is an error.
+func TestChainJSON(t *testing.T) {
+	c, err := Parse("scale_shift, residual(0.5), clamp(-1,6)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(struct{ E Chain }{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != `{"E":"scale_shift,residual(0.5),clamp(-1,6)"}` {
+		t.Errorf("JSON %s", b)
+	}
+	var back struct{ E Chain }
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back.E, c) {
+		t.Errorf("read back %v, %v; want %v", back.E, err, c)
+	}
+	if err := json.Unmarshal([]byte(`{"E":"relu,foo"}`), &back); err == nil {
+		t.Error("a bad chain reads without an error")
 	}
 }
