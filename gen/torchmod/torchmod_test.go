@@ -421,3 +421,36 @@ func TestPythonCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonDriver runs testdata/driver_check.py against
+// testdata/fakecuda/fakecuda.c built as libcuda.so.1: the module's ctypes
+// calls (image picked by compute capability, load options, function name,
+// shared-memory opt-in, launch geometry, stream, parameter order, contexts,
+// errors) without a GPU.
+func TestPythonDriver(t *testing.T) {
+	py := python(t, "torch")
+	if py == "" {
+		t.Skip("no python3 with PyTorch (python3 or /usr/bin/python3): the driver calls of the module are not checked")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc) to build the fake libcuda.so.1: the driver calls of the module are not checked")
+	}
+	lib := t.TempDir()
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(lib, "libcuda.so.1"), filepath.Join("testdata", "fakecuda", "fakecuda.c")).CombinedOutput(); err != nil {
+		t.Fatalf("build the fake libcuda: %v\n%s", err, out)
+	}
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
+		t.Run(b.Package, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "convmod")
+			if err := Write(dir, b); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(py, filepath.Join("testdata", "driver_check.py"), dir)
+			cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("driver_check.py: %v\n%s", err, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+// A stand-in for libcuda.so.1 with the driver API functions the emitted
+// __init__.py calls: it records what it was given, so that
+// driver_check.py can check the module's ctypes calls without a GPU.
+#include <stdint.h>
+#include <string.h>
+
+typedef int CUresult;
+
+static uintptr_t current_ctx;               // cuCtxGetCurrent's answer
+static char loaded[64];                     // the first bytes of the image
+static unsigned int load_options;
+static char function_name[128];
+static int attribute, attribute_value;
+static unsigned int grid[3], block[3], shared;
+static uintptr_t stream;
+static uint64_t params[8];
+static int launches, retains;
+
+CUresult cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
+CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_FAKE"; return 0; }
+CUresult cuGetErrorString(CUresult r, const char **s) { *s = "fake error"; return 0; }
+CUresult cuDeviceGet(int *dev, int ordinal) { *dev = ordinal; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { retains++; *ctx = (void *)(uintptr_t)(0x1000 + dev); return 0; }
+CUresult cuCtxGetCurrent(void **ctx) { *ctx = (void *)current_ctx; return 0; }
+CUresult cuCtxSetCurrent(void *ctx) { current_ctx = (uintptr_t)ctx; return 0; }
+
+CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned int n, int *options, void **values) {
+    memcpy(loaded, image, sizeof loaded - 1);
+    load_options = n;
+    if (n == 2 && options[0] == 5 && options[1] == 6 && (uintptr_t)values[1] > 0) {
+        strcpy((char *)values[0], "");
+    }
+    if (memcmp(image, "FAIL", 4) == 0) {
+        strcpy((char *)values[0], "ptxas fatal: fake failure");
+        return 218;  // CUDA_ERROR_INVALID_PTX
+    }
+    *mod = (void *)0x2000;
+    return 0;
+}
+
+CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) {
+    if (mod != (void *)0x2000) return 400;
+    strncpy(function_name, name, sizeof function_name - 1);
+    *fn = (void *)0x3000;
+    return 0;
+}
+
+CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
+    if (fn != (void *)0x3000) return 400;
+    attribute = attr;
+    attribute_value = value;
+    return 0;
+}
+
+CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                        unsigned int by, unsigned int bz, unsigned int sh, void *st, void **kp, void **extra) {
+    if (fn != (void *)0x3000 || extra != 0) return 400;
+    grid[0] = gx, grid[1] = gy, grid[2] = gz;
+    block[0] = bx, block[1] = by, block[2] = bz;
+    shared = sh;
+    stream = (uintptr_t)st;
+    for (int i = 0; i < 4; i++) params[i] = *(uint64_t *)kp[i];
+    launches++;
+    return 0;
+}
+
+// What the test reads back.
+const char *fake_loaded(void) { return loaded; }
+unsigned int fake_load_options(void) { return load_options; }
+const char *fake_function(void) { return function_name; }
+int fake_attribute(void) { return attribute; }
+int fake_attribute_value(void) { return attribute_value; }
+unsigned int fake_grid(int i) { return grid[i]; }
+unsigned int fake_block(int i) { return block[i]; }
+unsigned int fake_shared(void) { return shared; }
+uintptr_t fake_stream(void) { return stream; }
+uint64_t fake_param(int i) { return params[i]; }
+int fake_launches(void) { return launches; }
+int fake_retains(void) { return retains; }
+uintptr_t fake_current(void) { return current_ctx; }
+void fake_set_current(uintptr_t c) { current_ctx = c; }
