@@ -1,0 +1,223 @@
+package kernels
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// The depthwise kernels run here, without a GPU, by compiling their CUDA
+// source as C++ with cpuShim (one std::thread per CUDA thread of a block,
+// __syncthreads a std::barrier, shared memory a per-block buffer, __ldg a
+// plain load, FP16 conversions through _Float16) and comparing every output
+// against a float64 depthwise convolution written independently of the
+// kernel (PyTorch's groups semantics: output channel k reads input channel
+// k / (K/C)). It checks the indexing, the tiling, the predication and the
+// vector loads and stores of the rendered source, not the GPU's
+// arithmetic; the GPU check is autotune's TestDepthwiseShapes.
+
+// cpuShim stands in for the CUDA runtime the kernels use.
+const cpuShim = `#include <math.h>
+#include <string.h>
+#include <stdio.h>
+#include <cmath>
+#include <vector>
+#include <thread>
+#include <barrier>
+using std::isnan;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(x)
+#define __restrict__ __restrict
+#define __align__(x) alignas(x)
+struct cpu_dim3 { int x, y, z; };
+static thread_local cpu_dim3 threadIdx, blockIdx;
+static thread_local float* cpu_smem;
+static thread_local std::barrier<>* cpu_barrier;
+static inline void __syncthreads() { cpu_barrier->arrive_and_wait(); }
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct uint2 { unsigned int x, y; };
+static inline float2 make_float2(float a, float b) { return {a, b}; }
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+static inline uint2 make_uint2(unsigned int a, unsigned int b) { return {a, b}; }
+template <class T> static inline T __ldg(const T* p) { return *p; }
+static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
+static inline float cpu_h2f(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return (float)x; }
+static inline unsigned short cpu_f2h(float f) { _Float16 x = (_Float16)f; unsigned short h; memcpy(&h, &x, 2); return h; }
+`
+
+// cpuMain launches the kernel block by block and checks it; %s are the
+// kernel's name, threads, blocks, shared bytes and the error bound.
+const cpuMain = `
+static double cpu_rnd(unsigned& s) { s = s * 1664525u + 1013904223u; return ((s >> 8) & 0xffff) / 65536.0 - 0.5; }
+int main() {
+    const long in_n = (long)N * C * H * W, f_n = (long)K * R * S, out_n = (long)N * K * P * Q;
+    std::vector<elem_t> in(in_n), flt(f_n), bias(K), out(out_n);
+    unsigned seed = 7;
+    for (auto& v : in) v = from_float((float)cpu_rnd(seed) * 4);
+    for (auto& v : flt) v = from_float((float)cpu_rnd(seed));
+    for (auto& v : bias) v = from_float((float)cpu_rnd(seed));
+    for (auto& v : out) v = from_float(NAN);
+    const int threads = %[2]d, blocks = %[3]d, shared = %[4]d;
+    for (int b = 0; b < blocks; ++b) {
+        std::vector<float> smem(shared / 4 + 4, NAN);
+        std::barrier<> bar(threads);
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+            ts.emplace_back([&, t, b] {
+                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; cpu_smem = smem.data(); cpu_barrier = &bar;
+                %[1]s(out.data(), in.data(), flt.data(), bias.data());
+            });
+        for (auto& th : ts) th.join();
+    }
+    const int mult = K / C;
+    double max_err = 0, max_ref = 0;
+    long bad = 0;
+    for (int n = 0; n < N; ++n) for (int k = 0; k < K; ++k) for (int p = 0; p < P; ++p) for (int q = 0; q < Q; ++q) {
+        double acc = HAS_BIAS ? to_float(bias[k]) : 0.0;
+        const int c = k / mult;
+        for (int r = 0; r < R; ++r) for (int s = 0; s < S; ++s) {
+            const int h = p * STRIDE_H - PAD_H + r * DIL_H, w = q * STRIDE_W - PAD_W + s * DIL_W;
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            const long ii = NHWC ? (((long)n * H + h) * W + w) * C + c : (((long)n * C + c) * H + h) * W + w;
+            acc += (double)to_float(in[ii]) * (double)to_float(flt[((long)k * R + r) * S + s]);
+        }
+        const long oi = NHWC ? (((long)n * P + p) * Q + q) * K + k : (((long)n * K + k) * P + p) * Q + q;
+        const double got = to_float(out[oi]);
+        if (isnan(got)) { if (bad++ < 5) printf("output n=%%d k=%%d p=%%d q=%%d not written\n", n, k, p, q); continue; }
+        max_err = fmax(max_err, fabs(got - acc));
+        max_ref = fmax(max_ref, fabs(acc));
+    }
+    printf("max error %%.3g of max |output| %%.3g, %%ld outputs not written\n", max_err, max_ref, bad);
+    return bad > 0 || max_err > %[5]g * max_ref ? 1 : 0;
+}
+`
+
+var (
+	sharedDecl = regexp.MustCompile(`extern __shared__ __align__\(16\) float (\w+)\[\];`)
+	cvtToF32   = regexp.MustCompile(`asm\("cvt\.f32\.f16 %0, %1;" : "=f"\((\w+)\) : "h"\((\w+)\)\);`)
+	cvtToF16   = regexp.MustCompile(`asm\("cvt\.rn\.f16\.f32 %0, %1;" : "=h"\((\w+)\) : "f"\((\w+)\)\);`)
+)
+
+// cpuSource is kernel k as C++ for cpuShim, with cpuMain checking it
+// against bound (relative to the largest output).
+func cpuSource(k Kernel, bound float64) string {
+	src := sharedDecl.ReplaceAllString(k.Source, "float* $1 = cpu_smem;")
+	src = cvtToF32.ReplaceAllString(src, "$1 = cpu_h2f($2);")
+	src = cvtToF16.ReplaceAllString(src, "$1 = cpu_f2h($2);")
+	return cpuShim + src + fmt.Sprintf(cpuMain, k.Name, k.Block[0], k.Grid[0], k.SharedBytes, bound)
+}
+
+// TestDepthwiseOnCPU runs depthwise kernels of small depthwise shapes (odd
+// sizes, stride 2, dilation, R ≠ S, multipliers 2 and 3, C = 1, odd C, no
+// bias) in every precision and both layouts on the CPU and checks every
+// output against float64. A third of the (shape, precision, layout) triples
+// run, each with its first kept candidate of every OutputsPerThread; every
+// triple and every kept candidate under CONVGEN_FULL_SWEEP=1.
+// It needs g++ 12 or newer (C++20 barriers, _Float16).
+func TestDepthwiseOnCPU(t *testing.T) {
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skipf("g++ not found: the CPU run of the depthwise kernels needs it (%v)", err)
+	}
+	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
+	shapes := parseShapes(t, []string{
+		"N=2,C=3,H=15,W=13,K=3,R=3,S=3,stride=2,pad=1,groups=3,bias=false",
+		"N=1,C=4,H=12,W=14,K=8,R=3,S=3,pad=2,dilation=2,groups=4",
+		"N=2,C=5,H=9,W=11,K=5,R=3,S=5,pad_h=1,pad_w=2,groups=5",
+		"N=1,C=3,H=11,W=10,K=9,R=3,S=2,stride_h=2,stride_w=3,pad_h=2,pad_w=1,dilation_w=2,groups=3",
+		"N=2,C=1,H=9,W=16,K=1,R=3,S=3,pad=1,groups=1",
+		"N=1,C=8,H=7,W=7,K=8,R=3,S=3,pad=1,groups=8",
+		"N=1,C=12,H=6,W=9,K=24,R=1,S=1,groups=12",
+		"N=1,C=6,H=10,W=10,K=6,R=5,S=5,stride=2,pad=2,groups=6",
+		"N=1,C=2,H=40,W=36,K=2,R=3,S=3,pad=1,groups=2",
+	})
+	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.TF32: 1e-5, problem.TF32x3: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
+	type job struct {
+		id  string
+		src string
+	}
+	var jobs []job
+	for i, s := range shapes {
+		for j, prec := range problem.Precisions {
+			for l, lay := range problem.Layouts {
+				if !full && (i+j+l)%3 != 0 {
+					continue // every shape, precision and layout, a third of the triples
+				}
+				p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
+				keep := depthwiseKept(p)
+				if !full {
+					keep = coverOutputs(keep)
+				}
+				for _, c := range keep {
+					k, err := RenderCandidate(p, c)
+					if err != nil {
+						t.Fatalf("%s %s: %v", p, c.ID(), err)
+					}
+					jobs = append(jobs, job{fmt.Sprintf("%s %s", p, c.ID()), cpuSource(k, bounds[prec])})
+				}
+			}
+		}
+	}
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cpp := filepath.Join(dir, fmt.Sprintf("k%d.cpp", i))
+			exe := strings.TrimSuffix(cpp, ".cpp")
+			if err := os.WriteFile(cpp, []byte(j.src), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+			if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w", "-o", exe, cpp).CombinedOutput(); err != nil {
+				t.Errorf("%s: g++: %v\n%s", j.id, err, firstLines(string(out), 30))
+				return
+			}
+			out, err := exec.Command(exe).CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: %v: %s", j.id, err, out)
+				return
+			}
+			t.Logf("%s: %s", j.id, strings.TrimSpace(string(out)))
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d kernels run on the CPU", len(jobs))
+}
+
+// coverOutputs is the first of cands for each value of OutputsPerThread.
+func coverOutputs(cands []Candidate) []Candidate {
+	seen := map[int]bool{}
+	var out []Candidate
+	for _, c := range cands {
+		if o := c.Config["OutputsPerThread"]; !seen[o] {
+			seen[o] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// firstLines is the first n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
