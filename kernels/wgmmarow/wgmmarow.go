@@ -6,6 +6,7 @@ package wgmmarow
 import (
 	"embed"
 	"fmt"
+	"github.com/convgen/convgen/epilogue"
 	"strconv"
 	"strings"
 
@@ -299,3 +300,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: data.Name, Source: src, ArchSuffix: "a",
 		Launch: family.Launch{Grid: [3]int{g.Grid, p.Shape.K / tk, 1}, Block: [3]int{g.ThreadsPerBlock, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
+
+// SupportsEpilogue implements family.EpilogueSupport: the template applies
+// every chain at its store (family.Epilogue).
+func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
