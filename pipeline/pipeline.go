@@ -144,6 +144,9 @@ func Run(ctx context.Context, r Request) (Result, error) {
 		}
 	}
 	if r.Torch != "" {
+		if err := torchmod.Serves(r.Problem); err != nil {
+			return Result{}, mark(ErrInvalid, fmt.Errorf("-torch: %w", err))
+		}
 		if err := torchmod.CheckTarget(r.Torch); err != nil {
 			return Result{}, fmt.Errorf("-torch: %w", err)
 		}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/internal/testfs"
@@ -78,5 +80,27 @@ func TestTorchTargetCheckedFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("the package was written before the -torch check: %v", err)
+	}
+}
+
+// TestTorchEpilogueRefused: -torch with an epilogue chain is a bad request,
+// refused before anything is tuned or written.
+func TestTorchEpilogueRefused(t *testing.T) {
+	needNoGPU(t)
+	dir := t.TempDir()
+	out, cache := filepath.Join(dir, "alexnet"), filepath.Join(dir, "cache.json")
+	chain, err := epilogue.Parse("relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	putRecords(t, cache, fusedFixture(t, chain))
+	r := testRequest(t, out, cache)
+	r.Problem.Epilogue = chain
+	r.Torch = filepath.Join(dir, "alexnet_torch")
+	if _, err := Run(context.Background(), r); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "epilogue") {
+		t.Fatalf("Run: %v, want an ErrInvalid naming the epilogue", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the package was written: %v", err)
 	}
 }

@@ -131,11 +131,24 @@ var dtypes = map[problem.Precision]string{
 	problem.FP16: "float16", problem.BF16: "bfloat16",
 }
 
+// Serves returns an error when the module cannot serve p: it runs the
+// plain convolution (with or without bias) only, not an epilogue chain,
+// whose kernels take more parameters.
+func Serves(p problem.Problem) error {
+	if len(p.Epilogue) > 0 {
+		return fmt.Errorf("torchmod: the PyTorch module serves the plain convolution (with or without bias), not the epilogue chain %s", p.Epilogue)
+	}
+	return nil
+}
+
 // Files renders the Python package of b, to be imported as name (its
 // directory's name): __init__.py, kernel.json and the images gen embeds in
 // the Go package of b (b.FilePrefix is ignored).
 func Files(b gen.Binding, name string) (map[string][]byte, error) {
 	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if err := Serves(b.Problem); err != nil {
 		return nil, err
 	}
 	b.FilePrefix = ""

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
@@ -452,5 +453,25 @@ func TestPythonDriver(t *testing.T) {
 				t.Errorf("driver_check.py: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestEpilogueRefused: a binding with an epilogue chain, whose kernel takes
+// more parameters than out, in, filter and bias, is refused.
+func TestEpilogueRefused(t *testing.T) {
+	b := tf32NCHW(t)
+	chain, err := epilogue.Parse("relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Problem.Epilogue = chain
+	if err := Serves(b.Problem); err == nil || !strings.Contains(err.Error(), "epilogue") {
+		t.Errorf("Serves with a chain: %v", err)
+	}
+	if _, err := Files(b, "m"); err == nil || !strings.Contains(err.Error(), "epilogue") {
+		t.Errorf("Files with a chain: %v", err)
+	}
+	if err := Serves(tf32NCHW(t).Problem); err != nil {
+		t.Errorf("Serves without a chain: %v", err)
 	}
 }
