@@ -19,6 +19,7 @@ import (
 	"github.com/convgen/convgen/kernels/mmahalf"
 	"github.com/convgen/convgen/kernels/wgmma"
 	"github.com/convgen/convgen/kernels/wgmmahalf"
+	"github.com/convgen/convgen/kernels/wgmmaigemm"
 	"github.com/convgen/convgen/kernels/wgmmarow"
 	"github.com/convgen/convgen/kernels/winograd"
 )
@@ -60,21 +61,22 @@ type ExecutedFLOPs = family.ExecutedFLOPs
 
 // The families, by their usual names.
 type (
-	Direct    = direct.Family
-	Winograd  = winograd.Family
-	MMA       = mma.Family
-	MMAHalf   = mmahalf.Family
-	WGMMA     = wgmma.Family
-	WGMMAHalf = wgmmahalf.Family
-	WGMMARow  = wgmmarow.Family
-	IGEMM     = igemm.Family
-	Generic   = generic.Family
-	Depthwise = depthwise.Family
+	Direct     = direct.Family
+	Winograd   = winograd.Family
+	MMA        = mma.Family
+	MMAHalf    = mmahalf.Family
+	WGMMA      = wgmma.Family
+	WGMMAHalf  = wgmmahalf.Family
+	WGMMARow   = wgmmarow.Family
+	WGMMAIGEMM = wgmmaigemm.Family
+	IGEMM      = igemm.Family
+	Generic    = generic.Family
+	Depthwise  = depthwise.Family
 )
 
 // Families lists every kernel family in a stable order.
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, IGEMM{}, Depthwise{}, Generic{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}}
 }
 
 // FamilyByName finds a family by its name.

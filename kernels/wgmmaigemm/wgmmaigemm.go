@@ -1,0 +1,225 @@
+// Package wgmmaigemm is the Hopper implicit-GEMM kernel family for
+// channel-heavy NHWC layers: wgmma on FP16, BF16 or TF32 operands that a
+// multistage cp.async pipeline brings into shared memory, rendered through
+// package kernels/family from wgmmaigemm.cu.tmpl.
+package wgmmaigemm
+
+import (
+	"embed"
+	"fmt"
+
+	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/hopper"
+	"github.com/convgen/convgen/problem"
+)
+
+// templateFS holds the family's template.
+//
+//go:embed wgmmaigemm.cu.tmpl
+var templateFS embed.FS
+
+// Family is the wgmma implicit-GEMM family (wgmmaigemm.cu.tmpl), for
+// sm_90a: the convolution as a GEMM of M = N·P·Q output pixels by K output
+// channels over the C·R·S taps in the KRSC filter's (r, s, c) order, so
+// that both operands are K-major (taps contiguous) as TF32 wgmma requires.
+// It serves NHWC, groups=1, in fp16, bf16 and tf32 (operands rounded to
+// TF32 in shared memory), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
+// so that a 16-byte copy is 16 bytes of one tap; any N, H, W, K, R, S,
+// stride, padding and dilation: pixels past M, channels past K and taps in
+// the zero padding are zero-filled by the copies, stores are predicated.
+//
+// Knobs:
+//   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
+//     2) sub-tiles;
+//   - BN: output channels per block, the wgmma's N (64, 128 or 256);
+//   - BK: taps per pipeline stage (128 bytes of a pixel's channels);
+//   - Warpgroups: computing warpgroups (4 warps each), splitting BM;
+//   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
+//     one the tensor cores read.
+type Family struct{}
+
+// Name implements family.Family.
+func (Family) Name() string { return "wgmmaigemm" }
+
+// Template implements family.Family.
+func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
+
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
+	s := p.Shape
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := family.OneGroup("wgmmaigemm", s); err != nil {
+		return err
+	}
+	if err := family.Index32("wgmmaigemm", s); err != nil {
+		return err
+	}
+	switch p.Precision {
+	case problem.FP16, problem.BF16, problem.TF32:
+	default:
+		return fmt.Errorf("wgmmaigemm serves fp16, bf16 and tf32, not %s", p.Precision)
+	}
+	if p.Layout != problem.NHWC {
+		return fmt.Errorf("wgmmaigemm serves NHWC (K-major im2col rows), not %s", p.Layout)
+	}
+	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 {
+		return fmt.Errorf("wgmmaigemm needs C divisible by %d (16-byte copies of one tap's channels), not %d", vec, s.C)
+	}
+	return nil
+}
+
+// knobs are a configuration's knobs (see Family).
+type knobs struct {
+	BM, BN, BK, Warpgroups, Stages int
+}
+
+func parseConfig(cfg family.Config) (knobs, error) {
+	c, err := family.ParseKnobs[knobs]("wgmmaigemm", cfg)
+	if err != nil {
+		return c, err
+	}
+	switch {
+	case c.Warpgroups < 1 || c.Warpgroups > 4:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Warpgroups must be 1 to 4", cfg)
+	case c.BM < 64 || c.BM%(64*c.Warpgroups) != 0 || c.BM/(64*c.Warpgroups) > 2:
+		return c, fmt.Errorf("wgmmaigemm: config %s: BM must be 64 × Warpgroups × (1 or 2)", cfg)
+	case c.BN != 64 && c.BN != 128 && c.BN != 256:
+		return c, fmt.Errorf("wgmmaigemm: config %s: BN must be 64, 128 or 256", cfg)
+	case c.BK < 16 || c.BK%16 != 0:
+		return c, fmt.Errorf("wgmmaigemm: config %s: BK must be a positive multiple of 16", cfg)
+	case c.Stages < 3 || c.Stages > 8:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Stages must be 3 to 8", cfg)
+	}
+	return c, nil
+}
+
+// geometry holds a configuration's derived sizes; the template asserts
+// each one it uses.
+type geometry struct {
+	M, KRed, KTiles, TilesM, TilesN int
+	Threads, Subtiles, Acc          int // per block; m64 sub-tiles per warpgroup; accumulators per thread
+	ElemBytes, Vec, Chunks          int // bytes per element, elements per 16-byte copy, copies per tile row
+	StageBytes, SharedBytes         int
+	KStep                           int // taps per wgmma (k16 or k8: 32 bytes)
+}
+
+func geom(p problem.Problem, c knobs) geometry {
+	s := p.Shape
+	var g geometry
+	g.M = s.N * s.P() * s.Q()
+	g.KRed = s.C * s.R * s.S
+	g.KTiles = family.CeilDiv(g.KRed, c.BK)
+	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(s.K, c.BN)
+	g.Threads = 128 * c.Warpgroups
+	g.Subtiles = c.BM / (64 * c.Warpgroups)
+	g.Acc = g.Subtiles * c.BN / 2
+	g.ElemBytes = p.Precision.ElementBytes()
+	g.Vec = 16 / g.ElemBytes
+	g.Chunks = c.BK / g.Vec
+	g.KStep = 32 / g.ElemBytes
+	g.StageBytes = (c.BM + c.BN) * c.BK * g.ElemBytes
+	g.SharedBytes = c.Stages*g.StageBytes + c.BM*16
+	return g
+}
+
+// The knob values the space takes: (BM, Warpgroups) pairs, BN, and BK per
+// element size (128-byte tile rows).
+var (
+	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
+	spaceBN           = []int{64, 128, 256}
+	spaceStages       = []int{4, 5, 6}
+)
+
+// Space implements family.Family. Without Limits.SM90a every configuration
+// is listed as rejected.
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
+	bk := 128 / p.Precision.ElementBytes()
+	for _, mw := range spaceBMWarpgroups {
+		for _, bn := range spaceBN {
+			for _, st := range spaceStages {
+				c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], Stages: st}
+				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+			}
+		}
+	}
+	return out
+}
+
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection.
+func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejection {
+	g := geom(p, c)
+	if !lim.SM90a {
+		return family.Hard("arch", "wgmmaigemm needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+	}
+	if r := hopper.ResourceReject(c.BN, g.Threads, g.Acc, lim); r.Rule != "" {
+		return r
+	}
+	blocks := g.TilesM * g.TilesN
+	switch {
+	case g.SharedBytes > lim.MaxSharedPerBlock:
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case c.BN > 64 && 2*p.Shape.K <= c.BN:
+		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
+	case c.BM > 64 && 2*g.M <= c.BM:
+		return family.Soft("waste", "BM=%d is more than twice M=%d", c.BM, g.M)
+	case c.Stages > 4 && g.KTiles < 2*c.Stages:
+		return family.Soft("stages", "%d stages for %d k-tiles", c.Stages, g.KTiles)
+	case lim.SMs > 0 && blocks < lim.SMs/2 && (c.BM > 64 || c.BN > 64):
+		return family.Soft("occupancy", "%d blocks for %d SMs", blocks, lim.SMs)
+	}
+	return family.Rejection{}
+}
+
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return family.Kernel{}, err
+	}
+	c, err := parseConfig(cfg)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	cfg = family.KnobsConfig(c)
+	g := geom(p, c)
+	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes != 128 && c.BK*g.ElemBytes != 64 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, 64 or 128)",
+			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
+	}
+	var doc, typeName, kname string
+	switch p.Precision {
+	case problem.FP16:
+		doc, typeName, kname = "FP16 operands and output, FP32 accumulation", "f16", "k16"
+	case problem.BF16:
+		doc, typeName, kname = "BF16 operands and output, FP32 accumulation", "bf16", "k16"
+	case problem.TF32:
+		doc, typeName, kname = "FP32 data rounded to TF32 operands, FP32 accumulation and output", "tf32", "k8"
+	}
+	acc := c.BN / 2
+	accOps, accCons := hopper.AccOperands(acc)
+	name := fmt.Sprintf("convgen_wgmmaigemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
+	data := struct {
+		family.ShapeData
+		geometry
+		knobs
+		Name, Config, PrecisionDoc, FilterLayout string
+		TypeName, KName, AccOperands, AccConstrs string
+		SubAcc, DescAOperand, DescBOperand       int
+		ScaleOperand                             int
+	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
+		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2}
+	src, err := family.Render(templateFS, f.Template(), data)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
+		Launch: family.Launch{Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}
+
+// SupportsEpilogue implements family.EpilogueSupport: the template applies
+// every chain at its store (family.Epilogue).
+func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
