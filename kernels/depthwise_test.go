@@ -83,7 +83,7 @@ func depthwiseShapes(t *testing.T) []problem.Shape {
 
 // TestDepthwiseServes: every depthwise shape has kept depthwise candidates
 // in every precision and layout on sm_80 and sm_90 (after the soft rules,
-// as Enumerate admits them, and 24 at most), which render with the launch
+// as Enumerate admits them, and 18 at most), which render with the launch
 // their geometry implies, and Enumerate offers them.
 func TestDepthwiseServes(t *testing.T) {
 	for _, s := range depthwiseShapes(t) {
@@ -98,8 +98,8 @@ func TestDepthwiseServes(t *testing.T) {
 					}
 					cands := Depthwise{}.Space(p, lim)
 					keep := kept(family.AdmitSoft(cands))
-					if len(keep) == 0 || len(keep) > 24 {
-						t.Errorf("%s sm_%d: %d kept of %d, want 1 to 24", p, arch, len(keep), len(cands))
+					if len(keep) == 0 || len(keep) > 18 {
+						t.Errorf("%s sm_%d: %d kept of %d, want 1 to 18", p, arch, len(keep), len(cands))
 						continue
 					}
 					if arch == 90 && lay == problem.NHWC && prec == problem.FP16 {
@@ -389,4 +389,47 @@ func TestDepthwiseEpilogue(t *testing.T) {
 		}
 	}
 	compileForArchs(t, nvrtctest.Open(t), jobs)
+}
+
+// TestDepthwiseSpaceProperty: for 300 random valid depthwise problems
+// (multipliers 1 to 4, sizes 1 to 80, filters 1 to 9, strides, pads and
+// dilations up to 4 per axis, every precision and layout) the space has
+// at most 18 candidates, at least one kept after the soft rules, every
+// rejection reads "class: detail", and every kept candidate renders with a
+// grid that covers the output: blocks × threads × OutputsPerThread ×
+// (K/C in NCHW, VectorWidth in NHWC) ≥ N·K·P·Q.
+func TestDepthwiseSpaceProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 4))
+	lim := DefaultLimits(90)
+	for i := 0; i < 300; i++ {
+		var s problem.Shape
+		for {
+			c := 1 + rng.IntN(200)
+			s = problem.Shape{N: 1 + rng.IntN(8), C: c, K: c * (1 + rng.IntN(4)), H: 1 + rng.IntN(80), W: 1 + rng.IntN(80),
+				R: 1 + rng.IntN(9), S: 1 + rng.IntN(9), StrideH: 1 + rng.IntN(4), StrideW: 1 + rng.IntN(4),
+				PadH: rng.IntN(5), PadW: rng.IntN(5), DilationH: 1 + rng.IntN(4), DilationW: 1 + rng.IntN(4),
+				Groups: c, Bias: rng.IntN(2) == 0}
+			if s.Validate() == nil {
+				break
+			}
+		}
+		p := problem.Problem{Shape: s, Precision: problem.Precisions[i%len(problem.Precisions)], Layout: problem.Layouts[i/5%2]}
+		if err := (Depthwise{}).Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		size, keep, ks := checkSpace(t, Depthwise{}, p, lim)
+		if size > 18 {
+			t.Errorf("%s: %d candidates, want at most 18", p, size)
+		}
+		for j, k := range ks {
+			c := keep[j]
+			lanes := c.Config["OutputsPerThread"] * s.K / s.C // NCHW: every output plane of the input plane
+			if p.Layout == problem.NHWC {
+				lanes = c.Config["OutputsPerThread"] * c.Config["VectorWidth"]
+			}
+			if got, need := k.Grid[0]*k.Block[0]*lanes, s.N*s.K*s.P()*s.Q(); got < need {
+				t.Errorf("%s %s: %d blocks × %d threads × %d outputs < %d outputs", p, c.ID(), k.Grid[0], k.Block[0], lanes, need)
+			}
+		}
+	}
 }
