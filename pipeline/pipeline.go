@@ -128,6 +128,11 @@ func Run(ctx context.Context, r Request) (Result, error) {
 	if err := Served(r.Problem); err != nil {
 		return Result{}, err
 	}
+	if r.Torch != "" {
+		if err := torchmod.Serves(r.Problem); err != nil {
+			return Result{}, mark(ErrInvalid, fmt.Errorf("-torch: %w", err))
+		}
+	}
 	// Refuse a bad output directory before tuning (the pinned path
 	// included), not after: one holding foreign files, or a parent Write
 	// cannot use.
@@ -144,9 +149,6 @@ func Run(ctx context.Context, r Request) (Result, error) {
 		}
 	}
 	if r.Torch != "" {
-		if err := torchmod.Serves(r.Problem); err != nil {
-			return Result{}, mark(ErrInvalid, fmt.Errorf("-torch: %w", err))
-		}
 		if err := torchmod.CheckTarget(r.Torch); err != nil {
 			return Result{}, fmt.Errorf("-torch: %w", err)
 		}
