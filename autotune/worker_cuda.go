@@ -64,8 +64,8 @@ type worker struct {
 	// The epilogue chain's arrays (0 when the chain does not read them):
 	// scale and shift, K float32 each, and the residual, nOut elements.
 	scale, shift, residual cu.DevicePtr
-	flushBytes                                                int64
-	maxSamples                                                int
+	flushBytes             int64
+	maxSamples             int
 }
 
 func (wk *worker) handle(req request) response {
