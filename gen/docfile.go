@@ -7,6 +7,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -42,6 +43,23 @@ func wrap(text string) string {
 	return b.String()
 }
 
+// epilogueLine is the doc header's line on the epilogue chain c: the chain
+// and the arrays it reads besides the convolution's.
+func epilogueLine(c epilogue.Chain) string {
+	var arrays []string
+	if c.NeedsScaleShift() {
+		arrays = append(arrays, "scale, shift: K float32 each")
+	}
+	if c.NeedsResidual() {
+		arrays = append(arrays, "residual: as out")
+	}
+	line := "epilogue   " + c.String() + ": in FP32 after the bias, before the store"
+	if len(arrays) > 0 {
+		line += " (" + strings.Join(arrays, "; ") + ")"
+	}
+	return line
+}
+
 // genDoc renders doc.go: the package comment is the package's manual.
 func genDoc(s *spec) *jen.File {
 	f := s.newFile("")
@@ -64,19 +82,27 @@ func genDoc(s *spec) *jen.File {
 	} else {
 		para("Package %s runs one CUDA convolution kernel that convgen generated and tuned for a single problem, fixed when the package was generated:", s.Package)
 	}
-	code(
-		"shape      "+sh.String(),
+	ep := s.Problem.Epilogue
+	header := []string{
+		"shape      " + sh.String(),
 		fmt.Sprintf("precision  %s: %s, %s data", s.Problem.Precision, s.elem.arith, s.elem.data),
 		fmt.Sprintf("layout     %s: input %s, filter %s, output %s", s.Problem.Layout, in, filter, out),
 		fmt.Sprintf("kernel     %s, grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory",
 			s.Kernel, s.Grid[0], s.Grid[1], s.Grid[2], s.Block[0], s.Block[1], s.Block[2], s.SharedBytes),
-		"tuning     "+strings.TrimSuffix(s.Summary, "."),
-	)
+	}
+	if len(ep) > 0 {
+		header = append(header, epilogueLine(ep))
+	}
+	header = append(header, "tuning     "+strings.TrimSuffix(s.Summary, "."))
+	code(header...)
 
 	b.WriteString("# What it computes\n\n")
 	para("The forward 2-D convolution (cross-correlation, as in cuDNN and PyTorch) of an N×C×H×W = %d×%d×%d×%d input with a K×(C/Groups)×R×S = %d×%d×%d×%d filter into an N×K×P×Q = %d×%d×%d×%d output, with the constants of this package:",
 		sh.N, sh.C, sh.H, sh.W, sh.K, sh.C/sh.Groups, sh.R, sh.S, sh.N, sh.K, sh.P(), sh.Q())
-	biasTerm, channel := "", "c"
+	biasTerm, channel, open, closing := "", "c", "", ""
+	if len(ep) > 0 {
+		open, closing = "epilogue(", ")"
+	}
 	if sh.Bias {
 		biasTerm = "bias[k] + "
 	}
@@ -84,7 +110,7 @@ func genDoc(s *spec) *jen.File {
 		channel = "g*(C/Groups)+c"
 	}
 	code(
-		fmt.Sprintf("out[n][k][p][q] = %sΣ in[n][%s][h][w] * filter[k][c][r][s]", biasTerm, channel),
+		fmt.Sprintf("out[n][k][p][q] = %s%sΣ in[n][%s][h][w] * filter[k][c][r][s]%s", open, biasTerm, channel, closing),
 		"h = p*StrideH - PadH + r*DilationH",
 		"w = q*StrideW - PadW + s*DilationW",
 	)
@@ -97,10 +123,6 @@ func genDoc(s *spec) *jen.File {
 		sum += " The problem has no bias: Forward ignores its bias argument."
 	}
 	para("%s", sum)
-	ep := s.Problem.Epilogue
-	if len(ep) > 0 {
-		para("Then the epilogue chain %s (the constant Epilogue; docs/epilogue.md in convgen) is applied to each output value in FP32, after the bias and before the store, its elements in order: out[n][k][p][q] = chain(the sum above).", ep)
-	}
 
 	b.WriteString("# Memory\n\n")
 	para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
@@ -110,12 +132,6 @@ func genDoc(s *spec) *jen.File {
 	}
 	if sh.Bias {
 		mem = append(mem, fmt.Sprintf("bias    K     BiasElems   = %d", bias))
-	}
-	if ep.NeedsScaleShift() {
-		mem = append(mem, fmt.Sprintf("scale   K     float32, %d (scale_shift)", sh.K), fmt.Sprintf("shift   K     float32, %d (scale_shift)", sh.K))
-	}
-	if ep.NeedsResidual() {
-		mem = append(mem, fmt.Sprintf("residual %s  OutputElems = %d (residual: the output's layout and type)", out, output))
 	}
 	code(append(mem, fmt.Sprintf("out     %s  OutputElems = %d", out, output))...)
 
@@ -135,16 +151,14 @@ func genDoc(s *spec) *jen.File {
 			extra = append(extra, "Residual: convrt.PtrOf(residual)")
 		}
 		call = "err = k.ForwardEpilogue(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), " + argBias +
-			",\n\tconvrt.Epilogue{" + strings.Join(extra, ", ") + "})"
+			", convrt.Epilogue{" + strings.Join(extra, ", ") + "}) // 16-byte aligned"
 	}
 	code(
 		"k, err := "+s.Package+".Load() // a convrt.Conv; check err, defer k.Close()",
 		call,
 		"// ... stream.Synchronize(): out is ready",
 	)
-	if ep.NeedsScaleShift() || ep.NeedsResidual() {
-		para("The epilogue reads arrays besides the convolution's: call ForwardEpilogue with them (each 16-byte aligned, those the chain does not read 0); Forward returns an error.")
-	}
+
 	load := fmt.Sprintf("Load picks the embedded %s CUBIN on a %s device and otherwise has the driver compile the embedded PTX (for compute capability %d.%d or more).", s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10)
 	switch fb := s.Fallback; {
 	case s.Untuned:

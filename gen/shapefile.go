@@ -63,7 +63,7 @@ func genShape(s *spec) *jen.File {
 		{name: "Groups", doc: "channel groups; each filter sees C/Groups input channels", value: lit(sh.Groups)},
 		{name: "HasBias", doc: "whether a bias of K elements is added to the output", value: lit(sh.Bias)},
 	})
-	consts := []constant{
+	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", []constant{
 		{name: "ElementBytes", doc: "bytes of one element of every tensor", value: lit(s.elem.bytes)},
 		{name: "InputElems", doc: "N*C*H*W", value: lit(in)},
 		{name: "FilterElems", doc: "K*(C/Groups)*R*S", value: lit(filter)},
@@ -75,11 +75,7 @@ func genShape(s *spec) *jen.File {
 		{name: "Layout", doc: "filter " + s.Problem.Layout.FilterLayout(), value: lit(string(s.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
 		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
 		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
-	}
-	if c := s.Problem.Epilogue; len(c) > 0 {
-		consts = append(consts, constant{name: "Epilogue", doc: "the epilogue chain applied to each output before the store", value: lit(c.String())})
-	}
-	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", consts)
+	})
 	return f
 }
 
