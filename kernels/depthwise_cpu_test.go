@@ -46,6 +46,7 @@ static inline void __syncthreads() { cpu_barrier->arrive_and_wait(); }
 struct float2 { float x, y; };
 struct float4 { float x, y, z, w; };
 struct uint2 { unsigned int x, y; };
+struct uint4 { unsigned int x, y, z, w; };
 static inline float2 make_float2(float a, float b) { return {a, b}; }
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 static inline uint2 make_uint2(unsigned int a, unsigned int b) { return {a, b}; }

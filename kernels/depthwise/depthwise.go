@@ -109,6 +109,8 @@ type geometry struct {
 	Threads, Blocks       int
 	TilesH, TilesW        int // output tiles per image plane
 	InTileH, InTileW      int // NCHW: staged input rows and columns (tile + halo)
+	LoadVec, Shift        int // NCHW: elements per staging load; the tile's offset in its aligned row
+	InPitch               int // NCHW: staged row length, Shift + InTileW rounded up to LoadVec
 	InCols                int // input columns one thread keeps in registers per filter row
 	ChannelThreads        int // NHWC: threads along the channels
 	PixelThreads          int // NHWC: threads along the pixels (TileH × TileW/OutputsPerThread)
@@ -144,11 +146,14 @@ func geom(p problem.Problem, k Knobs) geometry {
 	}
 	g.Threads = k.TileH * k.TileW / opt
 	g.Blocks = s.N * s.C * g.TilesH * g.TilesW
+	eb := p.Precision.ElementBytes()
 	g.InTileH = (k.TileH-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.InTileW = (k.TileW-1)*s.StrideW + (s.S-1)*s.DilationW + 1
-	g.SharedBytes = 4 * g.InTileH * g.InTileW
+	g.LoadVec = stagingVec(s.W, eb)
+	g.Shift = ((-s.PadW)%g.LoadVec + g.LoadVec) % g.LoadVec
+	g.InPitch = family.RoundUp(g.Shift+g.InTileW, g.LoadVec)
+	g.SharedBytes = 4 * g.InTileH * g.InPitch
 	g.Registers = g.Taps + opt + g.InCols + 24
-	eb := p.Precision.ElementBytes()
 	g.VecStore = (opt == 2 || opt == 4) && s.Q()%opt == 0 && opt*eb >= 4
 	return g
 }
@@ -168,6 +173,19 @@ var (
 func vectorWidth(k int) int {
 	for _, v := range []int{4, 2} {
 		if k%v == 0 {
+			return v
+		}
+	}
+	return 1
+}
+
+// stagingVec is the number of elements of one NCHW staging load for rows
+// of w elements of eb bytes: the widest of 16, 8 and 4 bytes whose element
+// count divides w, so that every aligned vector of a row lies wholly inside
+// or wholly outside the image; 1 where none does.
+func stagingVec(w, eb int) int {
+	for _, bytes := range []int{16, 8, 4} {
+		if v := bytes / eb; v > 1 && w%v == 0 {
 			return v
 		}
 	}
