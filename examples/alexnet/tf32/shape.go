@@ -38,5 +38,5 @@ const (
 	Precision    problem.Precision = "tf32"                                                                              // TF32 tensor cores (operands rounded to TF32) with FP32 accumulation
 	Layout       problem.Layout    = "nchw"                                                                              // filter kcrs
 	TunedArch                      = "sm_90a"                                                                            // architecture of the embedded CUBIN; other GPUs load the PTX
-	KernelName                     = "convgen_wgmmarow_tf32_38b2e948"                                                    // the CUBIN's __global__ function
+	KernelName                     = "convgen_wgmmarow_tf32_4f1aa211"                                                    // the CUBIN's __global__ function
 )
