@@ -36,7 +36,9 @@ var templateFS embed.FS
 //   - BK: taps per pipeline stage (128 bytes of a pixel's channels);
 //   - Warpgroups: computing warpgroups (4 warps each), splitting BM;
 //   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
-//     one the tensor cores read.
+//     one the tensor cores read;
+//   - BlocksPerSM: blocks the kernel is built to run side by side on one SM
+//     (__launch_bounds__; their shared memory must fit together).
 type Family struct{}
 
 // Name implements family.Family.
@@ -73,7 +75,7 @@ func (Family) Serves(p problem.Problem) error {
 
 // knobs are a configuration's knobs (see Family).
 type knobs struct {
-	BM, BN, BK, Warpgroups, Stages int
+	BM, BN, BK, Warpgroups, Stages, BlocksPerSM int
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -92,6 +94,8 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: BK must be a positive multiple of 16", cfg)
 	case c.Stages < 3 || c.Stages > 8:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Stages must be 3 to 8", cfg)
+	case c.BlocksPerSM < 1 || c.BlocksPerSM > 4:
+		return c, fmt.Errorf("wgmmaigemm: config %s: BlocksPerSM must be 1 to 4", cfg)
 	}
 	return c, nil
 }
@@ -121,28 +125,30 @@ func geom(p problem.Problem, c knobs) geometry {
 	g.Chunks = c.BK / g.Vec
 	g.KStep = 32 / g.ElemBytes
 	g.StageBytes = (c.BM + c.BN) * c.BK * g.ElemBytes
-	g.SharedBytes = c.Stages*g.StageBytes + c.BM*16
+	g.SharedBytes = c.Stages * g.StageBytes
 	return g
 }
 
-// The knob values the space takes: (BM, Warpgroups) pairs, BN, and BK per
-// element size (128-byte tile rows).
+// The knob values the space takes: (BM, Warpgroups) pairs, BN, tile rows
+// of 128 or 256 bytes, and (BlocksPerSM, Stages) pairs.
 var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
-	spaceStages       = []int{4, 5, 6}
+	spaceRowBytes     = []int{128, 256}
+	spaceOccupancy    = [][2]int{{1, 4}, {1, 6}, {2, 3}, {2, 4}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
 // is listed as rejected.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
-	bk := 128 / p.Precision.ElementBytes()
 	for _, mw := range spaceBMWarpgroups {
 		for _, bn := range spaceBN {
-			for _, st := range spaceStages {
-				c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], Stages: st}
-				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+			for _, rb := range spaceRowBytes {
+				for _, oc := range spaceOccupancy {
+					c := knobs{BM: mw[0], BN: bn, BK: rb / p.Precision.ElementBytes(), Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1]}
+					out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+				}
 			}
 		}
 	}
@@ -161,8 +167,17 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	}
 	blocks := g.TilesM * g.TilesN
 	switch {
+	case g.TilesM > 65535:
+		return family.Hard("grid", "%d pixel tiles > 65535 (gridDim.y)", g.TilesM)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+	case c.BlocksPerSM*(g.SharedBytes+1024) > lim.MaxSharedPerBlock+1024:
+		// An SM has the per-block maximum plus the 1 KiB each block reserves.
+		return family.Hard("shared memory", "%d blocks × (%d + 1024) B > %d per SM", c.BlocksPerSM, g.SharedBytes, lim.MaxSharedPerBlock+1024)
+	case c.BlocksPerSM*g.Threads*(g.Acc+hopper.SpareRegs+8) > lim.RegistersPerSM:
+		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
+	case c.BK*g.ElemBytes > 128 && g.KTiles < 4:
+		return family.Soft("waste", "BK=%d leaves %d k-tiles", c.BK, g.KTiles)
 	case c.BN > 64 && 2*p.Shape.K <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
 	case c.BM > 64 && 2*g.M <= c.BM:
@@ -186,8 +201,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	cfg = family.KnobsConfig(c)
 	g := geom(p, c)
-	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes != 128 && c.BK*g.ElemBytes != 64 {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, 64 or 128)",
+	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
 			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
 	}
 	var doc, typeName, kname string
@@ -217,7 +232,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: family.Launch{Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
