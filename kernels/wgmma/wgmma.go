@@ -69,6 +69,11 @@ var templateFS embed.FS
 //     only: for tf32 it measured slower than the tensor cores
 //     reading A from shared memory (0.29-0.34 ms against 0.287 in NCHW,
 //     0.248 against 0.218 in NHWC, on an H200), but Render accepts it;
+//     A computing warpgroup hands a buffer back to the producers through
+//     an mbarrier (each thread's mbarrier.arrive releases its own ld.shared
+//     loads; the producers' mbarrier.try_wait.parity acquires them), 8
+//     bytes of shared memory a buffer, rather than the named barrier of the
+//     descriptor path (issue 22, docs/reliability.md);
 //   - Stages: with Producer = 0, input-patch buffers per warpgroup (2: the
 //     next tile's patch is prefetched while this one is computed); with
 //     producers, the buffers of the shared ring (a multiple of Warpgroups,
@@ -197,6 +202,9 @@ func wgmmaGeom(p problem.Problem, c wgmmaKnobs) wgmmaGeometry {
 		buffers = c.Stages
 	}
 	g.SharedBytes = 4 * (copies*filter + patchCopies*buffers*s.C*g.PatchRows*g.PatchPitch)
+	if c.RegisterA == 1 {
+		g.SharedBytes += 8 * buffers // each buffer's "empty" mbarrier (see the template)
+	}
 	return g
 }
 
