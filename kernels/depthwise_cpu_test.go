@@ -131,6 +131,17 @@ func TestDepthwiseOnCPU(t *testing.T) {
 	if err != nil {
 		t.Skipf("g++ not found: the CPU run of the depthwise kernels needs it (%v)", err)
 	}
+	dir := t.TempDir()
+	probe := filepath.Join(dir, "probe.cpp")
+	if err := os.WriteFile(probe, []byte(cpuShim+"int main() { return cpu_f2h(1.0f) == 0x3c00 ? 0 : 1; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gxx, "-std=c++20", "-pthread", "-o", filepath.Join(dir, "probe"), probe).CombinedOutput(); err != nil {
+		t.Skipf("%s cannot build the CPU shim (needs C++20 <barrier> and _Float16, g++ 12 or newer): %v\n%s", gxx, err, firstLines(string(out), 10))
+	}
+	if err := exec.Command(filepath.Join(dir, "probe")).Run(); err != nil {
+		t.Fatalf("the CPU shim's FP16 conversion does not round 1.0 to 0x3c00: %v", err)
+	}
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
 	shapes := parseShapes(t, []string{
 		"N=2,C=3,H=15,W=13,K=3,R=3,S=3,stride=2,pad=1,groups=3,bias=false",
@@ -170,7 +181,6 @@ func TestDepthwiseOnCPU(t *testing.T) {
 			}
 		}
 	}
-	dir := t.TempDir()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2)
 	for i, j := range jobs {
