@@ -50,6 +50,7 @@ struct uint4 { unsigned int x, y, z, w; };
 static inline float2 make_float2(float a, float b) { return {a, b}; }
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 static inline uint2 make_uint2(unsigned int a, unsigned int b) { return {a, b}; }
+static inline uint4 make_uint4(unsigned int a, unsigned int b, unsigned int c, unsigned int d) { return {a, b, c, d}; }
 template <class T> static inline T __ldg(const T* p) { return *p; }
 static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
@@ -123,7 +124,8 @@ func cpuSource(k Kernel, bound float64) string {
 // sizes, stride 2, dilation, R ≠ S, multipliers 2 and 3, C = 1, odd C, no
 // bias) in every precision and both layouts on the CPU and checks every
 // output against float64. A third of the (shape, precision, layout) triples
-// run, each with its first kept candidate of every OutputsPerThread; every
+// run, each with its first kept candidate of every OutputsPerThread and
+// VectorWidth; every
 // triple and every kept candidate under CONVGEN_FULL_SWEEP=1.
 // It needs g++ 12 or newer (C++20 barriers, _Float16).
 func TestDepthwiseOnCPU(t *testing.T) {
@@ -146,6 +148,7 @@ func TestDepthwiseOnCPU(t *testing.T) {
 	shapes := parseShapes(t, []string{
 		"N=2,C=3,H=15,W=13,K=3,R=3,S=3,stride=2,pad=1,groups=3,bias=false",
 		"N=1,C=4,H=12,W=14,K=8,R=3,S=3,pad=2,dilation=2,groups=4",
+		"N=1,C=16,H=20,W=18,K=16,R=3,S=3,pad=1,groups=16",
 		"N=2,C=5,H=9,W=11,K=5,R=3,S=5,pad_h=1,pad_w=2,groups=5",
 		"N=1,C=3,H=11,W=10,K=9,R=3,S=2,stride_h=2,stride_w=3,pad_h=2,pad_w=1,dilation_w=2,groups=3",
 		"N=2,C=1,H=9,W=16,K=1,R=3,S=3,pad=1,groups=1",
@@ -211,12 +214,13 @@ func TestDepthwiseOnCPU(t *testing.T) {
 	t.Logf("%d kernels run on the CPU", len(jobs))
 }
 
-// coverOutputs is the first of cands for each value of OutputsPerThread.
+// coverOutputs is the first of cands for each pair of OutputsPerThread and
+// VectorWidth values.
 func coverOutputs(cands []Candidate) []Candidate {
-	seen := map[int]bool{}
+	seen := map[[2]int]bool{}
 	var out []Candidate
 	for _, c := range cands {
-		if o := c.Config["OutputsPerThread"]; !seen[o] {
+		if o := [2]int{c.Config["OutputsPerThread"], c.Config["VectorWidth"]}; !seen[o] {
 			seen[o] = true
 			out = append(out, c)
 		}

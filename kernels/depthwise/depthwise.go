@@ -253,16 +253,22 @@ func (f Family) spaceNHWC(p problem.Problem, lim family.Limits) []family.Candida
 				if threads%ct != 0 {
 					continue
 				}
-				// The block's pixel threads take whole strips of a row first,
-				// then rows.
-				pt := threads / ct
-				cols := min(pt, pow2Ceil(family.CeilDiv(s.Q(), opt)))
-				th := pt / cols
-				if th > 1 && th >= 2*pow2Ceil(s.P()) {
+				out = append(out, f.nhwcCandidate(p, lim, cpb, vec, opt, threads)...)
+			}
+		}
+	}
+	// 2-byte data with K a multiple of 8: also 16-byte accesses (8
+	// channels per thread), 128 threads, one or two pixels per thread.
+	if p.Precision.ElementBytes() == 2 && vec == 4 && s.K%8 == 0 {
+		for _, cpb := range nhwcCPB {
+			if cpb < 8 || 4*cpb < top || cpb > top {
+				continue
+			}
+			for _, opt := range outputs[:2] {
+				if opt > 1 && opt >= 2*pow2Ceil(s.Q()) {
 					continue
 				}
-				k := Knobs{TileH: th, TileW: cols * opt, OutputsPerThread: opt, ChannelsPerBlock: cpb, VectorWidth: vec}
-				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				out = append(out, f.nhwcCandidate(p, lim, cpb, 8, opt, 128)...)
 			}
 		}
 	}
@@ -275,6 +281,22 @@ func (f Family) spaceNHWC(p problem.Problem, lim family.Limits) []family.Candida
 		out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 	}
 	return out
+}
+
+// nhwcCandidate is the NHWC candidate of cpb channels, vec per thread, opt
+// pixels per thread and threads per block: the block's pixel threads take
+// whole strips of a row first, then rows. None where the rows would be
+// mostly past P.
+func (f Family) nhwcCandidate(p problem.Problem, lim family.Limits, cpb, vec, opt, threads int) []family.Candidate {
+	s := p.Shape
+	pt := threads / (cpb / vec)
+	cols := min(pt, pow2Ceil(family.CeilDiv(s.Q(), opt)))
+	th := pt / cols
+	if th > 1 && th >= 2*pow2Ceil(s.P()) {
+		return nil
+	}
+	k := Knobs{TileH: th, TileW: cols * opt, OutputsPerThread: opt, ChannelsPerBlock: cpb, VectorWidth: vec}
+	return []family.Candidate{family.NewCandidate(f.Name(), k, reject(p, k, lim))}
 }
 
 // reject returns why a configuration is not worth compiling, or the zero
@@ -319,8 +341,8 @@ func checkKnobs(p problem.Problem, k Knobs) error {
 		switch {
 		case k.TileH < 1:
 			return fmt.Errorf("TileH=%d, want positive", k.TileH)
-		case v != 1 && v != 2 && v != 4:
-			return fmt.Errorf("VectorWidth=%d, want 1, 2 or 4", v)
+		case v != 1 && v != 2 && v != 4 && (v != 8 || p.Precision.ElementBytes() != 2):
+			return fmt.Errorf("VectorWidth=%d, want 1, 2 or 4 (8 for 2-byte data)", v)
 		case p.Shape.K%v != 0:
 			return fmt.Errorf("VectorWidth=%d does not divide K=%d", v, p.Shape.K)
 		case k.ChannelsPerBlock < v || k.ChannelsPerBlock%v != 0:
