@@ -427,7 +427,9 @@ func TestPythonCPU(t *testing.T) {
 // testdata/fakecuda/fakecuda.c built as libcuda.so.1: the module's ctypes
 // calls (image picked by compute capability, load options, function name,
 // shared-memory opt-in, launch geometry, stream, parameter order, contexts,
-// errors) without a GPU.
+// errors) and forward's fast path (its launches, when it gives way to the
+// full checks, autograd, threads), without a GPU; it prints the host time
+// of a call.
 func TestPythonDriver(t *testing.T) {
 	py := python(t, "torch")
 	if py == "" {

@@ -8,6 +8,8 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
+import time
 import types
 
 import torch
@@ -99,6 +101,101 @@ else:
         check(False, "another GPU without PTX is refused")
     except mod.KernelError as e:
         check("no PTX" in str(e), "another GPU without PTX is refused")
+
+
+# forward's fast path, with CPU tensors: the module's own checks refuse a
+# CPU input (cpu_check.py checks them), so here _unfit is bypassed and the
+# kernel is loaded for device index None.
+def fast_path():
+    P = mod.META["problem"]
+    cc[0] = (cubin or ptx)["cc"]
+    fake.fake_set_current(0)
+    conv = mod.Conv2d(P["c"], P["k"], (P["r"], P["s"]), stride=tuple(P["stride"]), padding=tuple(P["padding"]),
+                      dilation=tuple(P["dilation"]), groups=P["groups"], bias=P["bias"])
+    conv._kernels[None] = mod._Kernel(op, 0)
+    conv._unfit = lambda input: None
+    slow = [0]
+    full = conv._forward
+
+    def counted(input):
+        slow[0] += 1
+        return full(input)
+
+    conv._forward = counted
+    x = torch.randn(P["n"], P["c"], P["h"], P["w"]).to(mod.DTYPE).contiguous(memory_format=mod.MEMORY_FORMAT)
+    b = conv.bias.data_ptr() if conv.bias is not None else 0
+
+    def launched(out, w, what):
+        ok = [fake.fake_param(i) for i in range(4)] == [out.data_ptr(), x.data_ptr(), w, b]
+        ok &= fake.fake_stream() == 0x5000 and tuple(out.shape) == mod._OUT_SHAPE and out.dtype == mod.DTYPE
+        ok &= out.is_contiguous(memory_format=mod.MEMORY_FORMAT)
+        check(ok, f"forward {what}: launched with out, input, weight, bias, on the current stream; output "
+                  f"{mod._OUT_SHAPE} {mod.MEMORY_FORMAT}")
+
+    with torch.no_grad():
+        launched(conv(x), conv.weight.data_ptr(), "(first call, full checks)")
+        n = fake.fake_launches()
+        for _ in range(3):
+            out = conv(x)
+        launched(out, conv.weight.data_ptr(), "(fast path)")
+        check(slow[0] == 1 and fake.fake_launches() == n + 3, "later calls take the fast path, one launch each")
+        if P["c"] > 1:
+            other = torch.contiguous_format if mod.MEMORY_FORMAT is torch.channels_last else torch.channels_last
+            conv.weight.data = conv.weight.data.contiguous(memory_format=other)
+            out = conv(x)
+            copy = conv._weight_copy[1]
+            launched(out, copy.data_ptr(), "(weight in the other memory format)")
+            check(slow[0] == 2 and torch.equal(copy, conv.weight), "a new weight tensor takes the full checks; its copy")
+            conv(x)
+            conv.weight.mul_(2)  # bumps the weight's version
+            out = conv(x)
+            check(slow[0] == 3 and torch.equal(conv._weight_copy[1], conv.weight),
+                  "an in-place change of a copied weight takes the full checks and copies again")
+        y = x.clone()
+        conv(y)
+        check(slow[0] == (3 if P["c"] > 1 else 1) and fake.fake_param(1) == y.data_ptr(),
+              "another input of the same shape and layout: fast path, its address")
+        wrong = x.contiguous() if mod.MEMORY_FORMAT is torch.channels_last else x.contiguous(memory_format=torch.channels_last)
+        before = slow[0]
+        conv(wrong if P["c"] > 1 else x[:, :, :, :])
+        check(P["c"] == 1 or slow[0] == before + 1, "an input in another layout takes the full checks")
+    xg = x.clone().requires_grad_()
+    before = slow[0]
+    out = conv(xg)
+    check(out.grad_fn is not None and "Conv2dFunction" in type(out.grad_fn).__name__ and slow[0] == before
+          and fake.fake_param(1) == xg.data_ptr(), "with autograd: the fast path through _Conv2dFunction")
+    thread_out = []
+    t = threading.Thread(target=lambda: thread_out.append(conv(x.detach())))
+    t.start()
+    t.join()
+    check(len(thread_out) == 1 and fake.fake_param(0) == thread_out[0].data_ptr(),
+          "a launch from another thread (its own argument slots)")
+    fake.fake_set_current(0x9999)
+    try:
+        conv(x)
+        check(False, "fast path: a foreign current context is refused")
+    except mod.KernelError as e:
+        check("other than PyTorch's" in str(e), "fast path: a foreign current context is refused")
+    fake.fake_set_current(0)
+    # host time of one no_grad call (fake driver, CPU tensors): for the record, not checked
+    with torch.no_grad():
+        for _ in range(200):
+            conv(x)
+        best = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(1000):
+                conv(x)
+            best = min(best, (time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            torch.empty_strided(mod._OUT_SHAPE, mod._OUT_STRIDE, dtype=mod.DTYPE)
+        alloc = (time.perf_counter() - t0) * 1e3
+    print(f"info host time per no_grad forward (fake driver, CPU tensors): {best:.2f} us, "
+          f"of which the output's CPU allocation about {alloc:.2f} us")
+
+
+fast_path()
 
 with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as f:
     f.write(b"FAIL this PTX")
