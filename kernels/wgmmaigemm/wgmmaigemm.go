@@ -38,7 +38,13 @@ var templateFS embed.FS
 //   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
 //     one the tensor cores read;
 //   - BlocksPerSM: blocks the kernel is built to run side by side on one SM
-//     (__launch_bounds__; their shared memory must fit together).
+//     (__launch_bounds__; their shared memory must fit together);
+//   - Swizzle: 0, operands in core matrices of 8 rows x 16 bytes side by
+//     side (no swizzle); 1, rows of 128 bytes in wgmma's 128-byte swizzle
+//     (needs 128-byte tile rows);
+//   - Producer: 0, every thread copies and computes, a block barrier per
+//     k-tile; 1, one more warpgroup only copies, handing stages over through
+//     mbarriers (warp specialisation).
 type Family struct{}
 
 // Name implements family.Family.
@@ -75,7 +81,7 @@ func (Family) Serves(p problem.Problem) error {
 
 // knobs are a configuration's knobs (see Family).
 type knobs struct {
-	BM, BN, BK, Warpgroups, Stages, BlocksPerSM int
+	BM, BN, BK, Warpgroups, Stages, BlocksPerSM, Producer, Swizzle int
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -94,6 +100,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: BK must be a positive multiple of 16", cfg)
 	case c.Stages < 3 || c.Stages > 8:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Stages must be 3 to 8", cfg)
+	case c.Swizzle < 0 || c.Swizzle > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Swizzle must be 0 or 1", cfg)
+	case c.Producer < 0 || c.Producer > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Producer must be 0 or 1", cfg)
 	case c.BlocksPerSM < 1 || c.BlocksPerSM > 4:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BlocksPerSM must be 1 to 4", cfg)
 	}
@@ -117,7 +127,7 @@ func geom(p problem.Problem, c knobs) geometry {
 	g.KRed = s.C * s.R * s.S
 	g.KTiles = family.CeilDiv(g.KRed, c.BK)
 	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(s.K, c.BN)
-	g.Threads = 128 * c.Warpgroups
+	g.Threads = 128 * (c.Warpgroups + c.Producer)
 	g.Subtiles = c.BM / (64 * c.Warpgroups)
 	g.Acc = g.Subtiles * c.BN / 2
 	g.ElemBytes = p.Precision.ElementBytes()
@@ -125,16 +135,18 @@ func geom(p problem.Problem, c knobs) geometry {
 	g.Chunks = c.BK / g.Vec
 	g.KStep = 32 / g.ElemBytes
 	g.StageBytes = (c.BM + c.BN) * c.BK * g.ElemBytes
-	g.SharedBytes = c.Stages * g.StageBytes
+	g.SharedBytes = c.Stages*g.StageBytes + c.Producer*16*c.Stages // + the full and empty mbarriers
 	return g
 }
 
-// The knob values the space takes: (BM, Warpgroups) pairs, BN, tile rows
-// of 128 or 256 bytes, and (BlocksPerSM, Stages) pairs.
+// The knob values the space takes: (BM, Warpgroups) pairs, BN and
+// (BlocksPerSM, Stages) pairs, with 128-byte tile rows in the 128-byte
+// swizzle and no producer warpgroup. Swizzle=0, 256-byte rows and
+// Producer=1 render (a pin) but are not searched: on an H100 they were
+// 1.5×, 1.1× and 1.03× slower (docs/performance.md).
 var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
-	spaceRowBytes     = []int{128, 256}
 	spaceOccupancy    = [][2]int{{1, 4}, {1, 6}, {2, 3}, {2, 4}}
 )
 
@@ -144,11 +156,9 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
 	for _, mw := range spaceBMWarpgroups {
 		for _, bn := range spaceBN {
-			for _, rb := range spaceRowBytes {
-				for _, oc := range spaceOccupancy {
-					c := knobs{BM: mw[0], BN: bn, BK: rb / p.Precision.ElementBytes(), Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1]}
-					out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
-				}
+			for _, oc := range spaceOccupancy {
+				c := knobs{BM: mw[0], BN: bn, BK: 128 / p.Precision.ElementBytes(), Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1}
+				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 			}
 		}
 	}
@@ -167,6 +177,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	}
 	blocks := g.TilesM * g.TilesN
 	switch {
+	case c.Swizzle == 1 && c.BK*g.ElemBytes != 128:
+		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d pixel tiles > 65535 (gridDim.y)", g.TilesM)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
