@@ -326,7 +326,15 @@ type search struct {
 	compileWait, measureTime time.Duration
 }
 
+// outOfBudget says whether the trial count or the time budget is spent.
+// Neither ends a search before some candidate has passed: until then it
+// goes on (each compile still bounded by -compile-timeout), so that "no
+// candidate" means every candidate measured failed, never a budget too
+// short for the first compiles.
 func (s *search) outOfBudget() bool {
+	if s.bestIndex() < 0 {
+		return false
+	}
 	if s.opt.Trials > 0 && s.measured >= s.opt.Trials {
 		return true
 	}
@@ -473,7 +481,16 @@ func (s *search) batch(ctx context.Context, idx []int) {
 			select {
 			case r = <-results[n]:
 			case <-budget:
-				stopped = true
+				if s.bestIndex() >= 0 {
+					stopped = true
+					break
+				}
+				// Nothing has passed yet: the budget waits for this compile.
+				select {
+				case r = <-results[n]:
+				case <-ctx.Done():
+					stopped = true
+				}
 			case <-ctx.Done():
 				stopped = true
 			}

@@ -221,6 +221,36 @@ func TestTuneBudgetBoundsCompiles(t *testing.T) {
 	}
 }
 
+// TestTuneBudgetWaitsForAPass: a time budget that runs out before the
+// first compile finishes does not end the search empty-handed: the tuner
+// measures on until a candidate passes (the suite saw "no candidate passed
+// verification" with every candidate skipped at -time 12s).
+func TestTuneBudgetWaitsForAPass(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	slow := func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
+		time.Sleep(1500 * time.Millisecond)
+		return lib.Compile(src, o)
+	}
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Trials: 3,
+		Time: 200 * time.Millisecond, Timeout: 10 * time.Second, Runs: 20, Seed: 5, compiler: slow})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if res.Winner == nil || res.Winner.Status != StatusOK {
+		t.Fatalf("no winner after the budget ran out before the first compile: %+v", res.Winner)
+	}
+	measured := 0
+	for _, tr := range res.Trials {
+		if tr.Status != StatusSkipped && tr.Status != StatusRejected {
+			measured++
+		}
+	}
+	if measured == 0 || measured > 3 {
+		t.Errorf("measured %d candidates, want at least 1 and at most the -trials 3", measured)
+	}
+}
+
 // TestLimitsSM90a: the sm_90a families are offered only on an sm_90 device
 // with NVRTC 12 or newer; the device's shared-memory limit and SM count
 // replace the defaults.
