@@ -15,8 +15,9 @@ import (
 
 // untunedFamilies are the families an untuned package prefers, in order:
 // igemm (tensor cores, any groups=1 shape in fp16, bf16, tf32, 3xtf32),
-// then generic (any shape, FP32 FFMA); then any other portable family.
-var untunedFamilies = []string{"igemm", "generic"}
+// depthwise (groups = C, memory-bound), then generic (any shape, FP32
+// FFMA); then any other portable family.
+var untunedFamilies = []string{"igemm", "depthwise", "generic"}
 
 // untunedKernel picks the heuristic default of p: the first configuration
 // kept for compute_80 (sm_80's limits) of the first preferred family that
