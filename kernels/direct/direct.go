@@ -6,8 +6,8 @@ package direct
 import (
 	"embed"
 	"fmt"
-	"github.com/convgen/convgen/epilogue"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
 )

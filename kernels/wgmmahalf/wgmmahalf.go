@@ -6,8 +6,8 @@ package wgmmahalf
 import (
 	"embed"
 	"fmt"
-	"github.com/convgen/convgen/epilogue"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/hopper"
 	"github.com/convgen/convgen/problem"

@@ -6,10 +6,10 @@ package wgmmarow
 import (
 	"embed"
 	"fmt"
-	"github.com/convgen/convgen/epilogue"
 	"strconv"
 	"strings"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/hopper"
 	"github.com/convgen/convgen/problem"
