@@ -2,10 +2,12 @@ package kernels
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -109,4 +111,51 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// TestWGMMAIGEMMSpaceProperty: for 300 random valid groups=1 NHWC problems
+// whose C the copies allow, wgmmaigemm serves fp16, bf16 and tf32 on
+// sm_90a, keeps at least one candidate (after the soft rules, as
+// Enumerate admits them), and every kept candidate renders with a launch
+// that covers the output (channel tiles along x, pixel tiles along y)
+// within the device's limits.
+func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 1))
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	f := WGMMAIGEMM{}
+	for i := 0; i < 300; i++ {
+		s := randomShape(rng)
+		s.Groups, s.C = 1, 8*(1+s.C/8)
+		if s.Validate() != nil {
+			continue
+		}
+		prec := []problem.Precision{problem.FP16, problem.BF16, problem.TF32}[i%3]
+		p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC}
+		if err := f.Serves(p); err != nil {
+			t.Errorf("%s: declined: %v", p, err)
+			continue
+		}
+		keep := kept(family.AdmitSoft(f.Space(p, lim)))
+		if len(keep) == 0 {
+			t.Errorf("%s: no candidate kept", p)
+			continue
+		}
+		m := s.N * s.P() * s.Q()
+		for _, c := range keep {
+			k, err := RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, c.ID(), err)
+			}
+			bm, bn := c.Config["BM"], c.Config["BN"]
+			threads := k.Block[0] * k.Block[1] * k.Block[2]
+			if k.Grid[0] != family.CeilDiv(s.K, bn) || k.Grid[1] != family.CeilDiv(m, bm) || k.Grid[2] != 1 {
+				t.Errorf("%s %s: grid %v does not cover %d x %d outputs in %d x %d tiles", p, c.ID(), k.Grid, m, s.K, bm, bn)
+			}
+			if threads != 128*(c.Config["Warpgroups"]+c.Config["Producer"]) || threads > lim.MaxThreadsPerBlock ||
+				k.SharedBytes > lim.MaxSharedPerBlock || k.Grid[1] > 65535 {
+				t.Errorf("%s %s: %d threads, %d B shared, grid %v", p, c.ID(), threads, k.SharedBytes, k.Grid)
+			}
+		}
+	}
 }
