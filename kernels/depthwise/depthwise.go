@@ -149,7 +149,7 @@ func geom(p problem.Problem, k Knobs) geometry {
 	eb := p.Precision.ElementBytes()
 	g.InTileH = (k.TileH-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.InTileW = (k.TileW-1)*s.StrideW + (s.S-1)*s.DilationW + 1
-	g.LoadVec = stagingVec(s.W, eb)
+	g.LoadVec = stagingVec(s.W, eb, k.TileW*s.StrideW)
 	g.Shift = ((-s.PadW)%g.LoadVec + g.LoadVec) % g.LoadVec
 	g.InPitch = family.RoundUp(g.Shift+g.InTileW, g.LoadVec)
 	g.SharedBytes = 4 * g.InTileH * g.InPitch
@@ -180,12 +180,14 @@ func vectorWidth(k int) int {
 }
 
 // stagingVec is the number of elements of one NCHW staging load for rows
-// of w elements of eb bytes: the widest of 16, 8 and 4 bytes whose element
-// count divides w, so that every aligned vector of a row lies wholly inside
-// or wholly outside the image; 1 where none does.
-func stagingVec(w, eb int) int {
+// of w elements of eb bytes and tiles step input columns apart (TileW ×
+// StrideW): the widest of 16, 8 and 4 bytes whose element count divides w,
+// so that every aligned vector of a row lies wholly inside or wholly
+// outside the image, and step, so that every tile's staged row starts
+// aligned (the template asserts both); 1 where none does.
+func stagingVec(w, eb, step int) int {
 	for _, bytes := range []int{16, 8, 4} {
-		if v := bytes / eb; v > 1 && w%v == 0 {
+		if v := bytes / eb; v > 1 && w%v == 0 && step%v == 0 {
 			return v
 		}
 	}
