@@ -86,6 +86,24 @@ if P["padding"] == [0, 0]:
 x = torch.randn(1, P["c"], P["h"], P["w"]).to(mod.DTYPE)
 check(raises(ValueError, lambda: conv(x), "CUDA", "fallback=True"), "a CPU input raises ValueError")
 check(raises(TypeError, lambda: conv([1, 2])), "a non-tensor raises TypeError")
+
+# Parameters replaced after construction: the kernel reads a weight of the
+# tuned shape and a bias exactly when tuned with one (a missing bias was a
+# null pointer to the kernel, an added one ignored).
+odd = mod.Conv2d(*args, **kw)
+saved_bias = odd.bias
+if P["bias"]:
+    odd.bias = None
+else:
+    odd.bias = nn.Parameter(torch.zeros(P["k"], dtype=mod.DTYPE))
+check(raises(ValueError, lambda: odd(x), "bias"), "a bias added or removed after construction raises")
+odd.bias = saved_bias
+if P["bias"]:
+    odd.bias = nn.Parameter(torch.zeros(P["k"] + 1, dtype=mod.DTYPE))
+    check(raises(ValueError, lambda: odd(x), "bias's shape"), "a bias of another shape raises")
+    odd.bias = saved_bias
+odd.weight = nn.Parameter(torch.zeros(P["k"], P["c"] // P["groups"], P["r"] + 1, P["s"], dtype=mod.DTYPE))
+check(raises(ValueError, lambda: odd(x), "weight's shape"), "a weight of another shape raises")
 fb = mod.Conv2d(*args, **kw, fallback=True)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
