@@ -159,6 +159,19 @@ def fast_path():
         before = slow[0]
         conv(wrong if P["c"] > 1 else x[:, :, :, :])
         check(P["c"] == 1 or slow[0] == before + 1, "an input in another layout takes the full checks")
+        # The weight's .data swapped for a view at the same address in the
+        # kernel's layout (same version): the full checks, and the kernel
+        # reads that view, not a copy of the tensor before.
+        conv(x)
+        w = conv.weight
+        kernel_strides = torch.empty(tuple(w.shape)).contiguous(memory_format=mod.MEMORY_FORMAT).stride()
+        swapped = w.data.as_strided(tuple(w.shape), kernel_strides)
+        if swapped.stride() != w.stride():
+            ptr, before = w.data_ptr(), slow[0]
+            conv.weight.data = swapped
+            conv(x)
+            check(slow[0] == before + 1 and conv.weight.data_ptr() == ptr and fake.fake_param(2) == ptr,
+                  "a weight swapped for a view at the same address in another layout takes the full checks")
     xg = x.clone().requires_grad_()
     before = slow[0]
     out = conv(xg)
