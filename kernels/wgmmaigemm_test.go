@@ -159,3 +159,22 @@ func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestWGMMAIGEMMRenderGridLimit: a configuration whose pixel tiles exceed
+// gridDim.y's 65535 is refused by Render (it was rendered, and its launch
+// failed on the GPU), not only by the space's rules.
+func TestWGMMAIGEMMRenderGridLimit(t *testing.T) {
+	s, err := problem.ParseShape("N=64,C=8,H=256,W=256,K=8,R=3,S=3,pad=1") // M = 64·256·256 = 65536·64
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
+	small := Config{"BM": 64, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
+	if k, err := (WGMMAIGEMM{}).Render(p, small); err == nil || !strings.Contains(err.Error(), "gridDim.y") {
+		t.Errorf("BM=64 over M=%d: rendered %s (grid %v), err %v; want a gridDim.y error", 64*256*256, k.Name, k.Grid, err)
+	}
+	big := Config{"BM": 128, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
+	if k, err := (WGMMAIGEMM{}).Render(p, big); err != nil || k.Grid[1] != 32768 {
+		t.Errorf("BM=128: %v, grid %v; want 32768 pixel tiles", err, k.Grid)
+	}
+}

@@ -217,6 +217,12 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
 			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
 	}
+	if g.TilesM > 65535 {
+		// The pixel tiles run along gridDim.y: a launch past its limit
+		// would fail only on the GPU (the space rejects these; a kernel
+		// rendered for a pin or Options.Extra comes here).
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d pixel tiles of BM=%d > 65535 (gridDim.y)", cfg, g.TilesM, c.BM)
+	}
 	var doc, typeName, kname string
 	switch p.Precision {
 	case problem.FP16:
