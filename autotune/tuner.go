@@ -476,6 +476,11 @@ func (s *search) batch(ctx context.Context, idx []int) {
 	stopped := false
 	for n, i := range idx {
 		var r compiled
+		// The budget's timer fires once: where it fired before anything had
+		// passed, the budget is checked here before each further wait.
+		if !stopped && s.outOfBudget() {
+			stopped = true
+		}
 		if !stopped {
 			waitStart := time.Now()
 			select {

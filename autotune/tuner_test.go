@@ -251,6 +251,38 @@ func TestTuneBudgetWaitsForAPass(t *testing.T) {
 	}
 }
 
+// TestTuneBudgetEndsAfterTheFirstPass: once the budget has run out before
+// the first pass, the search ends with that pass, not after waiting for the
+// next compile (the budget's timer had fired, so only the check after that
+// compile ended it).
+func TestTuneBudgetEndsAfterTheFirstPass(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	slow := func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
+		if strings.Contains(src, "planted_good") {
+			time.Sleep(4 * time.Second)
+		} else {
+			time.Sleep(400 * time.Millisecond) // the pinned candidate: past the 100 ms budget
+		}
+		return lib.Compile(src, o)
+	}
+	start := time.Now()
+	// No trial limit: one batch, a pinned candidate and two planted ones
+	// (all of which pass), compiled at once; the pinned one is first.
+	extra := []kernels.Kernel{plantedKernel("planted_good_a", "out[0] = 1.0f;"), plantedKernel("planted_good_b", "out[0] = 2.0f;")}
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Jobs: 3,
+		Only: []string{firstKept(t, p)}, Extra: extra, Time: 100 * time.Millisecond, Timeout: 10 * time.Second, Runs: 20, Seed: 5, compiler: slow})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if res.Winner == nil || res.Winner.Status != StatusOK {
+		t.Fatalf("no winner: %+v", res.Winner)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the search took %v: it waited for a compile after the first pass, past the budget", d)
+	}
+}
+
 // TestLimitsSM90a: the sm_90a families are offered only on an sm_90 device
 // with NVRTC 12 or newer; the device's shared-memory limit and SM count
 // replace the defaults.
