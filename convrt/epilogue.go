@@ -10,8 +10,9 @@ import (
 // (problem.Problem.Epilogue, docs/epilogue.md) reads besides its
 // convolution's: the per-channel Scale and Shift vectors (K float32 each)
 // when the chain has scale_shift, the Residual tensor (the output's shape,
-// layout and element type) when it has residual. An address the chain does
-// not read must be 0.
+// layout and element type) when it has residual, in memory that does not
+// overlap the output's (the kernel's pointers are __restrict__). An address
+// the chain does not read must be 0.
 type Epilogue struct {
 	Scale, Shift, Residual DevicePtr
 }
