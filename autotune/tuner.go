@@ -55,6 +55,9 @@ type Options struct {
 	// compiler replaces the NVRTC library's Compile (tests stand in slow
 	// or stuck compiles with it).
 	compiler func(src string, o nvrtc.Options) (*nvrtc.Result, error)
+	// grace replaces the grace past Time of a search with nothing verified
+	// (tests); zero: as long as Time, at least GraceMin.
+	grace time.Duration
 }
 
 // Trial is what happened to one candidate.
@@ -203,6 +206,13 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	}
 
 	s := &search{opt: opt, lib: lib, arch: arch, trials: trials, m: m, prog: prog, deadline: deadline(opt.Time)}
+	if !s.deadline.IsZero() {
+		grace := max(opt.Time, GraceMin)
+		if opt.grace > 0 {
+			grace = opt.grace
+		}
+		s.hardDeadline = s.deadline.Add(grace)
+	}
 	prog.start(len(cands), len(kept), opt.Trials, s.deadline)
 	s.run(ctx, kept)
 	prog.done()
@@ -247,6 +257,15 @@ func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) erro
 	}
 	return nil
 }
+
+// ErrBudget is wrapped by the error of a search whose time budget, with its
+// grace, ran out before any candidate passed.
+var ErrBudget = errors.New("the time budget ran out before any candidate passed")
+
+// GraceMin is the least grace a search with nothing verified gets past its
+// time budget: it goes on for as long again as the budget, at least
+// GraceMin, before it gives up.
+const GraceMin = time.Minute
 
 // ErrBadPin is wrapped by the error of a Tune or CompileOnly whose pins name
 // no candidate of the problem's space, or a statically rejected one.
@@ -320,7 +339,10 @@ type search struct {
 	m        *measurer
 	prog     *progress
 	deadline time.Time
-	measured int
+	// hardDeadline ends a search with nothing verified: the budget and as
+	// long again (at least GraceMin); zero without a time budget.
+	hardDeadline time.Time
+	measured     int
 	// compileWait and measureTime add up the time spent waiting for
 	// compiles and measuring (Phases).
 	compileWait, measureTime time.Duration
@@ -328,12 +350,13 @@ type search struct {
 
 // outOfBudget says whether the trial count or the time budget is spent.
 // Neither ends a search before some candidate has passed: until then it
-// goes on (each compile still bounded by -compile-timeout), so that "no
-// candidate" means every candidate measured failed, never a budget too
-// short for the first compiles.
+// goes on (each compile still bounded by -compile-timeout), so that a
+// budget too short for the first compiles does not end it empty-handed,
+// but only up to the hard deadline (the budget and as long again, at least
+// GraceMin).
 func (s *search) outOfBudget() bool {
 	if s.bestIndex() < 0 {
-		return false
+		return !s.hardDeadline.IsZero() && time.Now().After(s.hardDeadline)
 	}
 	if s.opt.Trials > 0 && s.measured >= s.opt.Trials {
 		return true
@@ -473,6 +496,12 @@ func (s *search) batch(ctx context.Context, idx []int) {
 		defer timer.Stop()
 		budget = timer.C
 	}
+	var hardC <-chan time.Time // the hard deadline of a search with nothing verified
+	if !s.hardDeadline.IsZero() {
+		hard := time.NewTimer(time.Until(s.hardDeadline))
+		defer hard.Stop()
+		hardC = hard.C
+	}
 	stopped := false
 	for n, i := range idx {
 		var r compiled
@@ -490,12 +519,17 @@ func (s *search) batch(ctx context.Context, idx []int) {
 					stopped = true
 					break
 				}
-				// Nothing has passed yet: the budget waits for this compile.
+				// Nothing has passed yet: the budget waits for this compile,
+				// up to the hard deadline.
 				select {
 				case r = <-results[n]:
+				case <-hardC:
+					stopped = true
 				case <-ctx.Done():
 					stopped = true
 				}
+			case <-hardC:
+				stopped = true
 			case <-ctx.Done():
 				stopped = true
 			}
@@ -625,6 +659,9 @@ func (s *search) pick(res *Result) error {
 		}
 	}
 	if len(ok) == 0 {
+		if !s.hardDeadline.IsZero() && time.Now().After(s.hardDeadline) {
+			return fmt.Errorf("%w (-time %s and as long again; %s): raise -time", ErrBudget, s.opt.Time, summarize(s.trials))
+		}
 		return fmt.Errorf("no candidate passed verification (%s)", summarize(s.trials))
 	}
 	slices.SortStableFunc(ok, func(a, b *Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })

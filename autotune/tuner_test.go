@@ -4,6 +4,7 @@ package autotune
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -398,5 +399,29 @@ func TestTuneFallback(t *testing.T) {
 	}
 	if !strings.Contains(fb.PTX, ".target sm_80") || !strings.Contains(fb.PTX, ".entry "+fb.Trial.kernel.Name) {
 		t.Errorf("fallback PTX lacks .target sm_80 or the entry %s:\n%.300s", fb.Trial.kernel.Name, fb.PTX)
+	}
+}
+
+// TestTuneBudgetHardDeadline: a search with nothing verified goes on past
+// -time only up to its hard deadline, then ends with ErrBudget (here every
+// compile outlasts it).
+func TestTuneBudgetHardDeadline(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stuck := func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
+		<-release
+		return lib.Compile(src, o)
+	}
+	start := time.Now()
+	_, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Trials: 3,
+		Time: 200 * time.Millisecond, grace: 800 * time.Millisecond, CompileTimeout: time.Hour,
+		Timeout: 10 * time.Second, Runs: 20, Seed: 5, compiler: stuck})
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the search took %s with -time 200ms and 800ms of grace", d)
+	}
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("error %v, want ErrBudget", err)
 	}
 }

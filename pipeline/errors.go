@@ -58,6 +58,9 @@ func tuneError(res *autotune.Result, err error) error {
 	if errors.Is(err, autotune.ErrBadPin) {
 		return mark(ErrInvalid, err)
 	}
+	if errors.Is(err, autotune.ErrBudget) {
+		return mark(ErrNoCandidate, err)
+	}
 	if res == nil || len(res.Trials) == 0 {
 		return err
 	}

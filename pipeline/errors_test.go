@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,12 @@ func TestTuneError(t *testing.T) {
 		if !errors.Is(err, failed) || err.Error() != "tune: "+failed.Error() {
 			t.Errorf("%s: error %q does not wrap the tuner's", tt.name, err)
 		}
+	}
+	// The budget ran out with every candidate unmeasured: no candidate
+	// passed (exit 5), not "no kernel serves" (exit 4).
+	budget := fmt.Errorf("%w (-time 12s)", autotune.ErrBudget)
+	if err := tuneError(trials(autotune.StatusRejected, autotune.StatusSkipped), budget); kindOf(t, err) != ErrNoCandidate || !errors.Is(err, autotune.ErrBudget) {
+		t.Errorf("budget ran out: %v, kind %v, want ErrNoCandidate", err, kindOf(t, err))
 	}
 	interrupted := tuneError(nil, context.Canceled)
 	if !errors.Is(interrupted, context.Canceled) || kindOf(t, interrupted) != nil {
