@@ -141,9 +141,9 @@ func geom(p problem.Problem, c knobs) geometry {
 
 // The knob values the space takes: (BM, Warpgroups) pairs, BN and
 // (BlocksPerSM, Stages) pairs, with 128-byte tile rows in the 128-byte
-// swizzle and no producer warpgroup. Swizzle=0, 256-byte rows and
-// Producer=1 render (a pin) but are not searched: on an H100 they were
-// 1.5×, 1.1× and 1.03× slower (docs/performance.md).
+// swizzle and no producer warpgroup. Swizzle=0 (with 128- or 256-byte
+// rows) and Producer=1 render (a pin) but are not searched: on an H100
+// they were 1.5–2.5× and 1.01–1.04× slower (docs/performance.md).
 var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
