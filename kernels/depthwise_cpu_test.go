@@ -69,6 +69,7 @@ int main() {
     for (auto& v : in) v = from_float((float)cpu_rnd(seed) * 4);
     for (auto& v : flt) v = from_float((float)cpu_rnd(seed));
     for (auto& v : bias) v = from_float((float)cpu_rnd(seed));
+%[6]s
     for (auto& v : out) v = from_float(NAN);
     const int threads = %[2]d, blocks = %[3]d, shared = %[4]d;
     for (int b = 0; b < blocks; ++b) {
@@ -78,7 +79,7 @@ int main() {
         for (int t = 0; t < threads; ++t)
             ts.emplace_back([&, t, b] {
                 threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; cpu_smem = smem.data(); cpu_barrier = &bar;
-                %[1]s(out.data(), in.data(), flt.data(), bias.data());
+                %[1]s(out.data(), in.data(), flt.data(), bias.data()%[7]s);
             });
         for (auto& th : ts) th.join();
     }
@@ -95,10 +96,11 @@ int main() {
             acc += (double)to_float(in[ii]) * (double)to_float(flt[((long)k * R + r) * S + s]);
         }
         const long oi = NHWC ? (((long)n * P + p) * Q + q) * K + k : (((long)n * K + k) * P + p) * Q + q;
+        %[8]s
         const double got = to_float(out[oi]);
         if (isnan(got)) { if (bad++ < 5) printf("output n=%%d k=%%d p=%%d q=%%d not written\n", n, k, p, q); continue; }
-        max_err = fmax(max_err, fabs(got - acc));
-        max_ref = fmax(max_ref, fabs(acc));
+        max_err = fmax(max_err, fabs(got - y));
+        max_ref = fmax(max_ref, fabs(y));
     }
     printf("max error %%.3g of max |output| %%.3g, %%ld outputs not written\n", max_err, max_ref, bad);
     return bad > 0 || max_err > %[5]g * max_ref ? 1 : 0;
@@ -114,10 +116,26 @@ var (
 // cpuSource is kernel k as C++ for cpuShim, with cpuMain checking it
 // against bound (relative to the largest output).
 func cpuSource(k Kernel, bound float64) string {
+	return cpuSourceWith(k, bound, cpuPlain)
+}
+
+// cpuChain is what a kernel with an epilogue chain adds to cpuMain: the
+// setup of the chain's arrays, the kernel's extra arguments and the
+// reference's y from acc (the convolution with the bias, in float64) at
+// output offset oi.
+type cpuChain struct {
+	setup, args, apply string
+}
+
+// cpuPlain is cpuMain for a kernel without a chain.
+var cpuPlain = cpuChain{apply: "const double y = acc;"}
+
+// cpuSourceWith is cpuSource for a kernel with the chain ch.
+func cpuSourceWith(k Kernel, bound float64, ch cpuChain) string {
 	src := sharedDecl.ReplaceAllString(k.Source, "float* $1 = cpu_smem;")
 	src = cvtToF32.ReplaceAllString(src, "$1 = cpu_h2f($2);")
 	src = cvtToF16.ReplaceAllString(src, "$1 = cpu_f2h($2);")
-	return cpuShim + src + fmt.Sprintf(cpuMain, k.Name, k.Block[0], k.Grid[0], k.SharedBytes, bound)
+	return cpuShim + src + fmt.Sprintf(cpuMain, k.Name, k.Block[0], k.Grid[0], k.SharedBytes, bound, ch.setup, ch.args, ch.apply)
 }
 
 // TestDepthwiseOnCPU runs depthwise kernels of small depthwise shapes (odd

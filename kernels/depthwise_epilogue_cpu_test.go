@@ -12,62 +12,19 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// cpuMainEpilogue is cpuMain for kernels with the chain
-// "scale_shift,residual(0.5),relu": it passes scale, shift and a residual
-// of exactly the output's size (so that AddressSanitizer sees any read
-// past it) and checks every output against the chain applied in float64.
-// %s are the kernel's name, threads, blocks, shared bytes and the error
-// bound.
-const cpuMainEpilogue = `
-static double cpu_rnd(unsigned& s) { s = s * 1664525u + 1013904223u; return ((s >> 8) & 0xffff) / 65536.0 - 0.5; }
-int main() {
-    const long in_n = (long)N * C * H * W, f_n = (long)K * R * S, out_n = (long)N * K * P * Q;
-    std::vector<elem_t> in(in_n), flt(f_n), bias(K), out(out_n), res(out_n);
+// cpuScaleShiftResidualReLU is the chain "scale_shift,residual(0.5),relu"
+// for cpuMain: scale, shift and a residual of exactly the output's size (so
+// that AddressSanitizer sees any read past it), passed after bias, and the
+// chain applied in float64.
+var cpuScaleShiftResidualReLU = cpuChain{
+	setup: `    std::vector<elem_t> res(out_n);
     std::vector<float> scale(K), shift(K);
-    unsigned seed = 11;
-    for (auto& v : in) v = from_float((float)cpu_rnd(seed) * 4);
-    for (auto& v : flt) v = from_float((float)cpu_rnd(seed));
-    for (auto& v : bias) v = from_float((float)cpu_rnd(seed));
     for (auto& v : res) v = from_float((float)cpu_rnd(seed) * 4);
     for (auto& v : scale) v = (float)(1 + cpu_rnd(seed));
-    for (auto& v : shift) v = (float)cpu_rnd(seed);
-    for (auto& v : out) v = from_float(NAN);
-    const int threads = %[2]d, blocks = %[3]d, shared = %[4]d;
-    for (int b = 0; b < blocks; ++b) {
-        std::vector<float> smem(shared / 4 + 4, NAN);
-        std::barrier<> bar(threads);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t, b] {
-                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; cpu_smem = smem.data(); cpu_barrier = &bar;
-                %[1]s(out.data(), in.data(), flt.data(), bias.data(), scale.data(), shift.data(), res.data());
-            });
-        for (auto& th : ts) th.join();
-    }
-    const int mult = K / C;
-    double max_err = 0, max_ref = 0;
-    long bad = 0;
-    for (int n = 0; n < N; ++n) for (int k = 0; k < K; ++k) for (int p = 0; p < P; ++p) for (int q = 0; q < Q; ++q) {
-        double acc = HAS_BIAS ? to_float(bias[k]) : 0.0;
-        const int c = k / mult;
-        for (int r = 0; r < R; ++r) for (int s = 0; s < S; ++s) {
-            const int h = p * STRIDE_H - PAD_H + r * DIL_H, w = q * STRIDE_W - PAD_W + s * DIL_W;
-            if (h < 0 || h >= H || w < 0 || w >= W) continue;
-            const long ii = NHWC ? (((long)n * H + h) * W + w) * C + c : (((long)n * C + c) * H + h) * W + w;
-            acc += (double)to_float(in[ii]) * (double)to_float(flt[((long)k * R + r) * S + s]);
-        }
-        const long oi = NHWC ? (((long)n * P + p) * Q + q) * K + k : (((long)n * K + k) * P + p) * Q + q;
-        double y = (double)scale[k] * acc + (double)shift[k] + 0.5 * (double)to_float(res[oi]);
-        if (y < 0) y = 0;
-        const double got = to_float(out[oi]);
-        if (isnan(got)) { if (bad++ < 5) printf("output n=%%d k=%%d p=%%d q=%%d not written\n", n, k, p, q); continue; }
-        max_err = fmax(max_err, fabs(got - y));
-        max_ref = fmax(max_ref, fabs(y));
-    }
-    printf("max error %%.3g of max |output| %%.3g, %%ld outputs not written\n", max_err, max_ref, bad);
-    return bad > 0 || max_err > %[5]g * max_ref ? 1 : 0;
+    for (auto& v : shift) v = (float)cpu_rnd(seed);`,
+	args:  ", scale.data(), shift.data(), res.data()",
+	apply: "double y = (double)scale[k] * acc + (double)shift[k] + 0.5 * (double)to_float(res[oi]); if (y < 0) y = 0;",
 }
-`
 
 // TestDepthwiseEpilogueOnCPU runs depthwise kernels with the chain
 // scale_shift,residual(0.5),relu on the CPU (as TestDepthwiseOnCPU, built
@@ -119,8 +76,7 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s %s: %v", p, c.ID(), err)
 					}
-					src := cpuSource(k, bounds[prec])
-					src = src[:strings.LastIndex(src, cpuMain[:40])] + fmt.Sprintf(cpuMainEpilogue, k.Name, k.Block[0], k.Grid[0], k.SharedBytes, bounds[prec])
+					src := cpuSourceWith(k, bounds[prec], cpuScaleShiftResidualReLU)
 					cpp := filepath.Join(dir, fmt.Sprintf("e%d.cpp", n))
 					exe := strings.TrimSuffix(cpp, ".cpp")
 					n++
