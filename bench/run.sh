@@ -30,7 +30,8 @@ if [ ! -x .dev/example-alexnet ]; then
   echo "bench/run.sh: no .dev/example-alexnet: run scripts/build-device on the build machine and carry .dev here" >&2
   exit 1
 fi
-commit=${CONVGEN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+# The binaries' commit (scripts/build-device writes .dev/COMMIT), else the tree's.
+commit=${CONVGEN_COMMIT:-$(cat .dev/COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true

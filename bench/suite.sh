@@ -55,7 +55,8 @@ if [ ! -x "$convgen" ]; then
   echo "bench/suite.sh: no $convgen: run scripts/build-device on the build machine and carry .dev here" >&2
   exit 1
 fi
-commit=${CONVGEN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+# The binaries' commit (scripts/build-device writes .dev/COMMIT), else the tree's.
+commit=${CONVGEN_COMMIT:-$(cat .dev/COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 smi=$(nvidia-smi 2>/dev/null || true)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
 driver_cuda=$(printf '%s\n' "$smi" | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1)
