@@ -66,7 +66,8 @@ func TestWGMMAIGEMMServes(t *testing.T) {
 }
 
 // TestWGMMAIGEMMFrontEnd runs a few kept configurations of every shape and
-// precision above through NVRTC's front end for sm_90a and checks the
+// precision above, and the unsearched paths a pin renders (the producer
+// warpgroup, no swizzle, 256-byte rows), through NVRTC's front end for sm_90a and checks the
 // wgmma of the configuration's N in the PTX (ptxas, which checks the inline
 // PTX, runs on the GPU machine's NVRTC).
 func TestWGMMAIGEMMFrontEnd(t *testing.T) {
@@ -94,6 +95,28 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 				}
 				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
 			}
+		}
+	}
+	// The paths the space no longer searches but a pin renders: the
+	// warp-specialised producer, no swizzle, 256-byte rows (no swizzle).
+	s, err := problem.ParseShape(wgmmaIGEMMShapes[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+		p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC}
+		row := 128 / prec.ElementBytes()
+		for _, cfg := range []Config{
+			{"BM": 128, "BN": 128, "BK": row, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1},
+			{"BM": 128, "BN": 64, "BK": row, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": i % 2, "Swizzle": 0},
+			{"BM": 64, "BN": 64, "BK": 2 * row, "Warpgroups": 1, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0},
+		} {
+			c := Candidate{Family: "wgmmaigemm", Config: cfg}
+			kern, err := RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, c.ID(), err)
+			}
+			jobs = append(jobs, compileJob{fmt.Sprintf("%s %s (pin)", p, c.ID()), kern})
 		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
