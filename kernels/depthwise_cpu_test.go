@@ -138,6 +138,31 @@ func cpuSourceWith(k Kernel, bound float64, ch cpuChain) string {
 	return cpuShim + src + fmt.Sprintf(cpuMain, k.Name, k.Block[0], k.Grid[0], k.SharedBytes, bound, ch.setup, ch.args, ch.apply)
 }
 
+// cpuCompiler finds g++ and checks, in a temporary directory it returns,
+// that it builds and runs the CPU shim with flags (C++20 barriers, _Float16,
+// and whatever flags add, such as AddressSanitizer); it skips the test,
+// saying why, where it cannot.
+func cpuCompiler(t *testing.T, flags ...string) (gxx, dir string) {
+	t.Helper()
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skipf("g++ not found: the CPU run of the depthwise kernels needs it (%v)", err)
+	}
+	dir = t.TempDir()
+	probe := filepath.Join(dir, "probe.cpp")
+	if err := os.WriteFile(probe, []byte(cpuShim+"int main() { return cpu_f2h(1.0f) == 0x3c00 ? 0 : 1; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-std=c++20", "-pthread"}, flags...)
+	if out, err := exec.Command(gxx, append(args, "-o", filepath.Join(dir, "probe"), probe)...).CombinedOutput(); err != nil {
+		t.Skipf("%s %v cannot build the CPU shim (needs C++20 <barrier> and _Float16, g++ 12 or newer): %v\n%s", gxx, flags, err, firstLines(string(out), 10))
+	}
+	if err := exec.Command(filepath.Join(dir, "probe")).Run(); err != nil {
+		t.Fatalf("the CPU shim's FP16 conversion does not round 1.0 to 0x3c00: %v", err)
+	}
+	return gxx, dir
+}
+
 // TestDepthwiseOnCPU runs depthwise kernels of small depthwise shapes (odd
 // sizes, stride 2, dilation, R ≠ S, multipliers 2 and 3, C = 1, odd C, no
 // bias) in every precision and both layouts on the CPU and checks every
@@ -147,21 +172,7 @@ func cpuSourceWith(k Kernel, bound float64, ch cpuChain) string {
 // triple and every kept candidate under CONVGEN_FULL_SWEEP=1.
 // It needs g++ 12 or newer (C++20 barriers, _Float16).
 func TestDepthwiseOnCPU(t *testing.T) {
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		t.Skipf("g++ not found: the CPU run of the depthwise kernels needs it (%v)", err)
-	}
-	dir := t.TempDir()
-	probe := filepath.Join(dir, "probe.cpp")
-	if err := os.WriteFile(probe, []byte(cpuShim+"int main() { return cpu_f2h(1.0f) == 0x3c00 ? 0 : 1; }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(gxx, "-std=c++20", "-pthread", "-o", filepath.Join(dir, "probe"), probe).CombinedOutput(); err != nil {
-		t.Skipf("%s cannot build the CPU shim (needs C++20 <barrier> and _Float16, g++ 12 or newer): %v\n%s", gxx, err, firstLines(string(out), 10))
-	}
-	if err := exec.Command(filepath.Join(dir, "probe")).Run(); err != nil {
-		t.Fatalf("the CPU shim's FP16 conversion does not round 1.0 to 0x3c00: %v", err)
-	}
+	gxx, dir := cpuCompiler(t)
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
 	shapes := parseShapes(t, []string{
 		"N=2,C=3,H=15,W=13,K=3,R=3,S=3,stride=2,pad=1,groups=3,bias=false",

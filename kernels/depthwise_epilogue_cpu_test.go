@@ -35,19 +35,8 @@ var cpuScaleShiftResidualReLU = cpuChain{
 // precision with a kernel of each OutputsPerThread and VectorWidth, the
 // others FP32 with one kernel; everything under CONVGEN_FULL_SWEEP=1.
 func TestDepthwiseEpilogueOnCPU(t *testing.T) {
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		t.Skipf("g++ not found: the CPU run of the depthwise kernels needs it (%v)", err)
-	}
-	dir := t.TempDir()
-	probe := filepath.Join(dir, "probe.cpp")
-	if err := os.WriteFile(probe, []byte(cpuShim+"int main() { return cpu_f2h(1.0f) == 0x3c00 ? 0 : 1; }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	asan := []string{"-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w", "-fsanitize=address"}
-	if out, err := exec.Command(gxx, append(asan, "-o", filepath.Join(dir, "probe"), probe)...).CombinedOutput(); err != nil {
-		t.Skipf("%s cannot build the CPU shim with AddressSanitizer (needs C++20 <barrier>, _Float16, libasan): %v\n%s", gxx, err, firstLines(string(out), 10))
-	}
+	gxx, dir := cpuCompiler(t, asan[2:]...)
 	chain, err := epilogue.Parse("scale_shift,residual(0.5),relu")
 	if err != nil {
 		t.Fatal(err)
