@@ -101,14 +101,23 @@ type Problem struct {
 	Precision Precision
 	Layout    Layout
 	// Epilogue is the chain applied to each output value after the bias,
-	// before the store (docs/epilogue.md); empty for none.
+	// before the store (docs/epilogue.md); empty for none. Only OpFprop
+	// has one (Validate).
 	Epilogue epilogue.Chain
+	// Op is the computation: the forward convolution (the zero value) or
+	// a gradient (Op).
+	Op Op
 }
 
 // String is the canonical form used in reports, cache keys and docs; a
-// non-empty epilogue adds " epilogue=" and the chain's canonical text.
+// gradient op adds " op=" and its name, a non-empty epilogue " epilogue="
+// and the chain's canonical text, so that a forward problem without a
+// chain reads as it did before either existed.
 func (p Problem) String() string {
 	s := fmt.Sprintf("%s precision=%s layout=%s", p.Shape, p.Precision, p.Layout)
+	if p.Op != OpFprop {
+		s += " op=" + p.Op.String()
+	}
 	if len(p.Epilogue) > 0 {
 		s += " epilogue=" + p.Epilogue.String()
 	}
