@@ -49,7 +49,12 @@ type Key struct {
 	// Epilogue is the canonical text of the epilogue chain the kernels
 	// apply (epilogue.Chain.Key), "" (and absent from the file) for none,
 	// so that a record without a chain keeps the key it had before chains.
-	Epilogue          string `json:"epilogue,omitempty"`
+	Epilogue string `json:"epilogue,omitempty"`
+	// Op is the computation's name ("dgrad", "wgrad"; problem.Op), "" (and
+	// absent from the file) for the forward convolution, so that a forward
+	// record keeps the key it had before ops; records of different ops
+	// never match each other.
+	Op                string `json:"op,omitempty"`
 	NVRTCVersion      string `json:"nvrtc_version"`      // "13.0"
 	Device            string `json:"device"`             // "NVIDIA H200"
 	ComputeCapability string `json:"compute_capability"` // "9.0"
@@ -58,13 +63,13 @@ type Key struct {
 }
 
 // Supersedes reports whether a record with key k replaces one with key
-// old: both are of the same problem (Shape, Precision, Layout, Epilogue) and the same
+// old: both are of the same problem (Shape, Precision, Layout, Epilogue, Op) and the same
 // device model (Device, ComputeCapability), whatever their kernels,
 // convgen, NVRTC, driver or SM count. A cache thus holds at most one record
 // per problem and device model, the one tuned last, and offline replay can
 // always pick one with -device.
 func (k Key) Supersedes(old Key) bool {
-	return k.Shape == old.Shape && k.Precision == old.Precision && k.Layout == old.Layout && k.Epilogue == old.Epilogue &&
+	return k.Shape == old.Shape && k.Precision == old.Precision && k.Layout == old.Layout && k.Epilogue == old.Epilogue && k.Op == old.Op &&
 		k.Device == old.Device && k.ComputeCapability == old.ComputeCapability
 }
 
@@ -145,6 +150,7 @@ type Query struct {
 	Precision string // Key.Precision
 	Layout    string // Key.Layout
 	Epilogue  string // Key.Epilogue ("" selects records without a chain)
+	Op        string // Key.Op ("" selects forward records)
 	Arch      string // Record.Arch, e.g. "sm_90"; empty matches any
 	Device    string // Key.Device, e.g. "NVIDIA H200"; empty matches any
 	// Current, when set, says why a record's kernels are stale (no longer
@@ -254,6 +260,7 @@ const (
 	FieldPrecision Field = "precision"
 	FieldLayout    Field = "layout"
 	FieldEpilogue  Field = "epilogue"
+	FieldOp        Field = "op"
 	FieldArch      Field = "arch"
 	FieldDevice    Field = "device"
 	FieldKernel    Field = "kernel" // Query.Current refused the record
@@ -291,6 +298,7 @@ func (q Query) Mismatches(r Record) []Mismatch {
 		{FieldPrecision, k.Precision, q.Precision},
 		{FieldLayout, k.Layout, q.Layout},
 		{FieldEpilogue, k.Epilogue, q.Epilogue},
+		{FieldOp, k.Op, q.Op},
 	} {
 		if f.got != f.want {
 			out = append(out, Mismatch{f.field, f.got})
@@ -583,6 +591,7 @@ func compareKeys(a, b Key) int {
 		cmp.Compare(a.Precision, b.Precision),
 		cmp.Compare(a.Layout, b.Layout),
 		cmp.Compare(a.Epilogue, b.Epilogue),
+		cmp.Compare(a.Op, b.Op),
 		cmp.Compare(a.NVRTCVersion, b.NVRTCVersion),
 		cmp.Compare(a.Device, b.Device),
 		cmp.Compare(a.ComputeCapability, b.ComputeCapability),

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/problem"
 	"regexp"
 	"strconv"
 	"strings"
@@ -107,6 +108,16 @@ func (r *Record) Validate() error {
 	}
 	if c, err := epilogue.Parse(k.Epilogue); err != nil || c.Key() != k.Epilogue {
 		return fieldErr("key.epilogue", "%.80q is not an epilogue chain in canonical form", k.Epilogue)
+	}
+	// The op is empty (forward) or a gradient's name; a gradient has no
+	// chain.
+	if k.Op != "" {
+		if op, err := problem.ParseOp(k.Op); err != nil || op == problem.OpFprop || op.String() != k.Op {
+			return fieldErr("key.op", "%.32q is not a gradient op (dgrad, wgrad; the forward op is left out)", k.Op)
+		}
+		if k.Epilogue != "" {
+			return fieldErr("key.op", "op %s has an epilogue chain (%.80q): chains apply to the forward op only", k.Op, k.Epilogue)
+		}
 	}
 	m := capability.FindStringSubmatch(k.ComputeCapability)
 	if m == nil {
