@@ -3,7 +3,9 @@
 // holding the same CUBIN and PTX images, kernel.json (the problem and how
 // to launch each image) and __init__.py, whose Conv2d is an nn.Conv2d that
 // runs the kernel through the CUDA driver API (ctypes on libcuda.so.1) on
-// PyTorch's current stream.
+// PyTorch's current stream. A problem with an epilogue chain
+// (docs/epilogue.md) gets Conv2dFused instead, which runs the fused kernel
+// and differentiates the chain through a torch mirror of it.
 //
 // Files renders the package in memory (deterministically); Write puts it on
 // disk atomically, as gen writes a Go package.
@@ -18,9 +20,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
@@ -61,6 +65,11 @@ type Meta struct {
 	Untuned   bool   `json:"untuned"` // no CUBIN: the PTX of a default configuration nobody measured
 	Summary   string `json:"summary"` // one line about the tuning
 	Command   string `json:"command"` // the command that regenerates the package
+	// Class is the name of the module's nn.Conv2d subclass: Conv2d, or
+	// Conv2dFused for a kernel with an epilogue chain.
+	Class string `json:"class"`
+	// Epilogue is the fused chain, nil for the plain convolution.
+	Epilogue *Epilogue `json:"epilogue,omitempty"`
 	// Ops are the kernels by operation. Today only "fprop" (the forward
 	// convolution); the gradients are PyTorch's (Backward).
 	Ops map[string]Op `json:"ops"`
@@ -69,6 +78,22 @@ type Meta struct {
 	// bias) until convgen generates dgrad and wgrad kernels, which will
 	// come as Ops of their own.
 	Backward string `json:"backward"`
+}
+
+// Epilogue is the chain the kernel applies to each output value after the
+// bias (docs/epilogue.md), as data for the module's torch mirror of it.
+type Epilogue struct {
+	Chain    string            `json:"chain"` // the canonical text (convgen -epilogue)
+	Elements []EpilogueElement `json:"elements"`
+}
+
+// EpilogueElement is one element of the chain: its name in the grammar and
+// its arguments, the float32 values the kernel compiles in, written exactly
+// as float64: residual's α (1 for a plain residual), leaky_relu's negative
+// slope, clamp's lo and hi; none for the other elements.
+type EpilogueElement struct {
+	Op   string    `json:"op"`
+	Args []float64 `json:"args,omitempty"`
 }
 
 // Problem is the convolution, in PyTorch's terms: input N×C×H×W, weight
@@ -121,6 +146,54 @@ type Image struct {
 // family's kernel takes them and convrt's Forward passes them.
 var fpropParams = []string{"out", "in", "filter", "bias"}
 
+// params are the forward kernel's parameters for chain c: fpropParams,
+// then scale and shift when c reads them, then residual when c reads it
+// (the order of convrt.ForwardEpilogue's extra arguments).
+func params(c epilogue.Chain) []string {
+	ps := slices.Clone(fpropParams)
+	if c.NeedsScaleShift() {
+		ps = append(ps, "scale", "shift")
+	}
+	if c.NeedsResidual() {
+		ps = append(ps, "residual")
+	}
+	return ps
+}
+
+// Class names of the module: the plain convolution's, and a chain's.
+const (
+	plainClass = "Conv2d"
+	fusedClass = "Conv2dFused"
+)
+
+// alias is the friendly second name of a one-element chain's class
+// (Conv2dReLU, Conv2dGELUTanh, ...), "" for other chains.
+func alias(c epilogue.Chain) string {
+	if len(c) != 1 {
+		return ""
+	}
+	return plainClass + c[0].Op.GoName()
+}
+
+// newEpilogue describes c for kernel.json; nil for the empty chain.
+func newEpilogue(c epilogue.Chain) *Epilogue {
+	if len(c) == 0 {
+		return nil
+	}
+	e := &Epilogue{Chain: c.String()}
+	for _, el := range c {
+		m := EpilogueElement{Op: el.Op.String()}
+		switch el.Op {
+		case epilogue.Residual, epilogue.LeakyReLU:
+			m.Args = []float64{float64(el.Alpha)}
+		case epilogue.Clamp:
+			m.Args = []float64{float64(el.Lo), float64(el.Hi)}
+		}
+		e.Elements = append(e.Elements, m)
+	}
+	return e
+}
+
 // alignment is convrt.Alignment (the kernels load up to 16 bytes at a
 // time); torchmod does not import convrt, whose cuda build needs cgo.
 const alignment = 16
@@ -131,12 +204,12 @@ var dtypes = map[problem.Precision]string{
 	problem.FP16: "float16", problem.BF16: "bfloat16",
 }
 
-// Serves returns an error when the module cannot serve p: it runs the
-// plain convolution (with or without bias) only, not an epilogue chain,
-// whose kernels take more parameters.
+// Serves returns an error when the module cannot serve p: every
+// convolution with or without bias and epilogue chain is served; a chain
+// is refused only if it is invalid.
 func Serves(p problem.Problem) error {
-	if len(p.Epilogue) > 0 {
-		return fmt.Errorf("torchmod: the PyTorch module serves the plain convolution (with or without bias), not the epilogue chain %s", p.Epilogue)
+	if err := p.Epilogue.Validate(); err != nil {
+		return fmt.Errorf("torchmod: epilogue chain: %w", err)
 	}
 	return nil
 }
@@ -164,7 +237,7 @@ func Files(b gen.Binding, name string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("torchmod: %s: %w", MetaFile, err)
 	}
-	init, err := renderInit(m, name)
+	init, err := renderInit(m, b.Problem.Epilogue, name)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +260,14 @@ func newMeta(b gen.Binding, goFiles map[string][]byte) (Meta, error) {
 	}
 	m := Meta{Format: MetaFormat, Package: b.Package, Precision: string(p.Precision), Layout: string(p.Layout),
 		FilterLayout: p.Layout.FilterLayout(), DType: dtype, Alignment: alignment, Untuned: b.Untuned,
-		Summary: b.Summary, Command: b.Command, Backward: "pytorch",
+		Summary: b.Summary, Command: b.Command, Backward: "pytorch", Class: plainClass, Epilogue: newEpilogue(p.Epilogue),
 		Problem: Problem{N: sh.N, C: sh.C, H: sh.H, W: sh.W, K: sh.K, R: sh.R, S: sh.S, P: sh.P(), Q: sh.Q(),
 			Stride: [2]int{sh.StrideH, sh.StrideW}, Padding: [2]int{sh.PadH, sh.PadW},
 			Dilation: [2]int{sh.DilationH, sh.DilationW}, Groups: sh.Groups, Bias: sh.Bias, Shape: sh.String()}}
-	op := Op{Params: slices.Clone(fpropParams)}
+	if m.Epilogue != nil {
+		m.Class = fusedClass
+	}
+	op := Op{Params: params(p.Epilogue)}
 	arch, err := launch.ParseArch(b.Arch)
 	if err != nil {
 		return Meta{}, fmt.Errorf("torchmod: %w", err)
@@ -318,11 +394,60 @@ var initTmpl = template.Must(template.New(InitFile).Option("missingkey=error").P
 type initData struct {
 	Header, Command, Name, Problem, Summary, Images, Usage, DType, Layout string
 	NHWC                                                                  bool
+	// Class is the module's class (Conv2d or Conv2dFused); Alias its
+	// second name ("" for none).
+	Class, Alias string
+	// Chain is the epilogue chain's canonical text ("" for none), Steps
+	// what each element computes, ScaleShift and Residual whether it
+	// reads those arrays.
+	Chain                string
+	Steps                []string
+	ScaleShift, Residual bool
+}
+
+// num writes a chain constant as the chain's canonical text does.
+func num(f float32) string { return strconv.FormatFloat(float64(f), 'g', -1, 32) }
+
+// step says what element e computes, with its constants, in Python terms
+// for the module's docstring.
+func step(e epilogue.Element) string {
+	switch e.Op {
+	case epilogue.ScaleShift:
+		return "scale_shift: y = scale[k]*y + shift[k], k the output channel (the parameters scale and shift, K float32 values each)"
+	case epilogue.Residual:
+		if e.Alpha == 1 {
+			return "residual: y = y + z, z the residual argument of forward"
+		}
+		return "residual(" + num(e.Alpha) + "): y = y + " + num(e.Alpha) + "*z, z the residual argument of forward (alpha compiled in)"
+	case epilogue.ReLU:
+		return "relu: max(y, 0)"
+	case epilogue.ReLU6:
+		return "relu6: min(max(y, 0), 6)"
+	case epilogue.LeakyReLU:
+		return "leaky_relu(" + num(e.Alpha) + "): y if y > 0 else " + num(e.Alpha) + "*y (negative slope compiled in)"
+	case epilogue.Clamp:
+		return "clamp(" + num(e.Lo) + "," + num(e.Hi) + "): min(max(y, " + num(e.Lo) + "), " + num(e.Hi) + ") (bounds compiled in)"
+	case epilogue.Sigmoid:
+		return "sigmoid: 1/(1+exp(-y))"
+	case epilogue.Tanh:
+		return "tanh: tanh(y)"
+	case epilogue.GELU:
+		return "gelu: 0.5*y*(1+erf(y/sqrt(2))), F.gelu's exact form"
+	case epilogue.GELUTanh:
+		return "gelu_tanh: 0.5*y*(1+tanh(sqrt(2/pi)*(y+0.044715*y^3))), F.gelu(y, approximate='tanh')"
+	case epilogue.SiLU:
+		return "silu: y*sigmoid(y)"
+	case epilogue.Hardswish:
+		return "hardswish: y*relu6(y+3)/6"
+	case epilogue.Mish:
+		return "mish: y*tanh(softplus(y)), softplus(y) = log(1+exp(y))"
+	}
+	return e.String()
 }
 
 // renderInit renders __init__.py. The strings it puts into the docstring
 // are single lines without backslashes or triple quotes.
-func renderInit(m Meta, name string) ([]byte, error) {
+func renderInit(m Meta, chain epilogue.Chain, name string) ([]byte, error) {
 	op := m.Ops["fprop"]
 	var images []string
 	if op.CUBIN != nil {
@@ -341,8 +466,14 @@ func renderInit(m Meta, name string) ([]byte, error) {
 	d := initData{Header: Header, Command: m.Command, Name: name,
 		Problem: fmt.Sprintf("%s, precision %s, layout %s", m.Problem.Shape, m.Precision, m.Layout),
 		Summary: m.Summary, Images: strings.Join(images, "; "), Usage: usage(m, name),
-		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC)}
-	for _, s := range []string{d.Command, d.Name, d.Problem, d.Summary, d.Images, d.Usage} {
+		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC), Class: m.Class}
+	if c := chain; len(c) > 0 {
+		d.Alias, d.Chain, d.ScaleShift, d.Residual = alias(c), c.String(), c.NeedsScaleShift(), c.NeedsResidual()
+		for _, e := range c {
+			d.Steps = append(d.Steps, step(e))
+		}
+	}
+	for _, s := range append([]string{d.Command, d.Name, d.Problem, d.Summary, d.Images, d.Usage, d.Chain}, d.Steps...) {
 		if strings.ContainsAny(s, "\\\n\r") || strings.Contains(s, `"""`) {
 			return nil, fmt.Errorf("torchmod: %.60q cannot go into the Python docstring (backslash, newline or triple quote)", s)
 		}
@@ -381,5 +512,5 @@ func usage(m Meta, name string) string {
 		args = append(args, "bias=False")
 	}
 	args = append(args, `device="cuda"`)
-	return fmt.Sprintf("%s.Conv2d(%s)", name, strings.Join(args, ", "))
+	return fmt.Sprintf("%s.%s(%s)", name, m.Class, strings.Join(args, ", "))
 }

@@ -116,6 +116,8 @@ func TestGolden(t *testing.T) {
 		{tf32NCHW(t), "tf32torch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90a.cubin"}},
 		{oddFP16NHWC(t), "oddtorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90.cubin"}},
 		{untunedBF16(t), "ut", []string{InitFile, MetaFile, "kernel.ptx"}},
+		{fusedTF32(t), "fusedtorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90a.cubin"}},
+		{reluFP16(t), "relutorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90.cubin"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := render(t, tc.b, tc.name)
@@ -458,22 +460,87 @@ func TestPythonDriver(t *testing.T) {
 	}
 }
 
-// TestEpilogueRefused: a binding with an epilogue chain, whose kernel takes
-// more parameters than out, in, filter and bias, is refused.
-func TestEpilogueRefused(t *testing.T) {
-	b := tf32NCHW(t)
-	chain, err := epilogue.Parse("relu")
+// chained returns b with the epilogue chain spec.
+func chained(t testing.TB, b gen.Binding, spec string) gen.Binding {
+	t.Helper()
+	c, err := epilogue.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Problem.Epilogue = chain
-	if err := Serves(b.Problem); err == nil || !strings.Contains(err.Error(), "epilogue") {
+	b.Problem.Epilogue = c
+	return b
+}
+
+// fusedTF32 is the flagship's tf32 binding with a chain that reads every
+// array and has constants: scale_shift, a scaled residual, leaky_relu.
+func fusedTF32(t testing.TB) gen.Binding {
+	return chained(t, tf32NCHW(t), "scale_shift,residual(0.5),leaky_relu(0.1)")
+}
+
+// reluFP16 is the odd fp16 NHWC binding (no bias) with the one-element
+// chain relu: the class gets the alias Conv2dReLU.
+func reluFP16(t testing.TB) gen.Binding { return chained(t, oddFP16NHWC(t), "relu") }
+
+// TestEpilogueMeta: a chain module's kernel.json names the class, the
+// chain, its elements with their float32 constants as float64, and the
+// kernel's extra parameters in convrt.ForwardEpilogue's order.
+func TestEpilogueMeta(t *testing.T) {
+	m := meta(t, render(t, fusedTF32(t), "m"))
+	want := &Epilogue{Chain: "scale_shift,residual(0.5),leaky_relu(0.1)", Elements: []EpilogueElement{
+		{Op: "scale_shift"}, {Op: "residual", Args: []float64{0.5}}, {Op: "leaky_relu", Args: []float64{float64(float32(0.1))}}}}
+	if m.Class != "Conv2dFused" || m.Epilogue == nil || m.Epilogue.Chain != want.Chain || fmt.Sprint(m.Epilogue.Elements) != fmt.Sprint(want.Elements) {
+		t.Errorf("class %q, epilogue %+v, want Conv2dFused, %+v", m.Class, m.Epilogue, want)
+	}
+	if got := m.Ops["fprop"].Params; !slices.Equal(got, []string{"out", "in", "filter", "bias", "scale", "shift", "residual"}) {
+		t.Errorf("params %v", got)
+	}
+	for spec, ps := range map[string][]string{"relu": {"out", "in", "filter", "bias"}, "residual,gelu": {"out", "in", "filter", "bias", "residual"},
+		"clamp(-1,2),scale_shift": {"out", "in", "filter", "bias", "scale", "shift"}} {
+		m := meta(t, render(t, chained(t, tf32NCHW(t), spec), "m"))
+		if got := m.Ops["fprop"].Params; !slices.Equal(got, ps) {
+			t.Errorf("%s: params %v, want %v", spec, got, ps)
+		}
+	}
+	if m := meta(t, render(t, chained(t, tf32NCHW(t), "clamp(-1,2)"), "m")); fmt.Sprint(m.Epilogue.Elements) != "[{clamp [-1 2]}]" {
+		t.Errorf("clamp's bounds: %v", m.Epilogue.Elements)
+	}
+	if m := meta(t, render(t, tf32NCHW(t), "m")); m.Class != "Conv2d" || m.Epilogue != nil {
+		t.Errorf("plain module: class %q, epilogue %+v", m.Class, m.Epilogue)
+	}
+}
+
+// TestEpilogueClassNames: Conv2dFused for every chain, an alias for a
+// one-element chain, the usage line naming the class.
+func TestEpilogueClassNames(t *testing.T) {
+	for _, op := range epilogue.Ops() {
+		c := epilogue.Chain{{Op: op}}
+		if want := "Conv2d" + op.GoName(); alias(c) != want {
+			t.Errorf("alias of %s: %q, want %q", op, alias(c), want)
+		}
+	}
+	init := string(render(t, reluFP16(t), "m")[InitFile])
+	for _, want := range []string{`__all__ = ["Conv2dFused", "Conv2dReLU", "chain", "EPILOGUE",`, "Conv2dReLU = Conv2dFused",
+		"conv = m.Conv2dFused(8, 12, (3, 5)", "- relu: max(y, 0)"} {
+		if !strings.Contains(init, want) {
+			t.Errorf("__init__.py lacks %q", want)
+		}
+	}
+	if init := string(render(t, fusedTF32(t), "m")[InitFile]); strings.Contains(init, "Conv2dReLU") || !strings.Contains(init, "leaky_relu(0.1): y if y > 0 else 0.1*y") {
+		t.Error("a three-element chain: an alias, or the constant missing from the docstring")
+	}
+}
+
+// TestEpilogueServed: every valid chain is served; an invalid one is not.
+func TestEpilogueServed(t *testing.T) {
+	if err := Serves(fusedTF32(t).Problem); err != nil {
 		t.Errorf("Serves with a chain: %v", err)
 	}
-	if _, err := Files(b, "m"); err == nil || !strings.Contains(err.Error(), "epilogue") {
-		t.Errorf("Files with a chain: %v", err)
+	b := tf32NCHW(t)
+	b.Problem.Epilogue = epilogue.Chain{{Op: epilogue.Clamp, Lo: 2, Hi: 1}}
+	if err := Serves(b.Problem); err == nil || !strings.Contains(err.Error(), "epilogue") {
+		t.Errorf("Serves with an invalid chain: %v", err)
 	}
-	if err := Serves(tf32NCHW(t).Problem); err != nil {
-		t.Errorf("Serves without a chain: %v", err)
+	if _, err := Files(b, "m"); err == nil {
+		t.Error("Files with an invalid chain: no error")
 	}
 }
