@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,9 +82,9 @@ func TestTorchTargetCheckedFirst(t *testing.T) {
 	}
 }
 
-// TestTorchEpilogueRefused: -torch with an epilogue chain is a bad request,
-// refused before anything is tuned or written.
-func TestTorchEpilogueRefused(t *testing.T) {
+// TestTorchEpilogue: -torch with an epilogue chain writes the fused
+// module (Conv2dFused, the chain in kernel.json).
+func TestTorchEpilogue(t *testing.T) {
 	needNoGPU(t)
 	dir := t.TempDir()
 	out, cache := filepath.Join(dir, "alexnet"), filepath.Join(dir, "cache.json")
@@ -97,10 +96,15 @@ func TestTorchEpilogueRefused(t *testing.T) {
 	r := testRequest(t, out, cache)
 	r.Problem.Epilogue = chain
 	r.Torch = filepath.Join(dir, "alexnet_torch")
-	if _, err := Run(context.Background(), r); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "epilogue") {
-		t.Fatalf("Run: %v, want an ErrInvalid naming the epilogue", err)
+	if _, err := Run(context.Background(), r); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("the package was written: %v", err)
+	js, err := os.ReadFile(filepath.Join(r.Torch, torchmod.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m torchmod.Meta
+	if err := json.Unmarshal(js, &m); err != nil || m.Class != "Conv2dFused" || m.Epilogue == nil || m.Epilogue.Chain != "relu" {
+		t.Errorf("kernel.json: class %q, epilogue %+v, %v", m.Class, m.Epilogue, err)
 	}
 }

@@ -38,7 +38,6 @@ func TestTorchFlag(t *testing.T) {
 		{"torch itself", []string{"-o", "conv", "-torch", "torch"}, "hide PyTorch"},
 		{"-list", []string{"-list", "-torch", "t"}, "-torch goes with a package"},
 		{"-compile-only", []string{"-compile-only", "-torch", "t"}, "-torch goes with a package"},
-		{"epilogue", []string{"-o", "conv", "-epilogue", "relu", "-torch", "t", "-cache", "none.json"}, "not the epilogue chain"},
 	} {
 		r := runConvgen(t, append([]string{"-shape", flagship}, tc.args...)...)
 		if r.code != 2 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -390,7 +391,7 @@ func TestPyCompile(t *testing.T) {
 	if py == "" {
 		t.Skip("no python3 on PATH or at /usr/bin/python3: the emitted Python is not compiled")
 	}
-	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t), fusedTF32(t), reluFP16(t)} {
 		dir := filepath.Join(t.TempDir(), "m")
 		if err := Write(dir, b); err != nil {
 			t.Fatal(err)
@@ -411,8 +412,8 @@ func TestPythonCPU(t *testing.T) {
 	if py == "" {
 		t.Skip("no python3 with PyTorch (python3 or /usr/bin/python3): the CPU checks of the module do not run")
 	}
-	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
-		t.Run(b.Package, func(t *testing.T) {
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t), fusedTF32(t), reluFP16(t)} {
+		t.Run(b.Package+"/"+b.Problem.Epilogue.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "convmod")
 			if err := Write(dir, b); err != nil {
 				t.Fatal(err)
@@ -445,8 +446,8 @@ func TestPythonDriver(t *testing.T) {
 	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", filepath.Join(lib, "libcuda.so.1"), filepath.Join("testdata", "fakecuda", "fakecuda.c")).CombinedOutput(); err != nil {
 		t.Fatalf("build the fake libcuda: %v\n%s", err, out)
 	}
-	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t)} {
-		t.Run(b.Package, func(t *testing.T) {
+	for _, b := range []gen.Binding{tf32NCHW(t), oddFP16NHWC(t), untunedBF16(t), fusedTF32(t), reluFP16(t)} {
+		t.Run(b.Package+"/"+b.Problem.Epilogue.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "convmod")
 			if err := Write(dir, b); err != nil {
 				t.Fatal(err)
@@ -474,7 +475,9 @@ func chained(t testing.TB, b gen.Binding, spec string) gen.Binding {
 // fusedTF32 is the flagship's tf32 binding with a chain that reads every
 // array and has constants: scale_shift, a scaled residual, leaky_relu.
 func fusedTF32(t testing.TB) gen.Binding {
-	return chained(t, tf32NCHW(t), "scale_shift,residual(0.5),leaky_relu(0.1)")
+	b := chained(t, tf32NCHW(t), "scale_shift,residual(0.5),leaky_relu(0.1)")
+	b.Problem.Shape = shape(t, "N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1") // small: the CPU checks allocate residuals
+	return b
 }
 
 // reluFP16 is the odd fp16 NHWC binding (no bias) with the one-element
@@ -542,5 +545,87 @@ func TestEpilogueServed(t *testing.T) {
 	}
 	if _, err := Files(b, "m"); err == nil {
 		t.Error("Files with an invalid chain: no error")
+	}
+}
+
+// chainCase is one chain's module and what epilogue.Apply computes on a
+// grid of values, for testdata/chain_check.py: y is (1, 2, 1, len(Y))
+// with channel k's row Y (scaled by 1+k), z likewise from Z.
+type chainCase struct {
+	Dir   string      `json:"dir"`
+	Chain string      `json:"chain"`
+	Y     []jsonFloat `json:"y"`
+	Z     []jsonFloat `json:"z"`
+	Scale []float64   `json:"scale"`
+	Shift []float64   `json:"shift"`
+	Want  []jsonFloat `json:"want"` // channel 0's row, then channel 1's
+}
+
+// jsonFloat writes NaN and ±Inf as strings Python's float() reads.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"nan"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-inf"`), nil
+	}
+	return json.Marshal(v)
+}
+
+// TestPythonChain runs testdata/chain_check.py: each element's (and a few
+// chains') torch mirror in the emitted module, chain(), in float64 against
+// epilogue.Apply on a grid of values with NaN and infinities, and the
+// backward of Conv2dFused on the CPU against float64 autograd.
+func TestPythonChain(t *testing.T) {
+	py := python(t, "torch")
+	if py == "" {
+		t.Skip("no python3 with PyTorch (python3 or /usr/bin/python3): the chain mirror is not checked")
+	}
+	specs := []string{"scale_shift", "residual", "residual(0.5)", "relu", "relu6", "leaky_relu(0.1)", "clamp(-1,2)",
+		"sigmoid", "tanh", "gelu", "gelu_tanh", "silu", "hardswish", "mish",
+		"scale_shift,residual(-0.25),gelu_tanh", "residual,relu,clamp(0.5,3),mish"}
+	ys := []float64{0, 0.5, -0.5, 1, -1, 2.5, -2.5, 3, -3, 4, -4, 7, -7, 30, -30, 1e3, -1e3, -1e-3, 1e-8,
+		math.NaN(), math.Inf(1), math.Inf(-1)}
+	scale, shift := []float64{1.25, -0.5}, []float64{0.75, 2}
+	base := tf32NCHW(t)
+	base.Problem.Shape = shape(t, "N=1,C=1,H=1,W=22,K=2,R=1,S=1")
+	var cases []chainCase
+	for i, spec := range specs {
+		b := chained(t, base, spec)
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("chain%d", i))
+		if err := Write(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		c := chainCase{Dir: dir, Chain: spec, Scale: scale, Shift: shift}
+		for k := range 2 {
+			for j, y := range ys {
+				y *= float64(1 + k)
+				z := float64(float32(math.Sin(float64(j)) * 3))
+				if k == 0 {
+					c.Y, c.Z = append(c.Y, jsonFloat(y)), append(c.Z, jsonFloat(z))
+				}
+				c.Want = append(c.Want, jsonFloat(epilogue.Apply(b.Problem.Epilogue, y, k, scale, shift, z)))
+			}
+		}
+		cases = append(cases, c)
+	}
+	js, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(t.TempDir(), "cases.json")
+	if err := os.WriteFile(in, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, filepath.Join("testdata", "chain_check.py"), in).CombinedOutput()
+	if err != nil {
+		t.Errorf("chain_check.py: %v\n%s", err, out)
+	} else if testing.Verbose() {
+		t.Logf("%s", out)
 	}
 }

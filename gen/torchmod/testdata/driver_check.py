@@ -50,6 +50,10 @@ def read(name):
 
 op = mod.META["ops"]["fprop"]
 cubin, ptx = op["cubin"], op["ptx"]
+nparams = len(op["params"])  # out, in, filter, bias[, scale, shift][, residual]
+fake.fake_set_nparams(nparams)
+Conv = getattr(mod, mod.META["class"])
+residual_chain = "residual" in op["params"]
 
 
 def check_image(img, what, device_cc):
@@ -65,21 +69,22 @@ def check_image(img, what, device_cc):
           or not big and fake.fake_attribute_value() != img["shared_bytes"],
           f"{what}: the dynamic shared memory opt-in {'set to ' + str(img['shared_bytes']) if big else 'not needed'}")
     check(fake.fake_current() != 0, f"{what}: a context is current after loading (the primary one, retained)")
-    k.launch(0x5000, 0x10, 0x20, 0x30, 0x40)
-    check([fake.fake_param(i) for i in range(4)] == [0x10, 0x20, 0x30, 0x40],
-          f"{what}: launch parameters out, in, filter, bias in order")
+    want = [0x10 * (i + 1) for i in range(nparams)]
+    k.launch(0x5000, *want)
+    check([fake.fake_param(i) for i in range(nparams)] == want,
+          f"{what}: launch parameters {', '.join(op['params'])} in order")
     check([fake.fake_grid(i) for i in range(3)] == img["grid"] and [fake.fake_block(i) for i in range(3)] == img["block"]
           and fake.fake_shared() == img["shared_bytes"] and fake.fake_stream() == 0x5000,
           f"{what}: grid {img['grid']}, block {img['block']}, {img['shared_bytes']} bytes, the given stream")
     fake.fake_set_current(0x9999)
     try:
-        k.launch(0x5000, 1, 2, 3, 4)
+        k.launch(0x5000, *range(1, nparams + 1))
         check(False, f"{what}: a foreign current context is refused")
     except mod.KernelError as e:
         check("other than PyTorch's" in str(e), f"{what}: a foreign current context is refused")
     fake.fake_set_current(0)
     n = fake.fake_launches()
-    k.launch(0x5000, 1, 2, 3, 4)
+    k.launch(0x5000, *range(1, nparams + 1))
     check(fake.fake_launches() == n + 1 and fake.fake_current() != 0,
           f"{what}: on a thread without a current context, the kernel's is made current")
 
@@ -110,82 +115,90 @@ def fast_path():
     P = mod.META["problem"]
     cc[0] = (cubin or ptx)["cc"]
     fake.fake_set_current(0)
-    conv = mod.Conv2d(P["c"], P["k"], (P["r"], P["s"]), stride=tuple(P["stride"]), padding=tuple(P["padding"]),
+    conv = Conv(P["c"], P["k"], (P["r"], P["s"]), stride=tuple(P["stride"]), padding=tuple(P["padding"]),
                       dilation=tuple(P["dilation"]), groups=P["groups"], bias=P["bias"])
     conv._kernels[None] = mod._Kernel(op, 0)
     conv._unfit = lambda input: None
     slow = [0]
     full = conv._forward
 
-    def counted(input):
+    def counted(input, *rest):
         slow[0] += 1
-        return full(input)
+        return full(input, *rest)
 
     conv._forward = counted
     x = torch.randn(P["n"], P["c"], P["h"], P["w"]).to(mod.DTYPE).contiguous(memory_format=mod.MEMORY_FORMAT)
     b = conv.bias.data_ptr() if conv.bias is not None else 0
+    extra = [conv.scale.data_ptr(), conv.shift.data_ptr()] if "scale" in op["params"] else []
+    if residual_chain:
+        r = torch.randn(mod._OUT_SHAPE).to(mod.DTYPE).contiguous(memory_format=mod.MEMORY_FORMAT)
+        extra.append(r.data_ptr())
+        plain_call = conv.__call__
+        conv_call = lambda x, *rest: plain_call(x, *(rest or (r,)))
+    else:
+        conv_call = conv
 
     def launched(out, w, what):
-        ok = [fake.fake_param(i) for i in range(4)] == [out.data_ptr(), x.data_ptr(), w, b]
+        ok = [fake.fake_param(i) for i in range(nparams)] == [out.data_ptr(), x.data_ptr(), w, b] + extra
         ok &= fake.fake_stream() == 0x5000 and tuple(out.shape) == mod._OUT_SHAPE and out.dtype == mod.DTYPE
         ok &= out.is_contiguous(memory_format=mod.MEMORY_FORMAT)
         check(ok, f"forward {what}: launched with out, input, weight, bias, on the current stream; output "
                   f"{mod._OUT_SHAPE} {mod.MEMORY_FORMAT}")
 
     with torch.no_grad():
-        launched(conv(x), conv.weight.data_ptr(), "(first call, full checks)")
+        launched(conv_call(x), conv.weight.data_ptr(), "(first call, full checks)")
         n = fake.fake_launches()
         for _ in range(3):
-            out = conv(x)
+            out = conv_call(x)
         launched(out, conv.weight.data_ptr(), "(fast path)")
         check(slow[0] == 1 and fake.fake_launches() == n + 3, "later calls take the fast path, one launch each")
         if P["c"] > 1:
             other = torch.contiguous_format if mod.MEMORY_FORMAT is torch.channels_last else torch.channels_last
             conv.weight.data = conv.weight.data.contiguous(memory_format=other)
-            out = conv(x)
+            out = conv_call(x)
             copy = conv._weight_copy[1]
             launched(out, copy.data_ptr(), "(weight in the other memory format)")
             check(slow[0] == 2 and torch.equal(copy, conv.weight), "a new weight tensor takes the full checks; its copy")
-            conv(x)
+            conv_call(x)
             conv.weight.mul_(2)  # bumps the weight's version
-            out = conv(x)
+            out = conv_call(x)
             check(slow[0] == 3 and torch.equal(conv._weight_copy[1], conv.weight),
                   "an in-place change of a copied weight takes the full checks and copies again")
         y = x.clone()
-        conv(y)
+        conv_call(y)
         check(slow[0] == (3 if P["c"] > 1 else 1) and fake.fake_param(1) == y.data_ptr(),
               "another input of the same shape and layout: fast path, its address")
         wrong = x.contiguous() if mod.MEMORY_FORMAT is torch.channels_last else x.contiguous(memory_format=torch.channels_last)
         before = slow[0]
-        conv(wrong if P["c"] > 1 else x[:, :, :, :])
+        conv_call(wrong if P["c"] > 1 else x[:, :, :, :])
         check(P["c"] == 1 or slow[0] == before + 1, "an input in another layout takes the full checks")
         # The weight's .data swapped for a view at the same address in the
         # kernel's layout (same version): the full checks, and the kernel
         # reads that view, not a copy of the tensor before.
-        conv(x)
+        conv_call(x)
         w = conv.weight
         kernel_strides = torch.empty(tuple(w.shape)).contiguous(memory_format=mod.MEMORY_FORMAT).stride()
         swapped = w.data.as_strided(tuple(w.shape), kernel_strides)
         if swapped.stride() != w.stride():
             ptr, before = w.data_ptr(), slow[0]
             conv.weight.data = swapped
-            conv(x)
+            conv_call(x)
             check(slow[0] == before + 1 and conv.weight.data_ptr() == ptr and fake.fake_param(2) == ptr,
                   "a weight swapped for a view at the same address in another layout takes the full checks")
     xg = x.clone().requires_grad_()
     before = slow[0]
-    out = conv(xg)
-    check(out.grad_fn is not None and "Conv2dFunction" in type(out.grad_fn).__name__ and slow[0] == before
+    out = conv_call(xg)
+    check(out.grad_fn is not None and ("FusedFunction" if "epilogue" in mod.META else "Conv2dFunction") in type(out.grad_fn).__name__ and slow[0] == before
           and fake.fake_param(1) == xg.data_ptr(), "with autograd: the fast path through _Conv2dFunction")
     thread_out = []
-    t = threading.Thread(target=lambda: thread_out.append(conv(x.detach())))
+    t = threading.Thread(target=lambda: thread_out.append(conv_call(x.detach())))
     t.start()
     t.join()
     check(len(thread_out) == 1 and fake.fake_param(0) == thread_out[0].data_ptr(),
           "a launch from another thread (its own argument slots)")
     fake.fake_set_current(0x9999)
     try:
-        conv(x)
+        conv_call(x)
         check(False, "fast path: a foreign current context is refused")
     except mod.KernelError as e:
         check("other than PyTorch's" in str(e), "fast path: a foreign current context is refused")
@@ -193,12 +206,12 @@ def fast_path():
     # host time of one no_grad call (fake driver, CPU tensors): for the record, not checked
     with torch.no_grad():
         for _ in range(200):
-            conv(x)
+            conv_call(x)
         best = float("inf")
         for _ in range(5):
             t0 = time.perf_counter()
             for _ in range(1000):
-                conv(x)
+                conv_call(x)
             best = min(best, (time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
         for _ in range(1000):

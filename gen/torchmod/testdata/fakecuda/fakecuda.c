@@ -14,6 +14,7 @@ static int attribute, attribute_value;
 static unsigned int grid[3], block[3], shared;
 static uintptr_t stream;
 static uint64_t params[8];
+static int nparams = 4; // how many parameters the kernel takes (fake_set_nparams)
 static int launches, retains;
 
 CUresult cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
@@ -59,7 +60,7 @@ CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int
     block[0] = bx, block[1] = by, block[2] = bz;
     shared = sh;
     stream = (uintptr_t)st;
-    for (int i = 0; i < 4; i++) params[i] = *(uint64_t *)kp[i];
+    for (int i = 0; i < nparams; i++) params[i] = *(uint64_t *)kp[i];
     launches++;
     return 0;
 }
@@ -75,6 +76,7 @@ unsigned int fake_block(int i) { return block[i]; }
 unsigned int fake_shared(void) { return shared; }
 uintptr_t fake_stream(void) { return stream; }
 uint64_t fake_param(int i) { return params[i]; }
+void fake_set_nparams(int n) { nparams = n; }
 int fake_launches(void) { return launches; }
 int fake_retains(void) { return retains; }
 uintptr_t fake_current(void) { return current_ctx; }
