@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/convgen/convgen/kernels/depthwise"
+	"github.com/convgen/convgen/kernels/dgrad"
 	"github.com/convgen/convgen/kernels/direct"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/generic"
@@ -21,6 +22,7 @@ import (
 	"github.com/convgen/convgen/kernels/wgmmahalf"
 	"github.com/convgen/convgen/kernels/wgmmaigemm"
 	"github.com/convgen/convgen/kernels/wgmmarow"
+	"github.com/convgen/convgen/kernels/wgrad"
 	"github.com/convgen/convgen/kernels/winograd"
 )
 
@@ -72,11 +74,14 @@ type (
 	IGEMM      = igemm.Family
 	Generic    = generic.Family
 	Depthwise  = depthwise.Family
+	Dgrad      = dgrad.Family // the data gradient (problem.OpDgrad)
+	Wgrad      = wgrad.Family // the filter and bias gradients (problem.OpWgrad)
 )
 
-// Families lists every kernel family in a stable order.
+// Families lists every kernel family in a stable order: the forward
+// families, then the gradients' (each serves one op).
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, Dgrad{}, Wgrad{}}
 }
 
 // FamilyByName finds a family by its name.

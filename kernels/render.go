@@ -16,27 +16,67 @@ import (
 // ReferenceName is the reference kernel's function name.
 const ReferenceName = "convgen_reference"
 
-// Reference renders the naive reference kernel: one thread per output (per
-// step of a grid-stride loop), double accumulation, output written as
-// float64 in the problem's output layout. It launches with 256 threads per
-// block, ReferenceBlocks blocks and no shared memory.
+// Reference renders the checking kernels of p's op (problem.Op): the naive
+// reference in double and the fill, compare and gather kernels. For the
+// forward op and dgrad the reference runs one thread per output (per step
+// of a grid-stride loop) and launches ReferenceBlocks blocks; for wgrad one
+// 256-thread block per dW element and then per dBias channel (a fixed
+// tree, deterministic), ReferenceWgradBlocks blocks. The output, in
+// float64, is in the op's output order (ReferenceOutputs elements); every
+// launch has 256 threads per block and no dynamic shared memory.
 func Reference(p problem.Problem) (Kernel, error) {
-	data := struct {
-		family.ShapeData
-		Name string
-	}{family.NewShapeData(p), ReferenceName}
-	src, err := family.Render(referenceFS, referenceTemplate, data)
+	var src string
+	var err error
+	n := ReferenceOutputs(p)
+	grid := ReferenceBlocks(n)
+	if p.Op == problem.OpFprop {
+		data := struct {
+			family.ShapeData
+			Name string
+		}{family.NewShapeData(p), ReferenceName}
+		src, err = family.Render(referenceFS, referenceTemplate, data, checkingTemplate)
+	} else {
+		data := struct {
+			family.ShapeData
+			Name  string
+			Op    problem.Op
+			Dgrad bool
+		}{family.NewShapeData(p), ReferenceName, p.Op, p.Op == problem.OpDgrad}
+		src, err = family.Render(referenceFS, gradReferenceTemplate, data, checkingTemplate)
+		if p.Op == problem.OpWgrad {
+			grid = ReferenceWgradBlocks(n)
+		}
+	}
 	if err != nil {
 		return Kernel{}, err
 	}
-	_, _, _, outputs := p.Shape.Elements()
 	return Kernel{
 		Family: "reference",
 		Config: Config{},
 		Name:   ReferenceName,
 		Source: src,
-		Launch: Launch{Grid: [3]int{ReferenceBlocks(int64(outputs)), 1, 1}, Block: [3]int{256, 1, 1}},
+		Launch: Launch{Grid: [3]int{grid, 1, 1}, Block: [3]int{256, 1, 1}},
 	}, nil
+}
+
+// ReferenceOutputs is the number of float64 values the reference of p
+// writes: the output's elements (fprop), dX's (dgrad), or dW's followed by
+// dBias's (wgrad).
+func ReferenceOutputs(p problem.Problem) int64 {
+	var n int64
+	for _, o := range p.Operands() {
+		if o.Output {
+			n += int64(o.Elems)
+		}
+	}
+	return n
+}
+
+// ReferenceWgradBlocks is the wgrad reference's grid for outputs dW and
+// dBias values: one block each, capped at CUDA's 2^31−1 blocks along x
+// (the kernel's grid-stride loop covers the rest).
+func ReferenceWgradBlocks(outputs int64) int {
+	return int(min(outputs, 1<<31-1))
 }
 
 // ReferenceBlocks is the reference kernel's grid for outputs elements: one
@@ -46,10 +86,15 @@ func ReferenceBlocks(outputs int64) int {
 	return int(min((outputs+255)/256, 1<<31-1))
 }
 
-// referenceTemplate holds the checking kernels.
-const referenceTemplate = "reference.cu.tmpl"
+// The checking kernels' templates: the forward op's reference, the
+// gradients', and the fill, compare and gather kernels both end with.
+const (
+	referenceTemplate     = "reference.cu.tmpl"
+	gradReferenceTemplate = "gradref.cu.tmpl"
+	checkingTemplate      = "checking.cu.tmpl"
+)
 
-//go:embed reference.cu.tmpl
+//go:embed reference.cu.tmpl gradref.cu.tmpl checking.cu.tmpl
 var referenceFS embed.FS
 
 // Hash identifies what decides a kernel, for the tuning cache: the

@@ -73,6 +73,9 @@ func decline(rule, format string, args ...any) error {
 // below 2^31 elements; every precision and layout. A refusal is a
 // *Declined (errors.As).
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("depthwise", p); err != nil {
+		return decline("op", "%v", err)
+	}
 	s := p.Shape
 	if err := s.Validate(); err != nil {
 		return decline("problem", "%v", err)

@@ -38,6 +38,9 @@ func (Family) Template() string { return "direct.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("direct", p); err != nil {
+		return err
+	}
 	if err := family.OneGroup("direct", p.Shape); err != nil {
 		return err
 	}

@@ -49,9 +49,10 @@ const Partial = "shape.tmpl"
 var partialFS embed.FS
 
 // Render executes template file of fsys (a family's embedded template) with
-// data; the file may use the shared partial, Partial.
-func Render(fsys fs.FS, file string, data any) (string, error) {
-	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, file)
+// data; the file may use the shared partial, Partial, and the templates
+// that the files more of fsys define.
+func Render(fsys fs.FS, file string, data any, more ...string) (string, error) {
+	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, append([]string{file}, more...)...)
 	if err == nil {
 		t, err = t.ParseFS(partialFS, Partial)
 	}

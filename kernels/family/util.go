@@ -96,3 +96,13 @@ func PrecisionTag(p problem.Precision) string {
 	}
 	return string(p)
 }
+
+// Forward is the forward families' refusal of a gradient op
+// (problem.Op): their kernels compute the forward convolution only; the
+// dgrad and wgrad families serve the gradients.
+func Forward(family string, p problem.Problem) error {
+	if p.Op != problem.OpFprop {
+		return fmt.Errorf("%s computes only op=fprop, not op=%s (the %s family serves it)", family, p.Op, p.Op)
+	}
+	return nil
+}

@@ -48,6 +48,9 @@ func (Family) Template() string { return "generic.cu.tmpl" }
 
 // Serves implements family.Family: every valid problem.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("generic", p); err != nil {
+		return err
+	}
 	if err := p.Shape.Validate(); err != nil {
 		return err
 	}

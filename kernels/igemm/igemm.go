@@ -49,6 +49,9 @@ func (Family) Template() string { return "igemm.cu.tmpl" }
 
 // Serves implements family.Family: groups=1 in fp16, bf16, tf32 and 3xtf32.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("igemm", p); err != nil {
+		return err
+	}
 	if err := p.Shape.Validate(); err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ func (Family) Template() string { return "mma.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("mma", p); err != nil {
+		return err
+	}
 	if err := family.OneGroup("mma", p.Shape); err != nil {
 		return err
 	}

@@ -35,6 +35,9 @@ func (Family) Template() string { return "mmahalf.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("mmahalf", p); err != nil {
+		return err
+	}
 	if err := family.OneGroup("mmahalf", p.Shape); err != nil {
 		return err
 	}

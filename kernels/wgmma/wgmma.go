@@ -88,6 +88,9 @@ func (Family) Template() string { return "wgmma.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("wgmma", p); err != nil {
+		return err
+	}
 	s := p.Shape
 	if err := family.OneGroup("wgmma", s); err != nil {
 		return err

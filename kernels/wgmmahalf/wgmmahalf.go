@@ -53,6 +53,9 @@ func (Family) Template() string { return "wgmmahalf.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("wgmmahalf", p); err != nil {
+		return err
+	}
 	s := p.Shape
 	if err := family.OneGroup("wgmmahalf", s); err != nil {
 		return err

@@ -55,6 +55,9 @@ func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("wgmmaigemm", p); err != nil {
+		return err
+	}
 	s := p.Shape
 	if err := s.Validate(); err != nil {
 		return err

@@ -62,6 +62,9 @@ const wgmmaRowMaxQ = 64
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("wgmmarow", p); err != nil {
+		return err
+	}
 	s := p.Shape
 	if err := family.OneGroup("wgmmarow", s); err != nil {
 		return err

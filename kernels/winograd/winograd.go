@@ -47,6 +47,9 @@ func (Family) Template() string { return "winograd.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
+	if err := family.Forward("winograd", p); err != nil {
+		return err
+	}
 	s := p.Shape
 	if err := family.OneGroup("winograd", s); err != nil {
 		return err

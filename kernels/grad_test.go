@@ -1,0 +1,207 @@
+package kernels
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/problem"
+)
+
+// gradFamily says whether f serves a gradient op (and so declines every
+// forward problem, whatever its shape).
+func gradFamily(f Family) bool { return f.Name() == "dgrad" || f.Name() == "wgrad" }
+
+// gradProblem is spec as a problem of op in prec and lay.
+func gradProblem(t testing.TB, spec string, prec problem.Precision, lay problem.Layout, op problem.Op) problem.Problem {
+	t.Helper()
+	s, err := problem.ParseShape(spec)
+	if err != nil {
+		t.Fatalf("ParseShape(%q): %v", spec, err)
+	}
+	return problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: op}
+}
+
+// TestGradServes: each op is served by its own family alone. The forward
+// families decline the gradients, naming the op; dgrad and wgrad decline
+// fprop and each other's op; Enumerate keeps candidates of the op's family
+// only, for every precision and layout of shapes with groups, depthwise,
+// strides and dilation.
+func TestGradServes(t *testing.T) {
+	for _, spec := range append([]string{flagshipSpec}, gradShapes...) {
+		for _, op := range problem.Ops {
+			for _, prec := range problem.Precisions {
+				for _, lay := range problem.Layouts {
+					p := gradProblem(t, spec, prec, lay, op)
+					for _, f := range Families() {
+						err := f.Serves(p)
+						mine := f.Name() == op.String()
+						switch {
+						case op != problem.OpFprop && mine && err != nil:
+							t.Errorf("%s declines %s: %v", f.Name(), p, err)
+						case op != problem.OpFprop && !mine && (err == nil || !strings.Contains(err.Error(), "op=")):
+							t.Errorf("%s on %s: %v, want a refusal naming the op", f.Name(), p, err)
+						case op == problem.OpFprop && (f.Name() == "dgrad" || f.Name() == "wgrad") && err == nil:
+							t.Errorf("%s serves the forward %s", f.Name(), p)
+						}
+					}
+					if op == problem.OpFprop {
+						continue
+					}
+					cands, err := Enumerate(p, DefaultLimits(90))
+					if err != nil {
+						t.Fatalf("Enumerate(%s): %v", p, err)
+					}
+					if len(kept(cands)) == 0 {
+						t.Errorf("Enumerate(%s): no kept candidate", p)
+					}
+					for _, c := range cands {
+						if c.Family != op.String() {
+							t.Errorf("Enumerate(%s): candidate %s of another family", p, c.ID())
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGradEpilogueRefused: a gradient problem with an epilogue chain is
+// served by no family (problem.Validate refuses it).
+func TestGradEpilogueRefused(t *testing.T) {
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+		p := gradProblem(t, gradShapes[0], problem.FP32, problem.NCHW, op)
+		p.Epilogue = mustChain(t, "relu")
+		if err := Serves(p); err == nil {
+			t.Errorf("Serves(%s) = nil, want a refusal", p)
+		}
+	}
+}
+
+// TestGradRenderedGeometry: every kept candidate of the gradient families
+// renders with a launch that covers its outputs within CUDA's limits, a
+// leading comment saying what a block, warp and thread compute, the knobs
+// in its name's hash, and the static rules' device limits respected.
+func TestGradRenderedGeometry(t *testing.T) {
+	lim := DefaultLimits(90)
+	for _, spec := range append([]string{flagshipSpec}, gradShapes...) {
+		for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+			for _, prec := range problem.Precisions {
+				for _, lay := range problem.Layouts {
+					p := gradProblem(t, spec, prec, lay, op)
+					cands, err := Enumerate(p, lim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, c := range kept(cands) {
+						k, err := RenderCandidate(p, c)
+						if err != nil {
+							t.Fatalf("%s %s: %v", p, c.ID(), err)
+						}
+						if k.Block[0] > lim.MaxThreadsPerBlock || k.SharedBytes > lim.MaxSharedPerBlock || k.Grid[0] < 1 || k.Grid[1] != 1 {
+							t.Errorf("%s %s: launch %+v outside the limits", p, c.ID(), k.Launch)
+						}
+						lead := leadingComment(k.Source)
+						for _, re := range levelWords {
+							if !re.MatchString(lead) {
+								t.Errorf("%s %s: leading comment lacks %s", p, c.ID(), re)
+							}
+						}
+						if strings.Contains(k.Source, "#define IDX64 1") {
+							t.Errorf("%s %s: a small shape renders 64-bit offsets", p, c.ID())
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGradIndex64: shapes with a tensor of 2^31 elements or more render
+// the 64-bit path (long long offsets), and a filter gradient of more than
+// 2^31−1 blocks caps its grid at CUDA's limit (the kernel strides over the
+// rest).
+func TestGradIndex64(t *testing.T) {
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+		for _, spec := range []string{kb87Spec, foldedSpec} {
+			p := gradProblem(t, spec, problem.FP16, problem.NHWC, op)
+			cands, err := Enumerate(p, DefaultLimits(90))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range kept(cands) {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(k.Source, "#define IDX64 1") || !strings.Contains(k.Source, "typedef long long idx_t;") {
+					t.Errorf("%s %s: 64-bit offsets not rendered", p, c.ID())
+				}
+				if k.Grid[0] > 1<<31-1 {
+					t.Errorf("%s %s: grid %d past CUDA's limit", p, c.ID(), k.Grid[0])
+				}
+			}
+		}
+	}
+	// 2^33 dW elements: one block each passes 2^31−1 blocks.
+	big := gradProblem(t, "N=1,C=65536,H=2,W=2,K=32768,R=2,S=2,bias=false", problem.FP32, problem.NCHW, problem.OpWgrad)
+	k, err := Wgrad{}.Render(big, Config{"Threads": 64, "Outs": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Grid[0] != 1<<31-1 || !strings.Contains(k.Source, "#define IDX64 1") {
+		t.Errorf("wgrad of 2^33 dW elements: grid %d, IDX64 %v", k.Grid[0], strings.Contains(k.Source, "#define IDX64 1"))
+	}
+}
+
+// TestGradCompile NVRTC-compiles for sm_90 the gradient families' kept
+// candidates of gradShapes[1] (groups, stride 2, asymmetric pads) in every
+// precision and layout, one configuration each in turn, every configuration
+// of the first, and the 64-bit path of both, plus the gradients' reference
+// kernels of every precision and layout; all of them under the full sweep.
+func TestGradCompile(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	const arch = "sm_90"
+	lim := DefaultLimits(90)
+	var jobs []compileJob
+	turn := 0
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+		for i, prec := range problem.Precisions {
+			for j, lay := range problem.Layouts {
+				p := gradProblem(t, gradShapes[1], prec, lay, op)
+				ref, err := Reference(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs = append(jobs, compileJob{"reference " + p.String(), ref})
+				cands, err := Enumerate(p, lim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ks := kept(cands)
+				if !fullSweep() && (i > 0 || j > 0) {
+					ks = ks[turn%len(ks) : turn%len(ks)+1]
+					turn++
+				}
+				for _, c := range ks {
+					k, err := RenderCandidate(p, c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
+				}
+			}
+		}
+		p := gradProblem(t, kb87Spec, problem.BF16, problem.NCHW, op)
+		cands, err := Enumerate(p, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := RenderCandidate(p, kept(cands)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, compileJob{p.String() + " " + kept(cands)[0].ID(), k})
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string { return compileOne(lib, arch, lim, j) })
+}
