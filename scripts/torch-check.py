@@ -32,6 +32,14 @@ GPU 0, the checks are:
       raise ValueError, fallback=True warns and matches F.conv2d, the
       constructor refuses mismatched arguments.
 
+A module with a fused epilogue chain (Conv2dFused, convgen -epilogue) runs
+the same checks with its chain: scale and shift set to random values (in
+[0.5, 1.5) and [-1, 1)), a random residual where the chain adds one; the
+reference of (a) and (b) is the float64 convolution followed by the chain in
+float64 (the module's chain(), which mirrors convgen's float64 reference),
+and (b) also checks the gradients of scale, shift and the residual; (c) and
+(d) compare against nn.Conv2d followed by chain() in float32.
+
 Prints one PASS or FAIL line per check, a summary, and exits 1 if any check
 failed (2 on a usage error). -k abf runs only the checks named.
 """
@@ -105,10 +113,44 @@ class Package:
         self.kw = dict(stride=tuple(p["stride"]), padding=tuple(p["padding"]), dilation=tuple(p["dilation"]),
                        groups=p["groups"], bias=p["bias"])
         self.in_shape = (p["n"], p["c"], p["h"], p["w"])
+        self.out_shape = (p["n"], p["k"], p["p"], p["q"])
+        self.cls = getattr(mod, m.get("class", "Conv2d"))
+        self.chain = m.get("epilogue")  # None for the plain convolution
+        self.ss = self.chain is not None and mod._SCALE_SHIFT
+        self.residual = self.chain is not None and mod._RESIDUAL
 
     def conv(self, seed=1, **kw):
+        """The module, seeded; with scale_shift, scale and shift random
+        (from seed too), so that the check sees them."""
         torch.manual_seed(seed)
-        return self.mod.Conv2d(*self.args, **self.kw, device="cuda", **kw)
+        conv = self.cls(*self.args, **self.kw, device="cuda", **kw)
+        if self.ss:
+            g = torch.Generator(device="cuda").manual_seed(seed + 1000)
+            with torch.no_grad():
+                conv.scale.copy_(torch.rand(self.p["k"], device="cuda", generator=g) + 0.5)
+                conv.shift.copy_(torch.rand(self.p["k"], device="cuda", generator=g) * 2 - 1)
+        return conv
+
+    def res(self, seed=4):
+        """A residual for chains that add one (else None): random, rounded
+        to the dtype, in the module's memory format."""
+        if not self.residual:
+            return None
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randn(self.out_shape, device="cuda", generator=g).to(self.dtype).contiguous(memory_format=self.fmt)
+
+    def call(self, conv, x, r=None):
+        """conv(x), with the residual r for chains that add one."""
+        return conv(x, r) if self.residual else conv(x)
+
+    def ref_full(self, x, conv, r=None):
+        """float64 reference of the module's output: the convolution, then
+        the chain in float64."""
+        y = self.ref(x, conv.weight, conv.bias)
+        if self.chain is None:
+            return y
+        return self.mod.chain(y, conv.scale.double() if self.ss else None, conv.shift.double() if self.ss else None,
+                              None if r is None else r.double())
 
     def input(self, seed=2):
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -125,15 +167,17 @@ class Package:
 def check_forward(pk):
     conv = pk.conv()
     x = pk.input()
+    r = pk.res()
     with torch.no_grad():
-        ref = pk.ref(x, conv.weight, conv.bias)
-        out = conv(x)
+        ref = pk.ref_full(x, conv, r)
+        out = pk.call(conv, x, r)
         torch.cuda.synchronize()
         info = conv.kernel_info()
         ok = out.shape == ref.shape and out.dtype == pk.dtype and out.is_contiguous(memory_format=pk.fmt)
         e = rel(out, ref)
         nan = torch.isnan(out).any().item()
-        report(pk.name, "(a) forward " + info["image"], ok and not nan and e <= pk.bound,
+        report(pk.name, "(a) forward " + info["image"] + (f" epilogue {pk.chain['chain']}" if pk.chain else ""),
+               ok and not nan and e <= pk.bound,
                f"rel. L2 {e:.2e} (bound {pk.bound:.0e}), shape {tuple(out.shape)}, {out.dtype}"
                + (", NaN!" if nan else "") + ("" if ok else ", wrong shape/dtype/format"))
         ptx = pk.mod.META["ops"]["fprop"].get("ptx")
@@ -144,7 +188,7 @@ def check_forward(pk):
         op = dict(pk.mod.META["ops"]["fprop"], cubin=None)
         conv._kernels[idx] = pk.mod._Kernel(op, idx)
         conv._fast = None  # the fast path holds the kernel it launched last
-        out = conv(x)
+        out = pk.call(conv, x, r)
         e = rel(out, ref)
         report(pk.name, f"(a) forward PTX ({ptx['arch']}, {ptx['kernel']})", e <= pk.bound,
                f"rel. L2 {e:.2e} (bound {pk.bound:.0e})")
@@ -158,24 +202,36 @@ def check_gradients(pk):
     g = torch.Generator(device="cuda").manual_seed(3)
     p = pk.p
     dy = torch.randn((p["n"], p["k"], p["p"], p["q"]), device="cuda", generator=g).to(pk.dtype)
-    # float64 reference gradients
+    r0 = pk.res()
+    # float64 reference gradients (through the chain in float64 for a fused module)
     xd = x0.double().requires_grad_()
     wd = conv.weight.detach().double().requires_grad_()
     bd = conv.bias.detach().double().requires_grad_() if conv.bias is not None else None
-    F.conv2d(xd, wd, bd, **pk.conv_kw()).backward(dy.double())
-    refs = {"input": xd.grad, "weight": wd.grad, "bias": None if bd is None else bd.grad}
-    del xd, wd, bd
-    names = ["input", "weight"] + (["bias"] if conv.bias is not None else [])
+    y = F.conv2d(xd, wd, bd, **pk.conv_kw())
+    ad = conv.scale.detach().double().requires_grad_() if pk.ss else None
+    sd = conv.shift.detach().double().requires_grad_() if pk.ss else None
+    rd = r0.double().requires_grad_() if pk.residual else None
+    if pk.chain is not None:
+        y = pk.mod.chain(y, ad, sd, rd)
+    y.backward(dy.double())
+    refs = {"input": xd.grad, "weight": wd.grad, "bias": None if bd is None else bd.grad,
+            "scale": None if ad is None else ad.grad, "shift": None if sd is None else sd.grad,
+            "residual": None if rd is None else rd.grad}
+    del xd, wd, bd, y, ad, sd, rd
+    names = ["input", "weight"] + (["bias"] if conv.bias is not None else []) + (["scale", "shift"] if pk.ss else []) \
+        + (["residual"] if pk.residual else [])
+    params = {"weight": conv.weight, "bias": conv.bias, "scale": getattr(conv, "scale", None),
+              "shift": getattr(conv, "shift", None)}
     for subset in [names] + [[n] for n in names]:
         x = x0.clone().requires_grad_("input" in subset)
-        conv.weight.requires_grad_("weight" in subset)
-        if conv.bias is not None:
-            conv.bias.requires_grad_("bias" in subset)
-        conv.weight.grad = None
-        if conv.bias is not None:
-            conv.bias.grad = None
-        conv(x).backward(dy)
-        got = {"input": x.grad, "weight": conv.weight.grad, "bias": None if conv.bias is None else conv.bias.grad}
+        r = r0.clone().requires_grad_("residual" in subset) if pk.residual else None
+        for n, t in params.items():
+            if t is not None:
+                t.requires_grad_(n in subset)
+                t.grad = None
+        pk.call(conv, x, r).backward(dy)
+        got = {"input": x.grad, "residual": None if r is None else r.grad}
+        got.update({n: None if t is None else t.grad for n, t in params.items()})
         parts, ok = [], True
         for n in names:
             if n in subset:
@@ -187,8 +243,37 @@ def check_gradients(pk):
                 parts.append(f"d{n} computed though not asked")
         report(pk.name, f"(b) gradients requires_grad={'+'.join(subset)}", ok,
                ", ".join(parts) + f" (bound {pk.bound:.0e}; backward: PyTorch's, TF32 {'off' if strict else 'allowed'})")
-    conv.weight.requires_grad_(True)
+    for t in params.values():
+        if t is not None:
+            t.requires_grad_(True)
     set_tf32(True)
+
+
+class EagerFused(nn.Module):
+    """nn.Conv2d followed by a fused module's chain() in float32: the
+    reference of (c) and (d) for a chain, with the same parameters."""
+
+    def __init__(self, pk, **kw):
+        super().__init__()
+        self.pk = pk
+        self.conv = nn.Conv2d(*pk.args, **pk.kw, dtype=pk.dtype, **kw)
+        if pk.ss:
+            self.scale = nn.Parameter(torch.ones(pk.p["k"], device=kw.get("device")))
+            self.shift = nn.Parameter(torch.zeros(pk.p["k"], device=kw.get("device")))
+
+    def forward(self, x, r=None):
+        y = self.conv(x)
+        return self.pk.mod.chain(y.float(), self.scale if self.pk.ss else None, self.shift if self.pk.ss else None,
+                                 None if r is None else r.float()).to(y.dtype)
+
+
+def reference_module(pk, **kw):
+    """nn.Conv2d, or EagerFused for a chain, with the module's parameters
+    drawn alike (scale and shift as Package.conv sets them)."""
+    if pk.chain is None:
+        return nn.Conv2d(*pk.args, **pk.kw, dtype=pk.dtype, **kw)
+    m = EagerFused(pk, **kw)
+    return m
 
 
 def train(pk, conv, steps, x, y):
@@ -199,15 +284,17 @@ def train(pk, conv, steps, x, y):
     # gradient is small: a larger one, so that its weights do move.
     opt = torch.optim.SGD([{"params": conv.parameters(), "lr": 1e-2}, {"params": head.parameters(), "lr": 1e-5}],
                           momentum=0.9)
-    w0 = conv.weight.detach().float().clone()
+    weight = conv.conv.weight if isinstance(conv, EagerFused) else conv.weight
+    w0 = weight.detach().float().clone()
+    r = pk.res(seed=23)
     losses = []
     for _ in range(steps):
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(head(torch.flatten(conv(x).float(), 1)), y)
+        loss = F.cross_entropy(head(torch.flatten(pk.call(conv, x, r).float(), 1)), y)
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses, rel(conv.weight.detach().float(), w0) if w0.norm() > 0 else 0.0
+    return losses, rel(weight.detach().float(), w0) if w0.norm() > 0 else 0.0
 
 
 def check_training(pk, steps=300):
@@ -215,16 +302,20 @@ def check_training(pk, steps=300):
     x = pk.input(seed=21)
     y = torch.randint(0, 10, (pk.p["n"],), device="cuda", generator=torch.Generator(device="cuda").manual_seed(22))
     torch.manual_seed(7)
-    ref_conv = nn.Conv2d(*pk.args, **pk.kw, device="cuda", dtype=pk.dtype)
+    ref_conv = reference_module(pk, device="cuda")
     conv = pk.conv(seed=7)
-    same_init = torch.equal(conv.weight, ref_conv.weight)
+    if pk.ss:
+        with torch.no_grad():
+            ref_conv.scale.copy_(conv.scale)
+            ref_conv.shift.copy_(conv.shift)
+    same_init = torch.equal(conv.weight, ref_conv.conv.weight if pk.chain else ref_conv.weight)
     ref, _ = train(pk, ref_conv.to(memory_format=pk.fmt), steps, x, y)
     got, moved = train(pk, conv, steps, x, y)
     dev = max(abs(a - b) / max(abs(b), 1e-3) for a, b in zip(got, ref))
     tol = TRAIN_TOL[pk.precision]
     learns = ref[-1] < 0.9 * ref[0]
     report(pk.name, f"(c) training {steps} SGD steps", same_init and dev <= tol and learns,
-           f"loss {got[0]:.4f} -> {got[-1]:.4f} (nn.Conv2d {ref[0]:.4f} -> {ref[-1]:.4f}), largest relative "
+           f"loss {got[0]:.4f} -> {got[-1]:.4f} ({'nn.Conv2d + chain()' if pk.chain else 'nn.Conv2d'} {ref[0]:.4f} -> {ref[-1]:.4f}), largest relative "
            f"deviation {dev:.1e} (tolerance {tol:.0e}); the conv weights moved by {moved:.1e} (relative)"
            + ("" if same_init else ", initial weights differ!")
            + ("" if learns else ", the loss does not fall"))
@@ -237,18 +328,19 @@ def check_kernelbench(pk, trials=5, seed=42):
     class Model(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = nn.Conv2d(*args, **kw, dtype=dtype)
+            self.conv = reference_module(pk)
 
-        def forward(self, x):
-            return self.conv(x)
+        def forward(self, x, r=None):
+            return pk.call(self.conv, x, r)
 
     class ModelNew(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = mod.Conv2d(*args, **kw, dtype=dtype)
+            self.conv = pk.cls(*args, **kw, dtype=dtype)
 
-        def forward(self, x):
-            return self.conv(x.contiguous(memory_format=fmt))
+        def forward(self, x, r=None):
+            return pk.call(self.conv, x.contiguous(memory_format=fmt),
+                           None if r is None else r.contiguous(memory_format=fmt))
 
     torch.manual_seed(seed)
     model = Model().cuda()
@@ -259,7 +351,8 @@ def check_kernelbench(pk, trials=5, seed=42):
         for t in range(trials):
             torch.manual_seed(seed + 1 + t)
             x = torch.randn(pk.in_shape).to(dtype).cuda()
-            a, b = model(x), new(x)
+            r = torch.randn(pk.out_shape).to(dtype).cuda() if pk.residual else None
+            a, b = model(x, r), new(x, r)
             if a.shape != b.shape:
                 ok = False
                 break
@@ -320,14 +413,17 @@ def check_timing(pk):
     idx = torch.cuda.current_device()
     k = conv._kernel(idx)
     w = conv._kernel_weight(conv.weight)
+    r = pk.res()
     with torch.no_grad():
-        out = conv(x)
+        out = pk.call(conv, x, r)
     stream = torch.cuda.current_stream().cuda_stream
     ptrs = (out.data_ptr(), x.data_ptr(), w.data_ptr(), conv.bias.data_ptr() if conv.bias is not None else 0)
+    ptrs += (conv.scale.data_ptr(), conv.shift.data_ptr()) if pk.ss else ()
+    ptrs += (r.data_ptr(),) if pk.residual else ()
     raw = lambda: k.launch(stream, *ptrs)
     wr = conv.weight.detach().contiguous(memory_format=pk.fmt)
     torch_fn = lambda: F.conv2d(x, wr, conv.bias, **pk.conv_kw())
-    module_fn = lambda: conv(x)
+    module_fn = lambda: pk.call(conv, x, r)
     with torch.no_grad():
         for fn in (raw, torch_fn, module_fn):
             for _ in range(20):
@@ -369,43 +465,53 @@ def expect(exc, fn, *words):
 def check_api(pk):
     conv = pk.conv()
     x = pk.input()
+    r = pk.res()
+    call = lambda m, x: pk.call(m, x, r)
     problems = []
     with torch.no_grad():
-        want = conv(x)
-        if conv(x).requires_grad:
+        want = call(conv, x)
+        if call(conv, x).requires_grad:
             problems.append("output requires grad under no_grad")
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
-            side = conv(x)
+            side = call(conv, x)
         torch.cuda.current_stream().wait_stream(s)
         if not torch.equal(side, want):
             problems.append("a side stream gives another result")
-        if not torch.equal(conv(x), want):
+        if not torch.equal(call(conv, x), want):
             problems.append("two calls differ")
         n, c, h, w = pk.in_shape
         bigger = torch.randn(n, c, h + 1, w, device="cuda").to(pk.dtype).contiguous(memory_format=pk.fmt)
-        if not expect(ValueError, lambda: conv(bigger), "shape", "fallback=True"):
+        if not expect(ValueError, lambda: call(conv, bigger), "shape", "fallback=True"):
             problems.append("a wrong shape does not raise ValueError")
         other = torch.contiguous_format if pk.fmt is torch.channels_last else torch.channels_last
-        if pk.p["c"] > 1 and not expect(ValueError, lambda: conv(x.contiguous(memory_format=other)), "not"):
+        if pk.p["c"] > 1 and not expect(ValueError, lambda: call(conv, x.contiguous(memory_format=other)), "not"):
             problems.append("a wrong memory format does not raise ValueError")
         wrong = torch.float64
-        if not expect(ValueError, lambda: conv(x.to(wrong)), "float64"):
+        if not expect(ValueError, lambda: call(conv, x.to(wrong)), "float64"):
             problems.append("a wrong dtype does not raise ValueError")
         fb = pk.conv(fallback=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            got = fb(bigger)
-        ref = F.conv2d(bigger, fb.weight, fb.bias, **pk.conv_kw())
+            # (a residual must have the output's shape: the chains that add
+            # one fall back on an input in the other memory format instead)
+            unfit = x.contiguous(memory_format=other) if pk.residual else bigger
+            got = call(fb, unfit)
+        ref = F.conv2d(unfit, fb.weight, fb.bias, **pk.conv_kw())
+        if pk.chain is not None:
+            ref = pk.mod.chain(ref.float(), fb.scale if pk.ss else None, fb.shift if pk.ss else None,
+                               None if r is None else r.float()).to(ref.dtype)
         if not caught or not torch.allclose(got.float(), ref.float()):
             problems.append("fallback=True does not warn or differs from F.conv2d")
         # A weight in the other layout: copied once per version.
         conv2 = pk.conv()
         conv2.weight.data = conv2.weight.data.contiguous(memory_format=other)
-        if rel(conv2(x), want) > pk.bound:
+        if rel(call(conv2, x), want) > pk.bound:
             problems.append("a weight in the other memory format gives another result")
-    if not expect(ValueError, lambda: pk.mod.Conv2d(pk.p["c"] + 1, *pk.args[1:], **pk.kw), "in_channels"):
+    if pk.residual and not expect(ValueError, lambda: conv(x, None), "residual"):
+        problems.append("a missing residual does not raise ValueError")
+    if not expect(ValueError, lambda: pk.cls(pk.p["c"] + 1, *pk.args[1:], **pk.kw), "in_channels"):
         problems.append("a mismatched in_channels does not raise ValueError")
     report(pk.name, "(f) API", not problems, "; ".join(problems) or
            "no_grad, side stream, ValueErrors, fallback, weight re-layout all as documented")
