@@ -7,8 +7,8 @@
 //	shape      N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true
 //	precision  3xtf32: split-TF32 tensor cores (3xTF32), FP32-accurate, float32 data
 //	layout     nchw: input NCHW, filter KCRS, output NKPQ
-//	kernel     convgen_wgmma_tf32x3_28839a90, grid 66x2x1, block 384x1x1, 223712 bytes of dynamic shared memory
-//	tuning     tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgmma, median 0.531 ms, rel. error 9.4e-07
+//	kernel     convgen_wgmma_tf32x3_3bf36a56, grid 66x2x1, block 512x1x1, 203112 bytes of dynamic shared memory
+//	tuning     tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgmma, median 0.492 ms, rel. error 9.4e-07
 //
 // # What it computes
 //
@@ -45,7 +45,7 @@
 //
 // Load picks the embedded sm_90a CUBIN on a sm_90a device; on any other GPU of
 // compute capability 8.0 or more it runs a fallback,
-// convgen_igemm_3xtf32_eacc5ca0 embedded as PTX for compute_80 (LoadPTX says
+// convgen_mma_tf32x3_fbdaaac7 embedded as PTX for compute_80 (LoadPTX says
 // more). Forward only enqueues the kernel; a Kernel is safe for concurrent use
 // (package convrt states the contract).
 //

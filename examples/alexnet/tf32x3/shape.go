@@ -38,5 +38,5 @@ const (
 	Precision    problem.Precision = "3xtf32"                                                                            // split-TF32 tensor cores (3xTF32), FP32-accurate
 	Layout       problem.Layout    = "nchw"                                                                              // filter kcrs
 	TunedArch                      = "sm_90a"                                                                            // architecture of the embedded CUBIN; other GPUs load the PTX
-	KernelName                     = "convgen_wgmma_tf32x3_28839a90"                                                     // the CUBIN's __global__ function
+	KernelName                     = "convgen_wgmma_tf32x3_3bf36a56"                                                     // the CUBIN's __global__ function
 )
