@@ -128,8 +128,13 @@ func hostResidual(p problem.Problem, seed uint32, idx int64) float64 {
 
 // hostExpected is the value the kernel must store at output element idx:
 // hostOutput with p's epilogue chain applied in float64 (epilogue.Apply),
-// reading the arrays hostScaleShift and hostResidual give.
+// reading the arrays hostScaleShift and hostResidual give. For a gradient
+// op, idx counts in the reference's output (kernels.ReferenceOutputs): dX
+// (dgrad), or dW and then dBias (wgrad); hostGradient computes it.
 func hostExpected(p problem.Problem, seed uint32, idx int64) float64 {
+	if p.Op != problem.OpFprop {
+		return hostGradient(p, seed, idx)
+	}
 	y := hostOutput(p, seed, idx)
 	if len(p.Epilogue) == 0 {
 		return y
@@ -156,4 +161,132 @@ func outputChannel(p problem.Problem, idx int64) int {
 		return int(idx % K)
 	}
 	return int(idx / PQ % K)
+}
+
+// fillSymmetric says whether convgen_fill fills an input of the role name
+// (problem.Operand.Name) in [-1, 1): every input but X, which is in [0, 1).
+func fillSymmetric(name string) bool { return name != "X" }
+
+// hostCost is the number of products one hostExpected value of p sums (at
+// most): what a sampled check costs on the CPU per value.
+func hostCost(p problem.Problem) int64 {
+	s := p.Shape
+	switch p.Op {
+	case problem.OpDgrad:
+		return int64(s.K/s.Groups) * int64(s.R) * int64(s.S)
+	case problem.OpWgrad:
+		return int64(s.N) * int64(s.P()) * int64(s.Q())
+	}
+	return int64(s.C/s.Groups) * int64(s.R) * int64(s.S)
+}
+
+// hostBudget bounds the products a gradient's sampled check computes on
+// the CPU (about a quarter of a second): a filter gradient's value sums
+// N·P·Q of them.
+const hostBudget = 1 << 25
+
+// sampleCount is how many of want sampled values a check of p computes on
+// the CPU: want for the forward op, as before gradients; for a gradient at
+// most hostBudget products in all, and at least 2 (the first and the last).
+func sampleCount(p problem.Problem, want int) int {
+	if p.Op == problem.OpFprop {
+		return want
+	}
+	return int(max(2, min(int64(want), hostBudget/max(hostCost(p), 1))))
+}
+
+// hostGradient is value idx of a gradient op's reference output
+// (hostExpected) in float64 from hash-filled inputs, the kernel's second
+// and third operands (problem.Op): dgrad reads dY (seed "in") and W (seed
+// "filter"), wgrad X (seed "in") and dY (seed "filter").
+func hostGradient(p problem.Problem, seed uint32, idx int64) float64 {
+	s := p.Shape
+	N, C, H, W := int64(s.N), int64(s.C), int64(s.H), int64(s.W)
+	K, R, S, P, Q := int64(s.K), int64(s.R), int64(s.S), int64(s.P()), int64(s.Q())
+	CG, KG := C/int64(s.Groups), K/int64(s.Groups)
+	nhwc := p.Layout == problem.NHWC
+	inSeed, fSeed, _ := seeds(seed)
+	value := func(i int64, seed uint32, symmetric bool) float64 {
+		return roundTo(hostValue(i, seed, symmetric), p.Precision)
+	}
+	xAt := func(n, c, h, w int64) int64 {
+		if nhwc {
+			return ((n*H+h)*W+w)*C + c
+		}
+		return ((n*C+c)*H+h)*W + w
+	}
+	yAt := func(n, k, pp, q int64) int64 {
+		if nhwc {
+			return ((n*P+pp)*Q+q)*K + k
+		}
+		return ((n*K+k)*P+pp)*Q + q
+	}
+	wAt := func(k, cg, r, t int64) int64 {
+		if nhwc {
+			return ((k*R+r)*S+t)*CG + cg
+		}
+		return ((k*CG+cg)*R+r)*S + t
+	}
+	acc := 0.0
+	if p.Op == problem.OpDgrad {
+		var n, c, h, w int64
+		if nhwc {
+			c, w, h, n = idx%C, idx/C%W, idx/(C*W)%H, idx/(C*W*H)
+		} else {
+			w, h, c, n = idx%W, idx/W%H, idx/(W*H)%C, idx/(W*H*C)
+		}
+		g := c / CG
+		for kk := range KG {
+			k := g*KG + kk
+			for r := range R {
+				ph := h + int64(s.PadH) - r*int64(s.DilationH)
+				if ph < 0 || ph%int64(s.StrideH) != 0 || ph/int64(s.StrideH) >= P {
+					continue
+				}
+				for t := range S {
+					qw := w + int64(s.PadW) - t*int64(s.DilationW)
+					if qw < 0 || qw%int64(s.StrideW) != 0 || qw/int64(s.StrideW) >= Q {
+						continue
+					}
+					acc += value(yAt(n, k, ph/int64(s.StrideH), qw/int64(s.StrideW)), inSeed, true) * value(wAt(k, c-g*CG, r, t), fSeed, true)
+				}
+			}
+		}
+		return acc
+	}
+	dw := K * CG * R * S
+	if idx >= dw { // dBias[k]
+		k := idx - dw
+		for n := range N {
+			for pp := range P {
+				for q := range Q {
+					acc += value(yAt(n, k, pp, q), fSeed, true)
+				}
+			}
+		}
+		return acc
+	}
+	var k, cg, r, t int64
+	if nhwc {
+		cg, t, r, k = idx%CG, idx/CG%S, idx/(CG*S)%R, idx/(CG*S*R)
+	} else {
+		t, r, cg, k = idx%S, idx/S%R, idx/(S*R)%CG, idx/(S*R*CG)
+	}
+	c := k/KG*CG + cg
+	for n := range N {
+		for pp := range P {
+			h := pp*int64(s.StrideH) - int64(s.PadH) + r*int64(s.DilationH)
+			if h < 0 || h >= H {
+				continue
+			}
+			for q := range Q {
+				w := q*int64(s.StrideW) - int64(s.PadW) + t*int64(s.DilationW)
+				if w < 0 || w >= W {
+					continue
+				}
+				acc += value(yAt(n, k, pp, q), fSeed, true) * value(xAt(n, c, h, w), inSeed, false)
+			}
+		}
+	}
+	return acc
 }

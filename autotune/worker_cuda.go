@@ -61,11 +61,33 @@ type worker struct {
 
 	in, filter, bias, out, refOut, sums, idx, gathered, flush cu.DevicePtr
 	nIn, nFilter, nBias, nOut                                 int64
+	// ops are the kernel's four operands (problem.Op): out, in, filter,
+	// bias; nIn, nFilter, nBias and nOut count their elements, nRef the
+	// reference's float64 values (kernels.ReferenceOutputs).
+	ops  [4]problem.Operand
+	nRef int64
+	// outputs are what a candidate writes, each checked against its part
+	// of the reference: out, and for wgrad with a bias the FP32 dBias in
+	// the bias parameter.
+	outputs []output
+	// compareF32 and gatherF32 check FP32 outputs (dBias); loaded only
+	// for a problem that has one.
+	compareF32, gatherF32 gpu.Function
 	// The epilogue chain's arrays (0 when the chain does not read them):
 	// scale and shift, K float32 each, and the residual, nOut elements.
 	scale, shift, residual cu.DevicePtr
 	flushBytes             int64
 	maxSamples             int
+}
+
+// output is one tensor a candidate writes: n elements at buf, of the
+// element type or FP32, whose reference is at element ref of refOut.
+type output struct {
+	name string
+	buf  cu.DevicePtr
+	n    int64
+	ref  int64
+	f32  bool
 }
 
 func (wk *worker) handle(req request) response {
@@ -168,19 +190,38 @@ func (wk *worker) init(req request) error {
 			return fmt.Errorf("checking kernels: %w", err)
 		}
 	}
-	in, filter, bias, out := wk.prob.Shape.Elements()
-	wk.nIn, wk.nFilter, wk.nBias, wk.nOut = int64(in), int64(filter), int64(bias), int64(out)
+	// The operands by position (out, in, filter, bias): for the forward
+	// op output, input, filter and bias, as before gradients.
+	wk.ops = wk.prob.Operands()
+	wk.nOut, wk.nIn, wk.nFilter, wk.nBias = int64(wk.ops[0].Elems), int64(wk.ops[1].Elems), int64(wk.ops[2].Elems), int64(wk.ops[3].Elems)
+	wk.nRef = kernels.ReferenceOutputs(wk.prob)
 	eb := int64(wk.prob.Precision.ElementBytes())
+	biasBytes := eb
+	if wk.ops[3].FP32 {
+		biasBytes = 4
+	}
 	wk.maxSamples = 4096
 	wk.flushBytes = max(int64(2*wk.dev.Info.L2Bytes), 64<<20)
 	for _, a := range []struct {
 		dst   *cu.DevicePtr
 		bytes int64
-	}{{&wk.in, wk.nIn * eb}, {&wk.filter, wk.nFilter * eb}, {&wk.bias, max(wk.nBias, 1) * eb},
-		{&wk.out, wk.nOut * eb}, {&wk.refOut, wk.nOut * 8}, {&wk.sums, 3 * 8},
+	}{{&wk.in, wk.nIn * eb}, {&wk.filter, wk.nFilter * eb}, {&wk.bias, max(wk.nBias, 1) * biasBytes},
+		{&wk.out, wk.nOut * eb}, {&wk.refOut, wk.nRef * 8}, {&wk.sums, 3 * 8},
 		{&wk.idx, int64(wk.maxSamples) * 8}, {&wk.gathered, int64(wk.maxSamples) * 16}, {&wk.flush, wk.flushBytes}} {
 		if *a.dst, err = wk.dev.Alloc(a.bytes); err != nil {
 			return err
+		}
+	}
+	wk.outputs = []output{{name: wk.ops[0].Name, buf: wk.out, n: wk.nOut}}
+	if wk.ops[3].Output && wk.nBias > 0 {
+		wk.outputs = append(wk.outputs, output{name: wk.ops[3].Name, buf: wk.bias, n: wk.nBias, ref: wk.nOut, f32: true})
+		for _, f := range []struct {
+			dst  *gpu.Function
+			name string
+		}{{&wk.compareF32, "convgen_compare_f32"}, {&wk.gatherF32, "convgen_gather_f32"}} {
+			if *f.dst, err = wk.dev.Load(image, f.name, 0); err != nil {
+				return fmt.Errorf("checking kernels: %w", err)
+			}
 		}
 	}
 	if wk.prob.Epilogue.NeedsScaleShift() {
@@ -207,17 +248,23 @@ func blocksFor(n int64) int { return int(min((n+255)/256, 65535)) }
 // prepare fills fresh inputs from seed and computes the reference output.
 func (wk *worker) prepare(seed uint32) error {
 	inSeed, fSeed, bSeed := seeds(seed)
-	for _, f := range []struct {
+	for i, f := range []struct {
 		buf  cu.DevicePtr
 		n    int64
 		seed uint32
-		sym  uint64
-	}{{wk.in, wk.nIn, inSeed, 0}, {wk.filter, wk.nFilter, fSeed, 1}, {wk.bias, wk.nBias, bSeed, 1}} {
-		if f.n == 0 {
+	}{{wk.in, wk.nIn, inSeed}, {wk.filter, wk.nFilter, fSeed}, {wk.bias, wk.nBias, bSeed}} {
+		// The inputs: X in [0, 1), the others in [-1, 1) (fillSymmetric);
+		// an output in the bias parameter (dBias) is not filled.
+		op := wk.ops[i+1]
+		if f.n == 0 || op.Output {
 			continue
 		}
+		var sym uint64
+		if fillSymmetric(op.Name) {
+			sym = 1
+		}
 		if err := wk.dev.Launch(wk.fill, [3]int{blocksFor(f.n), 1, 1}, [3]int{256, 1, 1}, 0,
-			uint64(f.buf), uint64(f.n), uint64(f.seed), f.sym); err != nil {
+			uint64(f.buf), uint64(f.n), uint64(f.seed), sym); err != nil {
 			return fmt.Errorf("fill: %w", err)
 		}
 	}
@@ -226,7 +273,11 @@ func (wk *worker) prepare(seed uint32) error {
 	}
 	// The reference loops over the grid too: its x dimension stays within
 	// CUDA's 2^31−1 blocks for any output.
-	if err := wk.dev.Launch(wk.ref, [3]int{kernels.ReferenceBlocks(wk.nOut), 1, 1}, [3]int{256, 1, 1}, 0,
+	grid := kernels.ReferenceBlocks(wk.nRef)
+	if wk.prob.Op == problem.OpWgrad {
+		grid = kernels.ReferenceWgradBlocks(wk.nRef)
+	}
+	if err := wk.dev.Launch(wk.ref, [3]int{grid, 1, 1}, [3]int{256, 1, 1}, 0,
 		wk.args(wk.refOut)...); err != nil {
 		return fmt.Errorf("reference: %w", err)
 	}
@@ -275,8 +326,13 @@ func (wk *worker) args(out cu.DevicePtr) []uint64 {
 	return a
 }
 
-// poison fills the output with NaN bits, so unwritten elements show.
+// poison fills the outputs with NaN bits, so unwritten elements show.
 func (wk *worker) poison() error {
+	for _, o := range wk.outputs[1:] { // FP32 (dBias)
+		if err := cu.MemsetD32Async(o.buf, 0x7fc00000, o.n, wk.dev.Stream); err != nil {
+			return err
+		}
+	}
 	switch wk.prob.Precision {
 	case problem.FP16:
 		return cu.MemsetD16Async(wk.out, 0x7e00, wk.nOut, wk.dev.Stream)
@@ -286,13 +342,33 @@ func (wk *worker) poison() error {
 	return cu.MemsetD32Async(wk.out, 0x7fc00000, wk.nOut, wk.dev.Stream)
 }
 
-// check compares the whole output with the GPU reference.
+// check compares every output with its part of the GPU reference: the
+// largest relative error of the outputs and their non-finite values in all.
 func (wk *worker) check() (relErr float64, nonFinite int64, err error) {
+	for _, o := range wk.outputs {
+		e, bad, err := wk.checkOne(o)
+		if err != nil {
+			return 0, 0, err
+		}
+		relErr, nonFinite = math.Max(relErr, e), nonFinite+bad
+		if math.IsNaN(e) {
+			relErr = e
+		}
+	}
+	return relErr, nonFinite, nil
+}
+
+// checkOne compares output o with its reference.
+func (wk *worker) checkOne(o output) (relErr float64, nonFinite int64, err error) {
 	if err := cu.MemsetD32Async(wk.sums, 0, 6, wk.dev.Stream); err != nil {
 		return 0, 0, err
 	}
-	if err := wk.dev.Launch(wk.compare, [3]int{1024, 1, 1}, [3]int{256, 1, 1}, 0,
-		uint64(wk.out), uint64(wk.refOut), uint64(wk.nOut), uint64(wk.sums)); err != nil {
+	compare := wk.compare
+	if o.f32 {
+		compare = wk.compareF32
+	}
+	if err := wk.dev.Launch(compare, [3]int{1024, 1, 1}, [3]int{256, 1, 1}, 0,
+		uint64(o.buf), uint64(wk.refOut)+uint64(8*o.ref), uint64(o.n), uint64(wk.sums)); err != nil {
 		return 0, 0, err
 	}
 	if err := wk.dev.Sync(); err != nil {
@@ -308,21 +384,46 @@ func (wk *worker) check() (relErr float64, nonFinite int64, err error) {
 	return math.Sqrt(sums[0] / sums[1]), int64(sums[2]), nil
 }
 
-// sample checks n outputs (the first and last, and random ones) against the
-// CPU's float64 reference: the candidate's error, and the GPU reference's.
+// sample checks n values of each output (the first and last, and random
+// ones; fewer for a gradient whose values are costly on the CPU,
+// sampleCount) against the CPU's float64 reference: the candidate's error,
+// and the GPU reference's, the largest over the outputs.
 func (wk *worker) sample(seed uint32, n int) (candErr, refErr float64, err error) {
-	n = min(n, wk.maxSamples)
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	n = sampleCount(wk.prob, min(n, wk.maxSamples))
+	for i, o := range wk.outputs {
+		c, r, err := wk.sampleOne(o, seed, n, uint64(i))
+		if err != nil {
+			return 0, 0, err
+		}
+		if math.IsNaN(c) || c > candErr {
+			candErr = c
+		}
+		if math.IsNaN(r) || r > refErr {
+			refErr = r
+		}
+	}
+	return candErr, refErr, nil
+}
+
+// sampleOne is sample for output o, number i of the outputs (which picks
+// its random stream: the first output's is the one the forward op always
+// used).
+func (wk *worker) sampleOne(o output, seed uint32, n int, i uint64) (candErr, refErr float64, err error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15+i))
 	idx := make([]int64, n)
 	for i := range idx {
-		idx[i] = rng.Int64N(wk.nOut)
+		idx[i] = rng.Int64N(o.n)
 	}
-	idx[0], idx[n-1] = 0, wk.nOut-1
+	idx[0], idx[n-1] = 0, o.n-1
 	if err := cu.MemcpyHtoD(wk.idx, unsafe.Pointer(&idx[0]), int64(8*n)); err != nil {
 		return 0, 0, err
 	}
-	if err := wk.dev.Launch(wk.gather, [3]int{(n + 255) / 256, 1, 1}, [3]int{256, 1, 1}, 0,
-		uint64(wk.out), uint64(wk.refOut), uint64(wk.idx), uint64(n), uint64(wk.gathered)); err != nil {
+	gather := wk.gather
+	if o.f32 {
+		gather = wk.gatherF32
+	}
+	if err := wk.dev.Launch(gather, [3]int{(n + 255) / 256, 1, 1}, [3]int{256, 1, 1}, 0,
+		uint64(o.buf), uint64(wk.refOut)+uint64(8*o.ref), uint64(wk.idx), uint64(n), uint64(wk.gathered)); err != nil {
 		return 0, 0, err
 	}
 	if err := wk.dev.Sync(); err != nil {
@@ -334,7 +435,7 @@ func (wk *worker) sample(seed uint32, n int) (candErr, refErr float64, err error
 	}
 	var dc, dr, nr float64
 	for i, at := range idx {
-		want := hostExpected(wk.prob, seed, at)
+		want := hostExpected(wk.prob, seed, o.ref+at)
 		dc += (got[2*i] - want) * (got[2*i] - want)
 		dr += (got[2*i+1] - want) * (got[2*i+1] - want)
 		nr += want * want

@@ -1,0 +1,125 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// gradShapes are odd shapes for the gradient families: grouped and
+// depthwise, per-axis stride, pad and dilation, odd channel counts, N = 1,
+// a 1x1, no bias, and the flagship's first layer at a small batch.
+var gradShapes = []string{
+	"N=3,C=5,H=37,W=41,K=24,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_w=2,bias=false",
+	"N=2,C=12,H=15,W=17,K=18,R=3,S=3,stride_h=2,pad=1,dilation_w=2,groups=3",
+	"N=3,C=32,H=14,W=13,K=32,R=3,S=3,stride=2,pad=1,groups=32,bias=false",
+	"N=1,C=13,H=19,W=23,K=11,R=3,S=3,pad=1",
+	"N=4,C=45,H=7,W=7,K=70,R=1,S=1",
+	"N=2,C=3,H=61,W=67,K=24,R=11,S=11,stride=4,pad=2",
+}
+
+// TestGradShapes tunes dgrad and wgrad on gradShapes in every precision and
+// layout, pinned to a covering set of each family's kept configurations
+// (pinsCovering): every measured candidate passes the float64 checks (for
+// wgrad with a bias, dW and dBias both), and each run has a winner.
+func TestGradShapes(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+		eachProblem(t, gradShapes, nil, func(p problem.Problem) {
+			p.Op = op
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+				return
+			}
+			var kept []kernels.Candidate
+			for _, c := range cands {
+				if c.Rejected == "" {
+					kept = append(kept, c)
+				}
+			}
+			t.Run(p.String(), func(t *testing.T) {
+				res, err := Tune(context.Background(), lib, Options{Problem: p,
+					Worker: worker, Only: pinsCovering(kept), Trials: 0, Runs: 10, Seed: 3, Timeout: 60 * time.Second})
+				if err != nil {
+					t.Fatalf("tune: %v", err)
+				}
+				checkTrials(t, p, res.Trials)
+				if res.Winner == nil {
+					t.Fatal("no winner")
+				}
+				if res.Winner.Family != op.String() {
+					t.Errorf("winner %s of family %s", res.Winner.ID, res.Winner.Family)
+				}
+				t.Logf("winner %s: %.4f ms, error %.2e (sampled %.2e)", res.Winner.ID, res.Winner.MedianMS, res.Winner.RelError, res.Winner.SampleError)
+				if res.Fallback == nil {
+					t.Errorf("no fallback: %s", res.FallbackNote)
+				}
+			})
+		})
+	}
+}
+
+// TestGradPlanted: the checks of a gradient catch a candidate that writes
+// only part of its outputs: a wgrad kernel that never stores dBias, or
+// dW, and a dgrad kernel that skips the last tap, are wrong; the real
+// kernels pass.
+func TestGradPlanted(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	shape, err := problem.ParseShape("N=2,C=6,H=20,W=18,K=8,R=3,S=3,stride=2,pad=1,groups=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op         problem.Op
+		name       string
+		find, with string
+	}{
+		{problem.OpWgrad, "no_dbias", "if (k < K) dbias[k] = v;", ";"},
+		{problem.OpWgrad, "no_dw", "if (f < DW_TOTAL) dw[f] = from_float(v);", ";"},
+		{problem.OpDgrad, "short_taps", "for (int s = 0; s < S; ++s) {", "for (int s = 0; s < S - 1; ++s) {"},
+	} {
+		p := problem.Problem{Shape: shape, Precision: problem.FP16, Layout: problem.NHWC, Op: tc.op}
+		t.Run(tc.name, func(t *testing.T) {
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pin kernels.Candidate
+			for _, c := range cands {
+				if c.Rejected == "" {
+					pin = c
+					break
+				}
+			}
+			k, err := kernels.RenderCandidate(p, pin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(k.Source, tc.find) {
+				t.Fatalf("%s: the source lacks %q", pin.ID(), tc.find)
+			}
+			k.Source = strings.Replace(k.Source, tc.find, tc.with, 1)
+			k.Family = "planted"
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{pin.ID()},
+				Extra: []kernels.Kernel{k}, Runs: 5, Seed: 9, Timeout: 30 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			for _, tr := range res.Trials {
+				switch {
+				case tr.ID == pin.ID() && tr.Status != StatusOK:
+					t.Errorf("%s: %s (%s), want ok", tr.ID, tr.Status, tr.Reason)
+				case tr.Family == "planted" && tr.Status != StatusWrong:
+					t.Errorf("%s: %s (%s), want wrong", tr.ID, tr.Status, tr.Reason)
+				}
+			}
+		})
+	}
+}
