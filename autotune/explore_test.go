@@ -43,3 +43,16 @@ func TestExplorationOrder(t *testing.T) {
 		t.Error("the order differs for the same seed")
 	}
 }
+
+// TestSweepOrder checks the order of a full sweep (-trials 0, or a space no
+// larger than -trials): families in turn, each in enumeration order, so
+// that a time budget ending the sweep early has measured every family.
+func TestSweepOrder(t *testing.T) {
+	trials := []Trial{{Family: "wgmma"}, {Family: "wgmma"}, {Family: "wgmma"}, {Family: "wgmmarow"}, {Family: "wgmmarow"}, {Family: "generic"}}
+	kept := []int{0, 1, 2, 3, 4, 5}
+	got := explorationOrder(kept, trials, nil)
+	want := []int{0, 3, 5, 1, 4, 2}
+	if !slices.Equal(got, want) {
+		t.Errorf("sweep order %v, want %v", got, want)
+	}
+}

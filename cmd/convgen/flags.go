@@ -177,7 +177,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	fs.BoolVar(&c.untuned, "untuned", false, "without a GPU and without a cache record: write an untuned package (a default configuration as PTX for compute_80, compiled with NVRTC) instead of failing")
 	fs.BoolVar(&c.retune, "retune", false, "tune even when the cache has a matching record (needs a GPU)")
 	fs.IntVar(&c.trials, "trials", 64, "candidates to measure at most (0: every candidate)")
-	fs.DurationVar(&c.budget, "time", 15*time.Minute, "tuning time budget (0: none)")
+	fs.DurationVar(&c.budget, "time", time.Minute, "tuning time budget (0: none)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the candidate sampling and of the check inputs")
 	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
 	fs.DurationVar(&c.compileTO, "compile-timeout", autotune.DefaultCompileTimeout, "give up on a candidate whose NVRTC compile takes longer (recorded as a compile failure)")
