@@ -71,6 +71,9 @@ const DefaultArch = "sm_90"
 // how many compiled, failed and were rejected; it fails when any failed
 // to compile.
 func CompileOnly(ctx context.Context, r CompileRequest) error {
+	if err := r.Problem.Validate(); err != nil {
+		return mark(ErrInvalid, err)
+	}
 	if err := Served(r.Problem); err != nil {
 		return err
 	}

@@ -125,8 +125,14 @@ type Result struct {
 // directories are checked before anything is tuned, and a fresh tuning
 // record is saved before the package is written (keepAndWrite).
 func Run(ctx context.Context, r Request) (Result, error) {
+	if err := r.Problem.Validate(); err != nil {
+		return Result{}, mark(ErrInvalid, err)
+	}
 	if err := Served(r.Problem); err != nil {
 		return Result{}, err
+	}
+	if r.Torch != "" && r.Problem.Op != problem.OpFprop {
+		return Result{}, mark(ErrInvalid, fmt.Errorf("-torch: the PyTorch module is written from a forward (op=fprop) record, not op=%s", r.Problem.Op))
 	}
 	if r.Torch != "" {
 		if err := torchmod.Serves(r.Problem); err != nil {

@@ -13,10 +13,15 @@ import (
 	"github.com/convgen/convgen/tunecache"
 )
 
-// baseKey is the problem's part of r's cache key.
+// baseKey is the problem's part of r's cache key; the op is left out for
+// the forward op (tunecache.Key.Op).
 func baseKey(r Request) tunecache.Key {
-	return tunecache.Key{Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision), Layout: string(r.Problem.Layout),
+	k := tunecache.Key{Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision), Layout: string(r.Problem.Layout),
 		Epilogue: r.Problem.Epilogue.Key()}
+	if r.Problem.Op != problem.OpFprop {
+		k.Op = r.Problem.Op.String()
+	}
+	return k
 }
 
 // currentKernels says whether rec's kernels are what the code generates
@@ -69,7 +74,7 @@ func sameKernel(p problem.Problem, t tunecache.Timing, want, name string, l laun
 // when nothing matches, ErrInvalid when several device models do.
 func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) {
 	k := baseKey(c)
-	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Epilogue: k.Epilogue, Arch: c.Arch, Device: c.Device,
+	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Epilogue: k.Epilogue, Op: k.Op, Arch: c.Arch, Device: c.Device,
 		Current: func(r tunecache.Record) error { return currentKernels(c.Problem, r) }}
 	recs := cache.Replay(q)
 	if n := len(cache.Match(q)); n > len(recs) && len(recs) == 1 {
@@ -107,7 +112,7 @@ records:
 		var why []string
 		for _, m := range q.Mismatches(r) { // the problem's fields come first
 			switch m.Field {
-			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout, tunecache.FieldEpilogue:
+			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout, tunecache.FieldEpilogue, tunecache.FieldOp:
 				continue records // another problem
 			case tunecache.FieldKernel:
 				stale = true

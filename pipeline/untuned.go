@@ -80,6 +80,9 @@ func writeUntuned(r Request) (Result, error) {
 	data := report.Data{SchemaVersion: report.SchemaVersion, Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision),
 		Layout: string(r.Problem.Layout), Epilogue: r.Problem.Epilogue.String(), NVRTC: lib.VersionString(), KernelSHA256: kernels.Hash(k), Command: r.Command,
 		Winner: cand.ID(), WinnerConfig: cand.Config, Untuned: note}
+	if r.Problem.Op != problem.OpFprop {
+		data.Op = r.Problem.Op.String()
+	}
 	logf(r.Log, "no record and no GPU: writing an untuned package (%s, PTX for %s)\n", cand.ID(), autotune.FallbackArch)
 	res := Result{Outcome: Untuned}
 	err = writeFiles(r, b, data, nil, &res)

@@ -47,7 +47,10 @@ type Data struct {
 	Layout        string `json:"layout"`
 	// Epilogue is the canonical epilogue chain the kernel applies before
 	// its stores; absent for none.
-	Epilogue       string           `json:"epilogue,omitempty"`
+	Epilogue string `json:"epilogue,omitempty"`
+	// Op is the computation's name ("dgrad", "wgrad"; problem.Op); absent
+	// for the forward convolution.
+	Op             string           `json:"op,omitempty"`
 	Device         Device           `json:"device"`
 	NVRTC          string           `json:"nvrtc"`
 	ConvgenVersion string           `json:"convgen_version"` // the convgen that tuned it
@@ -99,8 +102,20 @@ func New(rec tunecache.Record, p problem.Problem, command string) Data {
 		Counts: sum.Counts, NoFallback: sum.NoFallback,
 		Winner:       kernels.Candidate{Family: rec.Winner.Family, Config: rec.Winner.Config}.ID(),
 		WinnerConfig: rec.Winner.Config, Epilogue: p.Epilogue.String()}
-	in, filter, bias, out := p.Shape.Elements()
-	bytes := float64(in+filter+bias+out) * float64(p.Precision.ElementBytes())
+	if p.Op != problem.OpFprop {
+		d.Op = p.Op.String()
+	}
+	// Every operand read or written once: the forward op's, or a
+	// gradient's (problem.Operands; dBias is FP32).
+	bytes := 0.0
+	for _, o := range p.Operands() {
+		eb := p.Precision.ElementBytes()
+		if o.FP32 {
+			eb = 4
+		}
+		bytes += float64(o.Elems) * float64(eb)
+	}
+	_, _, _, out := p.Shape.Elements()
 	if p.Epilogue.NeedsResidual() { // read once, like the input
 		bytes += float64(out) * float64(p.Precision.ElementBytes())
 	}
@@ -183,6 +198,12 @@ func (d Data) Markdown() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# convgen tuning report\n\n")
 	fmt.Fprintf(&b, "- shape: `%s`\n- precision: %s, layout: %s\n", d.Shape, d.Precision, d.Layout)
+	switch d.Op {
+	case "dgrad":
+		fmt.Fprintf(&b, "- op: dgrad, the input gradient dX = conv^T(dY, W)\n")
+	case "wgrad":
+		fmt.Fprintf(&b, "- op: wgrad, the filter gradient dW = sum over N,P,Q of dY (x) X, and the bias gradient sum dY (FP32) when the shape has a bias\n")
+	}
 	if d.Epilogue != "" {
 		fmt.Fprintf(&b, "- epilogue: `%s`, applied to each output after the bias, in FP32\n", d.Epilogue)
 	}

@@ -159,13 +159,14 @@ func flagError(err error) error {
 // parseArgs is parseFlags without the bound on its errors' length.
 func parseArgs(args []string, stdout io.Writer) (config, error) {
 	var c config
-	var precision, layout, chain string
+	var precision, layout, chain, op string
 	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	once(fs, &c.shapeText, "shape", "", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
 	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
+	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX) or wgrad (the filter and bias gradients dW, dBias); docs/families.md#ops")
 	once(fs, &chain, "epilogue", "", "", "chain applied to each output after the bias, in order, e.g. scale_shift,relu or residual(0.5),gelu (docs/epilogue.md)")
 	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
 	once(fs, &c.reportDir, "report", "", "", "write the reports (REPORT.md, report.json, candidates.csv, candidates.svg) to this directory instead of the package")
@@ -220,6 +221,15 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	}
 	if c.problem.Epilogue, err = epilogue.Parse(chain); err != nil {
 		return c, usageError{fmt.Errorf("-epilogue: %w", err)}
+	}
+	if c.problem.Op, err = problem.ParseOp(op); err != nil {
+		return c, usageError{fmt.Errorf("-op: %w", err)}
+	}
+	if err := c.problem.Validate(); err != nil {
+		return c, usageError{fmt.Errorf("-op %s: %w", c.problem.Op, err)}
+	}
+	if c.torch != "" && c.problem.Op != problem.OpFprop {
+		return c, usageError{fmt.Errorf("-torch goes with -op fprop (the PyTorch module runs the forward kernel), not -op %s", c.problem.Op)}
 	}
 	if c.sourceDir != "" && !c.compile {
 		return c, usageError{errors.New("-source-dir needs -compile-only (the sources of the compiled candidates)")}
@@ -371,6 +381,9 @@ func (c config) command() string {
 	parts := []string{"convgen", "-shape", c.problem.Shape.String(),
 		"-precision", string(c.problem.Precision), "-layout", string(c.problem.Layout),
 		"-pkg", c.pkg, "-o", filepath.ToSlash(c.out), "-cache", filepath.ToSlash(c.cache)}
+	if c.problem.Op != problem.OpFprop {
+		parts = append(parts, "-op", c.problem.Op.String())
+	}
 	if len(c.problem.Epilogue) > 0 {
 		parts = append(parts, "-epilogue", c.problem.Epilogue.String())
 	}
