@@ -71,8 +71,8 @@ const DefaultArch = "sm_90"
 // how many compiled, failed and were rejected; it fails when any failed
 // to compile.
 func CompileOnly(ctx context.Context, r CompileRequest) error {
-	if err := r.Problem.Validate(); err != nil {
-		return mark(ErrInvalid, err)
+	if err := checkOp(r.Problem); err != nil {
+		return err
 	}
 	if err := Served(r.Problem); err != nil {
 		return err

@@ -47,6 +47,16 @@ func Served(p problem.Problem) error {
 	return mark(ErrUnsupported, kernels.Serves(p))
 }
 
+// checkOp refuses, as an invalid request (ErrInvalid), what no kernel
+// could be asked for: an epilogue chain on a gradient op
+// (problem.ErrEpilogueOp). Other invalid problems are Served's to refuse.
+func checkOp(p problem.Problem) error {
+	if err := p.Validate(); errors.Is(err, problem.ErrEpilogueOp) {
+		return mark(ErrInvalid, err)
+	}
+	return nil
+}
+
 // tuneError classifies the error of a search that res (nil when none ran)
 // holds the trials of: when every candidate was rejected statically (or
 // left out), nothing could be measured and the problem is unsupported;

@@ -125,8 +125,8 @@ type Result struct {
 // directories are checked before anything is tuned, and a fresh tuning
 // record is saved before the package is written (keepAndWrite).
 func Run(ctx context.Context, r Request) (Result, error) {
-	if err := r.Problem.Validate(); err != nil {
-		return Result{}, mark(ErrInvalid, err)
+	if err := checkOp(r.Problem); err != nil {
+		return Result{}, err
 	}
 	if err := Served(r.Problem); err != nil {
 		return Result{}, err
