@@ -109,6 +109,9 @@ func (s *Spec) Validate() error {
 	if err := s.Problem.Epilogue.Validate(); err != nil {
 		return fmt.Errorf("%s: epilogue: %w", s.Package, err)
 	}
+	if !s.Problem.Op.Valid() || (s.Problem.Op != problem.OpFprop && len(s.Problem.Epilogue) > 0) {
+		return fmt.Errorf("%s: op %s with epilogue %q: %w", s.Package, s.Problem.Op, s.Problem.Epilogue, problem.ErrEpilogueOp)
+	}
 	if err := s.CUBIN.Launch.check(); err != nil {
 		return fmt.Errorf("%s: CUBIN: %w", s.Package, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/convgen/convgen/problem"
 )
 
 // CUStream is gorgonia.org/cu's Stream, which StreamOf converts. (In builds
@@ -151,6 +153,58 @@ func (k *Kernel) Forward(stream Stream, out, in, filter, bias DevicePtr) error {
 	return k.ForwardEpilogue(stream, out, in, filter, bias, Epilogue{})
 }
 
+// BackwardData enqueues, for a kernel of op dgrad, the input gradient
+// dX = conv^T(dY, W) on stream (0: the legacy default stream) and returns
+// without waiting: dY (N×K×P×Q) and dX (N×C×H×W) in the layout's order, W
+// the forward filter in its filter layout, all of the element type, device
+// addresses each Alignment-aligned (else an error, before anything is
+// launched). Every dX element is written (no accumulation into dX). On a
+// kernel of another op it returns an error naming the method to call.
+// Concurrency and Close are as for Forward.
+func (k *Kernel) BackwardData(stream Stream, dY, w, dX DevicePtr) error {
+	return k.launchGrad(stream, "backward data", problem.OpDgrad, map[string]DevicePtr{"dY": dY, "W": w, "dX": dX})
+}
+
+// BackwardFilter enqueues, for a kernel of op wgrad, the filter gradient
+// dW = Σ over N, P, Q of dY ⊗ X and, when the shape has a bias, the bias
+// gradient dBias = Σ dY on stream (0: the legacy default stream) and
+// returns without waiting: X (N×C×H×W) and dY (N×K×P×Q) in the layout's
+// order and dW in the filter layout, of the element type, and dBias K
+// float32 values whatever the precision (pass 0 without a bias: it is
+// ignored), each Alignment-aligned. Every dW and dBias element is written
+// (no accumulation), deterministically: the same inputs give the same bits.
+// On a kernel of another op it returns an error naming the method to call.
+// Concurrency and Close are as for Forward.
+func (k *Kernel) BackwardFilter(stream Stream, x, dY, dW, dBias DevicePtr) error {
+	return k.launchGrad(stream, "backward filter", problem.OpWgrad, map[string]DevicePtr{"X": x, "dY": dY, "dW": dW, "dBias": dBias})
+}
+
+// launchGrad checks and launches a gradient kernel of op with the named
+// operands; what names the call in errors.
+func (k *Kernel) launchGrad(stream Stream, what string, op problem.Op, named map[string]DevicePtr) error {
+	if k == nil {
+		return fmt.Errorf("convrt: %s: nil Kernel (call Load)", what)
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if !k.open {
+		return fmt.Errorf("%s: %s: %w", k.info.Package, what, ErrClosed)
+	}
+	args, err := kernelArgs(k.info.Problem, op, named)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", k.info.Package, what, err)
+	}
+	var params [4]unsafe.Pointer
+	for i := range args {
+		params[i] = unsafe.Pointer(&args[i])
+	}
+	l := k.info.Launch
+	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cuStream(stream), params[:]); err != nil {
+		return fmt.Errorf("%s: launch %s: %w", k.info.Package, l.Kernel, err)
+	}
+	return nil
+}
+
 // ForwardEpilogue is Forward for a kernel whose epilogue chain reads extra
 // arrays: out = chain(conv(in, filter) + bias), with ep's Scale and Shift
 // (K float32 each, for scale_shift) and Residual (for residual: the
@@ -164,6 +218,9 @@ func (k *Kernel) ForwardEpilogue(stream Stream, out, in, filter, bias DevicePtr,
 	defer k.mu.RUnlock()
 	if !k.open {
 		return fmt.Errorf("%s: forward: %w", k.info.Package, ErrClosed)
+	}
+	if op := k.info.Problem.Op; op != problem.OpFprop {
+		return fmt.Errorf("%s: forward: the kernel computes op=%s: call %s", k.info.Package, op, methodOf(op))
 	}
 	if err := CheckPtrs(k.info.Problem, out, in, filter, bias); err != nil {
 		return fmt.Errorf("%s: forward: %w", k.info.Package, err)

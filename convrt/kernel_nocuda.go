@@ -53,6 +53,18 @@ func (k *Kernel) ForwardEpilogue(stream Stream, out, in, filter, bias DevicePtr,
 	return noCUDA(k.Info().Package, "forward")
 }
 
+// BackwardData enqueues the input gradient. This build lacks the cuda
+// build tag: it returns an error wrapping ErrNoCUDA.
+func (k *Kernel) BackwardData(stream Stream, dY, w, dX DevicePtr) error {
+	return noCUDA(k.Info().Package, "backward data")
+}
+
+// BackwardFilter enqueues the filter and bias gradients. This build lacks
+// the cuda build tag: it returns an error wrapping ErrNoCUDA.
+func (k *Kernel) BackwardFilter(stream Stream, x, dY, dW, dBias DevicePtr) error {
+	return noCUDA(k.Info().Package, "backward filter")
+}
+
 // Info describes the kernel and the problem it solves.
 func (k *Kernel) Info() Info {
 	if k == nil {

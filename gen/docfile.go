@@ -93,8 +93,16 @@ func genDoc(s *spec) *jen.File {
 	if len(ep) > 0 {
 		header = append(header, epilogueLine(ep))
 	}
+	if op := s.Problem.Op; op != problem.OpFprop {
+		header = append(header[:1], append([]string{"op         " + op.String() + ": " + gradMethod(op)}, header[1:]...)...)
+	}
 	header = append(header, "tuning     "+strings.TrimSuffix(s.Summary, "."))
 	code(header...)
+	if s.Problem.Op != problem.OpFprop {
+		gradDoc(s, para, code, &b)
+		f.PackageComment(docText(b.String()))
+		return f
+	}
 
 	b.WriteString("# What it computes\n\n")
 	para("The forward 2-D convolution (cross-correlation, as in cuDNN and PyTorch) of an N×C×H×W = %d×%d×%d×%d input with a K×(C/Groups)×R×S = %d×%d×%d×%d filter into an N×K×P×Q = %d×%d×%d×%d output, with the constants of this package:",
@@ -177,4 +185,58 @@ func genDoc(s *spec) *jen.File {
 	para(check+" and Forward from several goroutines at once (run it with -race).", s.Problem.Precision.ErrorBound())
 	f.PackageComment(docText(b.String()))
 	return f
+}
+
+// gradDoc writes the sections of a gradient op's package comment after
+// its header: what the op computes, the tensors' memory and the usage.
+func gradDoc(s *spec, para func(string, ...any), code func(...string), b *strings.Builder) {
+	sh := s.shape
+	in, filter, out := layoutDoc(s.Problem.Layout)
+	input, filt, bias, output := sh.Elements()
+	channel := "c"
+	if sh.Groups > 1 {
+		channel = "g*(C/Groups)+c"
+	}
+	b.WriteString("# What it computes\n\n")
+	para("A gradient of the 2-D convolution (cross-correlation, as in cuDNN and PyTorch) out[n][k][p][q] = Σ in[n][%s][h][w] * filter[k][c][r][s] (+ bias[k]) of an N×C×H×W = %d×%d×%d×%d input X, a K×(C/Groups)×R×S = %d×%d×%d×%d filter W and an N×K×P×Q = %d×%d×%d×%d output Y, where h = p*StrideH - PadH + r*DilationH, w = q*StrideW - PadW + s*DilationW, summed over c < C/Groups, r < R, s < S, input positions outside the image reading as zero. Given dY, the gradient of a loss with respect to Y, the kernel computes:",
+		channel, sh.N, sh.C, sh.H, sh.W, sh.K, sh.C/sh.Groups, sh.R, sh.S, sh.N, sh.K, sh.P(), sh.Q())
+	var usage string
+	switch s.Problem.Op {
+	case problem.OpDgrad:
+		code("dX[n][c][h][w] = Σ dY[n][k][p][q] * W[k][c'][r][s]",
+			"over the k of c's group and the taps (r, s) with",
+			"p*StrideH = h + PadH - r*DilationH and q*StrideW = w + PadW - s*DilationW,",
+			"p < P and q < Q (c' = c mod C/Groups)")
+		para("the input gradient dX = conv^T(dY, W), written whole (not accumulated into dX). Arithmetic: %s.", s.elem.arith)
+		b.WriteString("# Memory\n\n")
+		para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
+		code(fmt.Sprintf("dY  %s  OutputElems = %d  (read)", out, output),
+			fmt.Sprintf("W   %s  FilterElems = %d  (read: the forward filter)", filter, filt),
+			fmt.Sprintf("dX  %s  InputElems  = %d  (written)", in, input))
+		usage = "err = k.BackwardData(convrt.StreamOf(stream), convrt.PtrOf(dY), convrt.PtrOf(w), convrt.PtrOf(dX))"
+	default:
+		code("dW[k][c][r][s] = Σ dY[n][k][p][q] * X[n][g*(C/Groups)+c][h][w] over n, p, q",
+			"dBias[k]       = Σ dY[n][k][p][q] over n, p, q   (with a bias)")
+		para("the filter gradient dW, and with a bias the bias gradient dBias in FP32, written whole (not accumulated) and deterministically: the same inputs give the same bits. Arithmetic: %s.", s.elem.arith)
+		b.WriteString("# Memory\n\n")
+		para("Every tensor is one dense array in device memory, in the layout's order, outermost index first, of %s except dBias:", s.elem.memDoc)
+		mem := []string{fmt.Sprintf("X      %s  InputElems  = %d  (read)", in, input),
+			fmt.Sprintf("dY     %s  OutputElems = %d  (read)", out, output),
+			fmt.Sprintf("dW     %s  FilterElems = %d  (written)", filter, filt)}
+		dBias := "0"
+		if sh.Bias {
+			mem = append(mem, fmt.Sprintf("dBias  K     BiasElems   = %d  float32 (written)", bias))
+			dBias = "convrt.PtrOf(dBias)"
+		}
+		code(mem...)
+		usage = "err = k.BackwardFilter(convrt.StreamOf(stream), convrt.PtrOf(x), convrt.PtrOf(dY), convrt.PtrOf(dW), " + dBias + ")"
+	}
+	b.WriteString("# Usage\n\n")
+	para("The kernel runs in builds with the cuda build tag (cgo, cuda.h, libcuda); without it Load returns an error wrapping convrt.ErrNoCUDA. With gorgonia.org/cu, on a locked OS thread with a CUDA context current:")
+	code("k, err := "+s.Package+".Load() // a convrt.Grad; check err, defer k.Close()",
+		usage+" // 16-byte aligned",
+		"// ... stream.Synchronize(): the gradient is ready")
+	method := gradMethod(s.Problem.Op)
+	para("%s only enqueues the kernel; a Kernel is safe for concurrent use (package convrt states the contract). Load picks the embedded CUBIN on a %s device and otherwise, where a PTX is embedded, has the driver compile it (LoadPTX). go test -tags cuda checks %s on GPU 0 against a float64 reference (relative L2 error at most %g), the PTX's kernel too where there is one.",
+		method, s.Arch, method, s.Problem.Precision.ErrorBound())
 }

@@ -212,6 +212,9 @@ func newSpec(b Binding) (*spec, error) {
 	if err := b.Problem.Epilogue.Validate(); err != nil {
 		return nil, fmt.Errorf("gen: epilogue: %w", err)
 	}
+	if !b.Problem.Op.Valid() || (b.Problem.Op != problem.OpFprop && len(b.Problem.Epilogue) > 0) {
+		return nil, fmt.Errorf("gen: op %s with epilogue %q: %w", b.Problem.Op, b.Problem.Epilogue, problem.ErrEpilogueOp)
+	}
 	if err := checkLaunch(b.Kernel, b.Grid, b.Block, b.SharedBytes); err != nil {
 		return nil, fmt.Errorf("gen: %w", err)
 	}

@@ -114,9 +114,44 @@ func fusedFP16(t testing.TB) Binding {
 	return b
 }
 
+// dgradFP16 is fp16NHWC's data gradient (op dgrad): its package takes
+// BackwardData.
+func dgradFP16(t testing.TB) Binding {
+	t.Helper()
+	b := fp16NHWC(t)
+	b.Package = "dgradfp16"
+	b.Problem.Op = problem.OpDgrad
+	b.Kernel, b.Fallback.Kernel = "convgen_dgrad_golden", "convgen_dgrad_fallback_golden"
+	b.Command = "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -op dgrad -pkg dgradfp16 -o ./dgradfp16"
+	return b
+}
+
+// wgradTF32 is alexNet's filter and bias gradient (op wgrad) in TF32: its
+// package takes BackwardFilter with an FP32 dBias.
+func wgradTF32(t testing.TB) Binding {
+	t.Helper()
+	b := alexNet(t)
+	b.Package = "wgradtf32"
+	b.Problem.Precision, b.Problem.Op = problem.TF32, problem.OpWgrad
+	b.Kernel = "convgen_wgrad_golden"
+	b.Command = "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision tf32 -layout nchw -op wgrad -pkg wgradtf32 -o ./wgradtf32"
+	return b
+}
+
+// wgradOdd is oddShape's filter gradient: groups, no bias (no dBias), no
+// PTX.
+func wgradOdd(t testing.TB) Binding {
+	t.Helper()
+	b := oddShape(t)
+	b.Package = "wgradodd"
+	b.Problem.Op = problem.OpWgrad
+	b.Command = "convgen -shape odd -op wgrad -o ./wgradodd"
+	return b
+}
+
 // allBindings lists every test binding.
 func allBindings(t testing.TB) []Binding {
-	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t), fusedFP16(t)}
+	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t), fusedFP16(t), dgradFP16(t), wgradTF32(t), wgradOdd(t)}
 }
 
 func files(t *testing.T, b Binding) map[string][]byte {
@@ -145,6 +180,8 @@ func TestGolden(t *testing.T) {
 		{alexNet(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
 		{fp16NHWC(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 		{fusedFP16(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
+		{dgradFP16(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
+		{wgradTF32(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
 	} {
 		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
 	}

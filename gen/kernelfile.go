@@ -7,6 +7,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/problem"
 )
 
 // loadDoc documents Load.
@@ -63,6 +64,25 @@ func chainLit(c epilogue.Chain) *jen.Statement {
 	return jen.Qual(epiloguePath, "Chain").Values(elems...)
 }
 
+// gradMethod is the convrt.Kernel method that runs gradient op op.
+func gradMethod(op problem.Op) string {
+	if op == problem.OpWgrad {
+		return "BackwardFilter"
+	}
+	return "BackwardData"
+}
+
+// opConst is the name of op's constant in package problem.
+func opConst(op problem.Op) string {
+	switch op {
+	case problem.OpDgrad:
+		return "OpDgrad"
+	case problem.OpWgrad:
+		return "OpWgrad"
+	}
+	return "OpFprop"
+}
+
 // lits turns a geometry into literals.
 func lits(v [3]int) []jen.Code { return []jen.Code{jen.Lit(v[0]), jen.Lit(v[1]), jen.Lit(v[2])} }
 
@@ -90,9 +110,15 @@ func genKernel(s *spec) *jen.File {
 	f.Anon(embedPath)
 	decl(f, "A convrt without SupportVersion1 cannot run this package: compiling fails.",
 		jen.Const().Id("_").Op("=").Add(convrt("SupportVersion1")))
-	decl(f, "Kernel is the loaded kernel, a convrt.Conv: see convrt.Kernel for Forward,\nInfo, Close and the concurrency contract.",
-		jen.Type().Id("Kernel").Op("=").Add(convrt("Kernel")))
-	f.Var().Id("_").Add(convrt("Conv")).Op("=").Parens(jen.Op("*").Id("Kernel")).Parens(jen.Nil())
+	if op := s.Problem.Op; op != problem.OpFprop {
+		decl(f, fmt.Sprintf("Kernel is the loaded kernel of the %s op, a convrt.Grad: see convrt.Kernel for\n%s, Info, Close and the concurrency contract.", op, gradMethod(op)),
+			jen.Type().Id("Kernel").Op("=").Add(convrt("Kernel")))
+		f.Var().Id("_").Add(convrt("Grad")).Op("=").Parens(jen.Op("*").Id("Kernel")).Parens(jen.Nil())
+	} else {
+		decl(f, "Kernel is the loaded kernel, a convrt.Conv: see convrt.Kernel for Forward,\nInfo, Close and the concurrency contract.",
+			jen.Type().Id("Kernel").Op("=").Add(convrt("Kernel")))
+		f.Var().Id("_").Add(convrt("Conv")).Op("=").Parens(jen.Op("*").Id("Kernel")).Parens(jen.Nil())
+	}
 	f.Line()
 	if s.cubinName != "" {
 		f.Comment("//go:embed " + s.cubinName)
@@ -111,6 +137,9 @@ func genKernel(s *spec) *jen.File {
 	prob := []any{"Shape", inline(problemQ("Shape"), sh...), "Precision", jen.Id("Precision"), "Layout", jen.Id("Layout")}
 	if len(s.Problem.Epilogue) > 0 {
 		prob = append(prob, "Epilogue", chainLit(s.Problem.Epilogue))
+	}
+	if op := s.Problem.Op; op != problem.OpFprop {
+		prob = append(prob, "Op", problemQ(opConst(op)))
 	}
 	tuned := launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes)
 	if s.cubinName != "" {

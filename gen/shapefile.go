@@ -1,10 +1,13 @@
 package gen
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/convgen/convgen/problem"
 )
 
 // constant is one generated constant with its line comment.
@@ -63,6 +66,10 @@ func genShape(s *spec) *jen.File {
 		{name: "Groups", doc: "channel groups; each filter sees C/Groups input channels", value: lit(sh.Groups)},
 		{name: "HasBias", doc: "whether a bias of K elements is added to the output", value: lit(sh.Bias)},
 	})
+	if op := s.Problem.Op; op != problem.OpFprop {
+		genGradShape(f, s)
+		return f
+	}
 	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", []constant{
 		{name: "ElementBytes", doc: "bytes of one element of every tensor", value: lit(s.elem.bytes)},
 		{name: "InputElems", doc: "N*C*H*W", value: lit(in)},
@@ -77,6 +84,34 @@ func genShape(s *spec) *jen.File {
 		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
 	})
 	return f
+}
+
+// genGradShape adds the constants of a gradient op's package: the
+// tensors by their forward names (InputElems is X's and dX's count,
+// OutputElems dY's), the op and its work.
+func genGradShape(f *jen.File, s *spec) {
+	sh := s.shape
+	in, filter, bias, out := sh.Elements()
+	lit := func(v any) jen.Code { return jen.Lit(v) }
+	method := gradMethod(s.Problem.Op)
+	biasDoc := "K, or 0 without bias"
+	if s.Problem.Op == problem.OpWgrad {
+		biasDoc = "K float32 values of dBias, or 0 without bias"
+	}
+	constGroup(f, fmt.Sprintf("The tensors and the work of one %s, and what the kernel was tuned for.", method), []constant{
+		{name: "Op", doc: "the computation: " + s.Problem.Op.String(), value: problemQ(opConst(s.Problem.Op)), typ: jen.Qual(problemPath, "Op")},
+		{name: "ElementBytes", doc: "bytes of one element of X, dX, W, dW and dY", value: lit(s.elem.bytes)},
+		{name: "InputElems", doc: "N*C*H*W, of X and dX", value: lit(in)},
+		{name: "FilterElems", doc: "K*(C/Groups)*R*S, of W and dW", value: lit(filter)},
+		{name: "BiasElems", doc: biasDoc, value: lit(bias)},
+		{name: "OutputElems", doc: "N*K*P*Q, of dY", value: lit(out)},
+		{name: "FLOPs", doc: "multiply-adds of one " + method + ", two operations each", value: floatLit(sh.FLOPs())},
+		{name: "Shape", doc: "canonical shape", value: lit(sh.String())},
+		{name: "Precision", doc: s.elem.arith, value: lit(string(s.Problem.Precision)), typ: jen.Qual(problemPath, "Precision")},
+		{name: "Layout", doc: "filter " + s.Problem.Layout.FilterLayout(), value: lit(string(s.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
+		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
+		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
+	})
 }
 
 // genShapeTest renders shape_test.go: the spec handed to convrt is valid

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/convgen/convgen/problem"
 )
 
 // Shorthands for the generated tests.
@@ -25,6 +27,10 @@ func genKernelTest(s *spec) *jen.File {
 	}
 	decl(f, fmt.Sprintf("errorBound is the relative L2 error that precision %s allows.", s.Problem.Precision),
 		jen.Const().Id("errorBound").Op("=").Add(floatLit(s.Problem.Precision.ErrorBound())))
+	if op := s.Problem.Op; op != problem.OpFprop {
+		genGradTest(f, s, gradMethod(op), harness)
+		return f
+	}
 	decl(f, "TestForward checks the kernel Load picks on GPU 0 against the float64\nreference (convrttest.Forward).",
 		jen.Func().Id("TestForward").Params(tT()).Block(harness("Forward", "Load")))
 	ptxDoc := "TestForwardPTX checks the kernel of the embedded PTX, as Load runs it on\nGPUs other than TunedArch."
@@ -37,4 +43,20 @@ func genKernelTest(s *spec) *jen.File {
 	decl(f, "TestConcurrent checks Forward from several goroutines and streams at once,\nand Close (convrttest.Concurrent). Run it with -race.",
 		jen.Func().Id("TestConcurrent").Params(tT()).Block(harness("Concurrent", "Load")))
 	return f
+}
+
+// genGradTest adds the tests of a gradient op's package: its method
+// (BackwardData or BackwardFilter) on the kernel Load picks and on the
+// PTX's, each against the float64 reference through convrttest's harness
+// of the same name.
+func genGradTest(f *jen.File, s *spec, method string, harness func(name, load string) *jen.Statement) {
+	decl(f, fmt.Sprintf("Test%s checks the kernel Load picks on GPU 0 against the float64\nreference (convrttest.%s).", method, method),
+		jen.Func().Id("Test"+method).Params(tT()).Block(harness(method, "Load")))
+	ptxDoc := fmt.Sprintf("Test%sPTX checks the kernel of the embedded PTX, as Load runs it on\nGPUs other than TunedArch.", method)
+	ptxBody := harness(method, "LoadPTX")
+	if s.ptx == "" {
+		ptxDoc += "\nThis package embeds no PTX: the test says so and is skipped."
+		ptxBody = id("t").Dot("Skip").Call(jen.Lit("no PTX embedded: the kernel runs on TunedArch only"))
+	}
+	decl(f, ptxDoc, jen.Func().Id("Test"+method+"PTX").Params(tT()).Block(ptxBody))
 }
