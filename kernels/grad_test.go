@@ -205,3 +205,35 @@ func TestGradCompile(t *testing.T) {
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string { return compileOne(lib, arch, lim, j) })
 }
+
+// TestGradGoldenSource keeps the CUDA source of one dgrad and one wgrad
+// kernel of each layout in their families' testdata (go test ./kernels
+// -run TestGradGoldenSource -update rewrites them): grouped, strided and
+// padded shapes, fp16 NHWC and fp32 NCHW, bias.
+func TestGradGoldenSource(t *testing.T) {
+	for name, c := range map[string]struct {
+		f   Family
+		p   problem.Problem
+		cfg Config
+	}{
+		"dgrad_fp32_nchw_t128_e2": {Dgrad{}, gradProblem(t, gradShapes[1], problem.FP32, problem.NCHW, problem.OpDgrad), Config{"Threads": 128, "Elems": 2}},
+		"dgrad_fp16_nhwc_t256_e1": {Dgrad{}, gradProblem(t, gradShapes[1], problem.FP16, problem.NHWC, problem.OpDgrad), Config{"Threads": 256, "Elems": 1}},
+		"wgrad_fp32_nchw_t256_o4": {Wgrad{}, gradProblem(t, gradShapes[1], problem.FP32, problem.NCHW, problem.OpWgrad), Config{"Threads": 256, "Outs": 4}},
+		"wgrad_bf16_nhwc_t128_o2": {Wgrad{}, gradProblem(t, gradShapes[1], problem.BF16, problem.NHWC, problem.OpWgrad), Config{"Threads": 128, "Outs": 2}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k, err := c.f.Render(c.p, c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, "TestGradGoldenSource", goldenPath(k.Family, name), k.Source)
+		})
+	}
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+		k, err := Reference(gradProblem(t, gradShapes[1], problem.FP16, problem.NHWC, op))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "TestGradGoldenSource", goldenPath("reference", "reference_"+op.String()+"_fp16_nhwc"), k.Source)
+	}
+}
