@@ -167,15 +167,17 @@ def render(meta, rows):
          "separate PyTorch ops; compile: torch.compile (mode default) of the eager function. Each output was "
          "checked against PyTorch's float64 conv2d followed by the chain in float64 before timing (rel. L2 error, "
          "bound per precision). Ratios: fused/plain = fused time ÷ plain time; vs eager = eager ÷ fused; "
-         "vs compile = compile ÷ fused; conv/plain = PyTorch conv2d ÷ convgen plain.", ""]
+         "vs compile = compile ÷ fused; conv/plain = PyTorch conv2d ÷ convgen plain; traffic = the fused kernel's "
+         "fewest bytes moved ÷ the plain one's (a residual is one more read of the output's size), the floor of "
+         "fused/plain for a memory-bound kernel.", ""]
     for k in ("device", "driver", "cuda", "cudnn", "pytorch", "date", "commit", "cache", "tune_time"):
         L.append(f"- {k}: {meta.get(k, '?')}")
     L += ["", "| case | shape | precision, layout | chain | fused | plain | conv | eager | compile | fused/plain | "
-          "vs eager | vs compile | conv/plain | fused error | winner |", "|" + "---|" * 15]
+          "vs eager | vs compile | conv/plain | traffic | fused error | winner |", "|" + "---|" * 16]
     for r in rows:
         if not r.get("ok"):
             L.append(f"| {r['name']} | {r['shape']} | {r['precision']} {r['layout']} | {r['chain']} | "
-                     f"failed: {r.get('error', '?')} |" + " |" * 10)
+                     f"failed: {r.get('error', '?')} |" + " |" * 11)
             continue
         L.append(" | ".join([f"| {r['name']}", r["shape"], f"{r['precision']} {r['layout']}", r["chain"],
                              fmt(r["fused_ms"]), fmt(r["plain_ms"]), fmt(r.get("conv_ms")), fmt(r.get("eager_ms")),
@@ -183,7 +185,7 @@ def render(meta, rows):
                              fmt(ratio(r["fused_ms"], r["plain_ms"]), ".3f"),
                              fmt(ratio(r.get("eager_ms"), r["fused_ms"]), ".2f"),
                              fmt(ratio(r.get("compile_ms"), r["fused_ms"]), ".2f"),
-                             fmt(ratio(r.get("conv_ms"), r["plain_ms"]), ".2f"),
+                             fmt(ratio(r.get("conv_ms"), r["plain_ms"]), ".2f"), fmt(r.get("traffic"), ".2f"),
                              fmt(r.get("fused_error"), ".1e"), f"`{r.get('winner', '?')}` |"]))
     L += ["", "## Targets (issue 24)", "", "| target | measured | result |", "|---|---|---|"]
     for what, value, ok in targets(rows):
@@ -281,7 +283,10 @@ class Bench:
 
         call_fused = (lambda: fused(x, r)) if has_res else (lambda: fused(x))
         call_plain = lambda: plain(x)
-        row = {}
+        es = torch.empty(0, dtype=dtype).element_size()
+        plain_bytes = es * (x.numel() + w.numel() + math.prod(out_shape)) + (0 if b is None else es * b.numel())
+        extra_bytes = (8 * P["k"] if ss else 0) + (es * math.prod(out_shape) if has_res else 0)
+        row = {"traffic": (plain_bytes + extra_bytes) / plain_bytes}
         with torch.no_grad():
             conv64 = F.conv2d(x.double(), w.double(), None if b is None else b.double(), **kw)
             ref = fm.chain(conv64, None if scale is None else scale.double(), None if shift is None else shift.double(),
