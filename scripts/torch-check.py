@@ -323,7 +323,7 @@ def check_training(pk, steps=300):
 
 
 def check_kernelbench(pk, trials=5, seed=42):
-    mod, args, kw, dtype, fmt = pk.mod, pk.args, pk.kw, pk.dtype, pk.fmt
+    args, kw, dtype, fmt = pk.args, pk.kw, pk.dtype, pk.fmt
 
     class Model(nn.Module):
         def __init__(self):
