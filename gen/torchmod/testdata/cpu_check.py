@@ -129,6 +129,8 @@ if fused:
         v = torch.randn(2, P["k"], 3, 3, dtype=torch.float64)
         got_bn = v * folded.scale.double().view(1, -1, 1, 1) + folded.shift.double().view(1, -1, 1, 1)
         check(((got_bn - bn(v)).abs().max() < 1e-6).item(), "fold_batch_norm: scale*y + shift is bn(y) in eval mode")
+        check(raises(ValueError, lambda: Conv(*args, **kw).fold_batch_norm(nn.BatchNorm2d(P["k"] + 1)), "running"),
+              "fold_batch_norm refuses a BatchNorm2d of another width")
     check(mod.EPILOGUE in repr(conv), "repr names the epilogue")
 
 # Parameters replaced after construction: the kernel reads a weight of the
