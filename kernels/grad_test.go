@@ -10,7 +10,18 @@ import (
 
 // gradFamily says whether f serves a gradient op (and so declines every
 // forward problem, whatever its shape).
-func gradFamily(f Family) bool { return f.Name() == "dgrad" || f.Name() == "wgrad" }
+func gradFamily(f Family) bool { return familyOp(f.Name()) != problem.OpFprop }
+
+// familyOp is the op a family computes: wgradmma is a wgrad family too.
+func familyOp(name string) problem.Op {
+	switch name {
+	case "dgrad":
+		return problem.OpDgrad
+	case "wgrad", "wgradmma":
+		return problem.OpWgrad
+	}
+	return problem.OpFprop
+}
 
 // gradProblem is spec as a problem of op in prec and lay.
 func gradProblem(t testing.TB, spec string, prec problem.Precision, lay problem.Layout, op problem.Op) problem.Problem {
@@ -35,13 +46,13 @@ func TestGradServes(t *testing.T) {
 					p := gradProblem(t, spec, prec, lay, op)
 					for _, f := range Families() {
 						err := f.Serves(p)
-						mine := f.Name() == op.String()
+						mine := familyOp(f.Name()) == op
 						switch {
-						case op != problem.OpFprop && mine && err != nil:
+						case op != problem.OpFprop && f.Name() == op.String() && err != nil: // the op's general family serves every shape
 							t.Errorf("%s declines %s: %v", f.Name(), p, err)
 						case op != problem.OpFprop && !mine && (err == nil || !strings.Contains(err.Error(), "op=")):
 							t.Errorf("%s on %s: %v, want a refusal naming the op", f.Name(), p, err)
-						case op == problem.OpFprop && (f.Name() == "dgrad" || f.Name() == "wgrad") && err == nil:
+						case op == problem.OpFprop && gradFamily(f) && err == nil:
 							t.Errorf("%s serves the forward %s", f.Name(), p)
 						}
 					}
@@ -56,7 +67,7 @@ func TestGradServes(t *testing.T) {
 						t.Errorf("Enumerate(%s): no kept candidate", p)
 					}
 					for _, c := range cands {
-						if c.Family != op.String() {
+						if familyOp(c.Family) != op {
 							t.Errorf("Enumerate(%s): candidate %s of another family", p, c.ID())
 						}
 					}
@@ -154,11 +165,15 @@ func TestGradIndex64(t *testing.T) {
 	}
 }
 
+// gradCompileSpec is the shape TestGradCompile compiles: groups, stride 2,
+// large enough that most configurations are kept.
+const gradCompileSpec = "N=8,C=24,H=30,W=28,K=32,R=3,S=3,stride=2,pad=1,groups=2"
+
 // TestGradCompile NVRTC-compiles for sm_90 the gradient families' kept
-// candidates of gradShapes[1] (groups, stride 2, asymmetric pads) in every
-// precision and layout, one configuration each in turn, every configuration
-// of the first, and the 64-bit path of both, plus the gradients' reference
-// kernels of every precision and layout; all of them under the full sweep.
+// candidates of gradCompileSpec in every precision and layout, one
+// configuration each in turn, every configuration of the first, and the
+// 64-bit path of both, plus the gradients' reference kernels of every
+// precision and layout; every kept candidate under the full sweep.
 func TestGradCompile(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	const arch = "sm_90"
@@ -168,7 +183,7 @@ func TestGradCompile(t *testing.T) {
 	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
 		for i, prec := range problem.Precisions {
 			for j, lay := range problem.Layouts {
-				p := gradProblem(t, gradShapes[1], prec, lay, op)
+				p := gradProblem(t, gradCompileSpec, prec, lay, op)
 				ref, err := Reference(p)
 				if err != nil {
 					t.Fatal(err)
