@@ -23,6 +23,7 @@ import (
 	"github.com/convgen/convgen/kernels/wgmmaigemm"
 	"github.com/convgen/convgen/kernels/wgmmarow"
 	"github.com/convgen/convgen/kernels/wgrad"
+	"github.com/convgen/convgen/kernels/wgradmma"
 	"github.com/convgen/convgen/kernels/winograd"
 )
 
@@ -74,14 +75,15 @@ type (
 	IGEMM      = igemm.Family
 	Generic    = generic.Family
 	Depthwise  = depthwise.Family
-	Dgrad      = dgrad.Family // the data gradient (problem.OpDgrad)
-	Wgrad      = wgrad.Family // the filter and bias gradients (problem.OpWgrad)
+	Dgrad      = dgrad.Family    // the data gradient (problem.OpDgrad)
+	Wgrad      = wgrad.Family    // the filter and bias gradients (problem.OpWgrad)
+	WgradMMA   = wgradmma.Family // the filter and bias gradients on TF32 tensor cores (sm_90 clusters)
 )
 
 // Families lists every kernel family in a stable order: the forward
 // families, then the gradients' (each serves one op).
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, Dgrad{}, Wgrad{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, Dgrad{}, WgradMMA{}, Wgrad{}}
 }
 
 // FamilyByName finds a family by its name.

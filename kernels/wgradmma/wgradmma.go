@@ -1,0 +1,219 @@
+// Package wgradmma is a filter-gradient (wgrad) kernel family on TF32
+// tensor cores for Hopper: the gradient as a GEMM of the K output channels
+// by the C·R·S taps over the N·P·Q pixels, with the pixels split over the
+// blocks of a thread-block cluster that add their partial tiles up through
+// distributed shared memory, rendered through package kernels/family from
+// wgradmma.cu.tmpl.
+package wgradmma
+
+import (
+	"embed"
+	"fmt"
+
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/problem"
+)
+
+// templateFS holds the family's template.
+//
+//go:embed wgradmma.cu.tmpl
+var templateFS embed.FS
+
+// Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
+// op=wgrad in tf32 (operands rounded to TF32) and 3xtf32 (each operand
+// split into TF32 high and low parts, three products: FP32-accurate), both
+// layouts, groups=1, tensors below 2³¹ elements, on sm_90 (clusters). dW
+// and dBias are FP32, dBias from a column of ones in the same GEMM. Every
+// sum is taken in an order the configuration fixes: deterministic, with no
+// atomics and no workspace.
+//
+// Knobs:
+//   - BM: output channels per block (rows), BN: taps per block (columns);
+//   - WM, WN: warps along the rows and the columns (warp tiles of whole
+//     m16n8 fragments);
+//   - Split: blocks per cluster, each summing 1/Split of the pixels, whose
+//     partial tiles are added up through distributed shared memory (1: one
+//     block sums every pixel);
+//   - Unroll: k steps of 8 pixels whose fragments are loaded before their
+//     mma are issued.
+type Family struct{}
+
+// Name implements family.Family.
+func (Family) Name() string { return "wgradmma" }
+
+// Template implements family.Family.
+func (Family) Template() string { return "wgradmma.cu.tmpl" }
+
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
+	if p.Op != problem.OpWgrad {
+		return fmt.Errorf("wgradmma computes only op=wgrad, not op=%s", p.Op)
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s := p.Shape
+	switch {
+	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
+		return fmt.Errorf("wgradmma serves tf32 and 3xtf32, not %s", p.Precision)
+	case s.Groups != 1:
+		return fmt.Errorf("wgradmma serves groups=1, not groups=%d", s.Groups)
+	case s.Needs64BitIndex() || int64(s.N)*int64(s.P())*int64(s.Q())*int64(s.K) >= 1<<31-1:
+		return fmt.Errorf("wgradmma indexes with 32-bit integers: tensors of 2^31 elements or more are served by wgrad")
+	}
+	return nil
+}
+
+// knobs are a configuration's knobs (see Family).
+type knobs struct {
+	BM, BN, WM, WN, Split, Unroll int
+}
+
+// geometry holds a configuration's derived sizes; the template asserts
+// each one it uses.
+type geometry struct {
+	Threads, CRS, NG, L, Chunk, SharedBytes int
+	TilesM, TilesN                          int
+	Acc                                     int // FP32 accumulators per thread
+}
+
+func geom(p problem.Problem, k knobs) geometry {
+	s := p.Shape
+	var g geometry
+	g.Threads = 32 * k.WM * k.WN
+	g.CRS = s.C * s.R * s.S
+	g.NG = g.CRS
+	if s.Bias {
+		g.NG++
+	}
+	g.L = s.N * s.P() * s.Q()
+	if k.Split > 0 {
+		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, 8), k.Split) * 8
+	}
+	g.SharedBytes = 4 * k.BM * (k.BN + 1)
+	if k.BN > 0 && k.BM > 0 {
+		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
+	}
+	if k.WM > 0 && k.WN > 0 {
+		g.Acc = k.BM / k.WM * k.BN / k.WN / 32
+	}
+	return g
+}
+
+// The knob values the space takes.
+var (
+	spaceBM     = []int{32, 64, 96, 128}
+	spaceBN     = []int{16, 32, 64}
+	spaceWarps  = [][2]int{{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}, {4, 2}}
+	spaceSplit  = []int{1, 2, 4, 8}
+	spaceUnroll = []int{1, 2}
+)
+
+// Space implements family.Family. Without an sm_90 device (or limits for
+// one) every configuration is listed as rejected.
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
+	for _, bm := range spaceBM {
+		for _, bn := range spaceBN {
+			for _, w := range spaceWarps {
+				for _, sp := range spaceSplit {
+					for _, u := range spaceUnroll {
+						k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Split: sp, Unroll: u}
+						out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// check says what is wrong with a configuration's knobs, or "".
+func check(k knobs) string {
+	switch {
+	case k.WM < 1 || k.WN < 1 || k.BM < 16 || k.BN < 8:
+		return "BM ≥ 16, BN ≥ 8, WM and WN ≥ 1"
+	case k.BM%(16*k.WM) != 0 || k.BN%(8*k.WN) != 0:
+		return "warp tiles of whole m16n8 fragments: BM a multiple of 16·WM, BN of 8·WN"
+	case 32*k.WM*k.WN > 512:
+		return "at most 16 warps"
+	case k.Split < 1 || k.Split > 8:
+		return "Split 1 to 8 (a portable cluster)"
+	case k.Unroll < 1 || k.Unroll > 4:
+		return "Unroll 1 to 4"
+	}
+	return ""
+}
+
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection.
+func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
+	if msg := check(k); msg != "" {
+		return family.Hard("shape", "%s", msg)
+	}
+	g := geom(p, k)
+	accRegs := g.Acc
+	if p.Precision == problem.TF32x3 {
+		accRegs += g.Acc / 2 // the low parts of the fragments
+	}
+	switch {
+	case lim.Arch != 0 && lim.Arch < 90:
+		return family.Hard("arch", "wgradmma needs thread-block clusters (sm_90), not sm_%d", lim.Arch)
+	case g.Acc*k.Unroll > 96 || accRegs > 96:
+		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
+	case g.Threads > lim.MaxThreadsPerBlock:
+		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+	case g.SharedBytes > 48*1024:
+		return family.Hard("shared memory", "%d B per block > 48 KiB", g.SharedBytes)
+	case g.TilesM > 65535:
+		return family.Hard("grid", "%d channel tiles > 65535 (gridDim.y)", g.TilesM)
+	case k.Split > 1 && g.Chunk*(k.Split-1) >= g.L:
+		return family.Soft("waste", "Split=%d leaves a block of the cluster without pixels (L=%d)", k.Split, g.L)
+	case k.BM > 32 && 2*p.Shape.K <= k.BM:
+		return family.Soft("waste", "BM=%d is more than twice K=%d", k.BM, p.Shape.K)
+	case k.BN > 16 && 2*g.NG <= k.BN:
+		return family.Soft("waste", "BN=%d is more than twice the %d columns", k.BN, g.NG)
+	case lim.SMs > 0 && g.TilesM*g.TilesN*k.Split < lim.SMs/2:
+		return family.Soft("occupancy", "%d blocks for %d SMs", g.TilesM*g.TilesN*k.Split, lim.SMs)
+	case lim.SMs > 0 && k.Split > 1 && g.TilesM*g.TilesN*(k.Split/2) >= 2*lim.SMs:
+		return family.Soft("split", "%d tiles fill the SMs without Split=%d", g.TilesM*g.TilesN, k.Split)
+	}
+	return family.Rejection{}
+}
+
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return family.Kernel{}, err
+	}
+	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	if msg := check(k); msg != "" {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+	}
+	cfg = family.KnobsConfig(k)
+	g := geom(p, k)
+	if g.TilesM > 65535 {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
+	}
+	doc := "FP32 data rounded to TF32 operands, FP32 accumulation, dW and dBias FP32"
+	if p.Precision == problem.TF32x3 {
+		doc = "FP32 data split into TF32 high and low parts (3 products: FP32-accurate), FP32 accumulation, dW and dBias FP32"
+	}
+	name := fmt.Sprintf("convgen_wgradmma_%s_%s", p.Precision, family.KernelSuffix(cfg))
+	data := struct {
+		family.ShapeData
+		geometry
+		knobs
+		Name, Config, PrecisionDoc string
+		Split3                     bool
+	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, p.Precision == problem.TF32x3}
+	src, err := family.Render(templateFS, f.Template(), data)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, k.Split}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}

@@ -1,0 +1,85 @@
+package kernels
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGradMMAServes: wgradmma serves op=wgrad in tf32 and 3xtf32 with
+// groups=1, keeps candidates for sm_90 and none for sm_80 (clusters), and
+// declines the other ops, precisions and grouped shapes with a reason.
+func TestWGradMMAServes(t *testing.T) {
+	f := WgradMMA{}
+	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+		for _, lay := range problem.Layouts {
+			p := gradProblem(t, flagshipSpec, prec, lay, problem.OpWgrad)
+			if err := f.Serves(p); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if len(kept(f.Space(p, DefaultLimits(90)))) == 0 {
+				t.Errorf("%s: no candidate kept for sm_90", p)
+			}
+			if k := kept(f.Space(p, DefaultLimits(80))); len(k) != 0 {
+				t.Errorf("%s: %d candidates kept for sm_80, which has no clusters", p, len(k))
+			}
+		}
+	}
+	for _, p := range []problem.Problem{
+		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpDgrad),
+		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpFprop),
+		gradProblem(t, flagshipSpec, problem.FP16, problem.NHWC, problem.OpWgrad),
+		gradProblem(t, "N=2,C=8,H=9,W=9,K=8,R=3,S=3,groups=2", problem.TF32, problem.NCHW, problem.OpWgrad),
+	} {
+		if f.Serves(p) == nil {
+			t.Errorf("wgradmma serves %s", p)
+		}
+	}
+}
+
+// TestWGradMMACompile renders wgradmma configurations for the flagship and
+// odd shapes (bias and none, stride, dilation, asymmetric pads) in tf32 and
+// 3xtf32, both layouts, and compiles them for sm_90: the PTX must hold the
+// TF32 mma and, for a cluster (Split > 1), the cluster barrier and the
+// distributed shared-memory loads. Their results are checked on the GPU
+// (autotune's TestGradShapes and TestWGradMMAShapes).
+func TestWGradMMACompile(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	if !lib.SupportsArch("sm_90") {
+		t.Skip("this NVRTC cannot target sm_90")
+	}
+	specs := []string{flagshipSpec, "N=3,C=5,H=19,W=23,K=24,R=3,S=5,stride_h=2,pad_h=1,pad_w=2,dilation_w=2,bias=false"}
+	cfgs := []Config{
+		{"BM": 96, "BN": 32, "WM": 2, "WN": 2, "Split": 8, "Unroll": 2},
+		{"BM": 32, "BN": 16, "WM": 1, "WN": 1, "Split": 1, "Unroll": 1},
+		{"BM": 64, "BN": 64, "WM": 4, "WN": 2, "Split": 4, "Unroll": 1},
+	}
+	for i, spec := range specs {
+		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+			for _, lay := range problem.Layouts {
+				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
+				cfg := cfgs[(i+len(prec)+len(lay))%len(cfgs)]
+				k, err := WgradMMA{}.Render(p, cfg)
+				if err != nil {
+					t.Fatalf("%s %v: %v", p, cfg, err)
+				}
+				res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90"})
+				if err != nil {
+					t.Fatalf("%s %v: %v", p, cfg, err)
+				}
+				want := []string{".entry " + k.Name, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
+				if cfg["Split"] > 1 {
+					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster", ".reqnctapercluster")
+				}
+				for _, w := range want {
+					if !strings.Contains(res.PTX, w) {
+						t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+					}
+				}
+			}
+		}
+	}
+}
