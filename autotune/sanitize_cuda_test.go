@@ -202,5 +202,11 @@ func problemOf(k tunecache.Key) (problem.Problem, error) {
 	if err != nil {
 		return problem.Problem{}, err
 	}
-	return problem.Problem{Shape: s, Precision: prec, Layout: lay}, nil
+	p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
+	if k.Op != "" { // a gradient's record
+		if p.Op, err = problem.ParseOp(k.Op); err != nil {
+			return problem.Problem{}, err
+		}
+	}
+	return p, nil
 }
