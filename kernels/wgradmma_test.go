@@ -9,12 +9,12 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestWGradMMAServes: wgradmma serves op=wgrad in tf32 and 3xtf32 with
+// TestWGradMMAServes: wgradmma serves op=wgrad in tf32, 3xtf32, fp16 and bf16 with
 // groups=1, keeps candidates for sm_90 and none for sm_80 (clusters), and
 // declines the other ops, precisions and grouped shapes with a reason.
 func TestWGradMMAServes(t *testing.T) {
 	f := WgradMMA{}
-	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 		for _, lay := range problem.Layouts {
 			p := gradProblem(t, flagshipSpec, prec, lay, problem.OpWgrad)
 			if err := f.Serves(p); err != nil {
@@ -31,7 +31,7 @@ func TestWGradMMAServes(t *testing.T) {
 	for _, p := range []problem.Problem{
 		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpDgrad),
 		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpFprop),
-		gradProblem(t, flagshipSpec, problem.FP16, problem.NHWC, problem.OpWgrad),
+		gradProblem(t, flagshipSpec, problem.FP32, problem.NHWC, problem.OpWgrad),
 		gradProblem(t, "N=2,C=8,H=9,W=9,K=8,R=3,S=3,groups=2", problem.TF32, problem.NCHW, problem.OpWgrad),
 	} {
 		if f.Serves(p) == nil {
@@ -42,8 +42,8 @@ func TestWGradMMAServes(t *testing.T) {
 
 // TestWGradMMACompile renders wgradmma configurations for the flagship and
 // odd shapes (bias and none, stride, dilation, asymmetric pads) in tf32 and
-// 3xtf32, both layouts, and compiles them for sm_90: the PTX must hold the
-// TF32 mma and, for a cluster (Split > 1), the cluster barrier and the
+// 3xtf32, fp16 and bf16, both layouts, and compiles them for sm_90: the PTX
+// must hold the precision's mma and, for a cluster (Split > 1), the cluster barrier and the
 // distributed shared-memory loads. Their results are checked on the GPU
 // (autotune's TestGradShapes and TestWGradMMAShapes).
 func TestWGradMMACompile(t *testing.T) {
@@ -58,7 +58,7 @@ func TestWGradMMACompile(t *testing.T) {
 		{"BM": 64, "BN": 64, "WM": 4, "WN": 2, "Split": 4, "Unroll": 1},
 	}
 	for i, spec := range specs {
-		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3} {
+		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
 				cfg := cfgs[(i+len(prec)+len(lay))%len(cfgs)]
@@ -70,7 +70,9 @@ func TestWGradMMACompile(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %v: %v", p, cfg, err)
 				}
-				want := []string{".entry " + k.Name, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
+				mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
+					problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
+				want := []string{".entry " + k.Name, "mma.sync.aligned." + mma}
 				if cfg["Split"] > 1 {
 					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster", ".reqnctapercluster")
 				}

@@ -20,10 +20,12 @@ import (
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
-// op=wgrad in tf32 (operands rounded to TF32) and 3xtf32 (each operand
-// split into TF32 high and low parts, three products: FP32-accurate), both
-// layouts, groups=1, tensors below 2³¹ elements, on sm_90 (clusters). dW
-// and dBias are FP32, dBias from a column of ones in the same GEMM. Every
+// op=wgrad in tf32 (operands rounded to TF32, m16n8k8), 3xtf32 (each
+// operand split into TF32 high and low parts, three products:
+// FP32-accurate), fp16 and bf16 (m16n8k16, FP32 accumulation, dW rounded to
+// the element type once), both layouts, groups=1, tensors below 2³¹
+// elements, on sm_90 (clusters). dBias is FP32, from a column of ones in
+// the same GEMM. Every
 // sum is taken in an order the configuration fixes: deterministic, with no
 // atomics and no workspace.
 //
@@ -54,8 +56,8 @@ func (Family) Serves(p problem.Problem) error {
 	}
 	s := p.Shape
 	switch {
-	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
-		return fmt.Errorf("wgradmma serves tf32 and 3xtf32, not %s", p.Precision)
+	case p.Precision == problem.FP32:
+		return fmt.Errorf("wgradmma serves tf32, 3xtf32, fp16 and bf16, not strict fp32 (FFMA: wgrad)")
 	case s.Groups != 1:
 		return fmt.Errorf("wgradmma serves groups=1, not groups=%d", s.Groups)
 	case s.Needs64BitIndex() || int64(s.N)*int64(s.P())*int64(s.Q())*int64(s.K) >= 1<<31-1:
@@ -75,6 +77,7 @@ type geometry struct {
 	Threads, CRS, NG, L, Chunk, SharedBytes int
 	TilesM, TilesN                          int
 	Acc                                     int // FP32 accumulators per thread
+	KStep                                   int // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -87,8 +90,12 @@ func geom(p problem.Problem, k knobs) geometry {
 		g.NG++
 	}
 	g.L = s.N * s.P() * s.Q()
+	g.KStep = 8
+	if family.HalfIO(p) {
+		g.KStep = 16
+	}
 	if k.Split > 0 {
-		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, 8), k.Split) * 8
+		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), k.Split) * g.KStep
 	}
 	g.SharedBytes = 4 * k.BM * (k.BN + 1)
 	if k.BN > 0 && k.BM > 0 {
@@ -198,18 +205,23 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
 	}
-	doc := "FP32 data rounded to TF32 operands, FP32 accumulation, dW and dBias FP32"
-	if p.Precision == problem.TF32x3 {
+	doc, typeName, shape := "FP32 data rounded to TF32 operands, FP32 accumulation, dW and dBias FP32", "tf32", "m16n8k8"
+	switch p.Precision {
+	case problem.TF32x3:
 		doc = "FP32 data split into TF32 high and low parts (3 products: FP32-accurate), FP32 accumulation, dW and dBias FP32"
+	case problem.FP16:
+		doc, typeName, shape = "FP16 operands, FP32 accumulation, dW rounded to FP16 once, dBias FP32", "f16", "m16n8k16"
+	case problem.BF16:
+		doc, typeName, shape = "BF16 operands, FP32 accumulation, dW rounded to BF16 once, dBias FP32", "bf16", "m16n8k16"
 	}
-	name := fmt.Sprintf("convgen_wgradmma_%s_%s", p.Precision, family.KernelSuffix(cfg))
+	name := fmt.Sprintf("convgen_wgradmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
 	data := struct {
 		family.ShapeData
 		geometry
 		knobs
-		Name, Config, PrecisionDoc string
-		Split3                     bool
-	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, p.Precision == problem.TF32x3}
+		Name, Config, PrecisionDoc, TypeName, MMAShape string
+		Split3                                         bool
+	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, typeName, shape, p.Precision == problem.TF32x3}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
