@@ -15,7 +15,7 @@ func gradFamily(f Family) bool { return familyOp(f.Name()) != problem.OpFprop }
 // familyOp is the op a family computes: wgradmma is a wgrad family too.
 func familyOp(name string) problem.Op {
 	switch name {
-	case "dgrad":
+	case "dgrad", "dgradmma":
 		return problem.OpDgrad
 	case "wgrad", "wgradmma":
 		return problem.OpWgrad

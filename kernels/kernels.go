@@ -11,6 +11,7 @@ import (
 
 	"github.com/convgen/convgen/kernels/depthwise"
 	"github.com/convgen/convgen/kernels/dgrad"
+	"github.com/convgen/convgen/kernels/dgradmma"
 	"github.com/convgen/convgen/kernels/direct"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/generic"
@@ -77,13 +78,14 @@ type (
 	Depthwise  = depthwise.Family
 	Dgrad      = dgrad.Family    // the data gradient (problem.OpDgrad)
 	Wgrad      = wgrad.Family    // the filter and bias gradients (problem.OpWgrad)
-	WgradMMA   = wgradmma.Family // the filter and bias gradients on TF32 tensor cores (sm_90 clusters)
+	WgradMMA   = wgradmma.Family // the filter and bias gradients on tensor cores (sm_90 clusters)
+	DgradMMA   = dgradmma.Family // the data gradient on tensor cores, by stride phase
 )
 
 // Families lists every kernel family in a stable order: the forward
 // families, then the gradients' (each serves one op).
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, Dgrad{}, WgradMMA{}, Wgrad{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, DgradMMA{}, Dgrad{}, WgradMMA{}, Wgrad{}}
 }
 
 // FamilyByName finds a family by its name.

@@ -1,0 +1,255 @@
+// Package dgradmma is a data-gradient (dgrad) kernel family on tensor
+// cores: the dX pixels split into stride phases, each a GEMM of its pixels
+// by the C input channels over its valid taps times K, rendered through
+// package kernels/family from dgradmma.cu.tmpl.
+package dgradmma
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/problem"
+)
+
+// templateFS holds the family's template.
+//
+//go:embed dgradmma.cu.tmpl
+var templateFS embed.FS
+
+// Family is the tensor-core dgrad family (dgradmma.cu.tmpl). It serves
+// op=dgrad in tf32 (operands rounded to TF32, m16n8k8), 3xtf32 (high and
+// low TF32 parts, three products: FP32-accurate), fp16 and bf16 (m16n8k16,
+// FP32 accumulation, dX rounded once), both layouts, groups=1, tensors
+// below 2³¹ elements, on sm_80 and newer. Each dX element is written once
+// by one thread.
+//
+// Knobs:
+//   - BM: dX pixels of one stride phase per block (rows), BN: input
+//     channels per block (columns);
+//   - WM, WN: warps along the rows and the columns (warp tiles of whole
+//     m16n8 fragments);
+//   - Unroll: k steps whose fragments are loaded before their mma are
+//     issued.
+type Family struct{}
+
+// Name implements family.Family.
+func (Family) Name() string { return "dgradmma" }
+
+// Template implements family.Family.
+func (Family) Template() string { return "dgradmma.cu.tmpl" }
+
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
+	if p.Op != problem.OpDgrad {
+		return fmt.Errorf("dgradmma computes only op=dgrad, not op=%s", p.Op)
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s := p.Shape
+	switch {
+	case p.Precision == problem.FP32:
+		return fmt.Errorf("dgradmma serves tf32, 3xtf32, fp16 and bf16, not strict fp32 (FFMA: dgrad)")
+	case s.Groups != 1:
+		return fmt.Errorf("dgradmma serves groups=1, not groups=%d", s.Groups)
+	case s.Needs64BitIndex():
+		return fmt.Errorf("dgradmma indexes with 32-bit integers: tensors of 2^31 elements or more are served by dgrad")
+	}
+	return nil
+}
+
+// knobs are a configuration's knobs (see Family).
+type knobs struct {
+	BM, BN, WM, WN, Unroll int
+}
+
+// taps are one axis's phases: for phase ph (pixel index ≡ ph mod the
+// stride), the filter taps that land on an output pixel and the output
+// offset each adds to the pixel's phase index.
+type taps struct {
+	tap, off [][]int
+	most     int
+}
+
+// phaseTaps lists, for each of stride phases, the taps t < n with
+// (ph + pad - t*dil) divisible by stride and their offsets
+// (ph + pad - t*dil) / stride (exact).
+func phaseTaps(n, stride, pad, dil int) taps {
+	var ts taps
+	ts.most = 1
+	for ph := range stride {
+		var tap, off []int
+		for t := range n {
+			if d := ph + pad - t*dil; d%stride == 0 {
+				tap, off = append(tap, t), append(off, d/stride)
+			}
+		}
+		ts.tap, ts.off = append(ts.tap, tap), append(ts.off, off)
+		ts.most = max(ts.most, len(tap))
+	}
+	return ts
+}
+
+// count is the C initialiser of the taps per phase.
+func (ts taps) count() string {
+	var b []string
+	for _, t := range ts.tap {
+		b = append(b, fmt.Sprint(len(t)))
+	}
+	return strings.Join(b, ", ")
+}
+
+// table is the C initialiser of a [phases][most] table of v, zero-padded.
+func (ts taps) table(v [][]int) string {
+	var rows []string
+	for _, row := range v {
+		cells := make([]string, ts.most)
+		for i := range cells {
+			cells[i] = "0"
+			if i < len(row) {
+				cells[i] = fmt.Sprint(row[i])
+			}
+		}
+		rows = append(rows, "{"+strings.Join(cells, ", ")+"}")
+	}
+	return strings.Join(rows, ", ")
+}
+
+// geometry holds a configuration's derived sizes; the template asserts
+// each one it uses.
+type geometry struct {
+	Threads, HP, WP, MP, TilesM, TilesN, Acc int
+}
+
+func geom(p problem.Problem, k knobs) geometry {
+	s := p.Shape
+	var g geometry
+	g.Threads = 32 * k.WM * k.WN
+	g.HP, g.WP = family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
+	g.MP = s.N * g.HP * g.WP
+	if k.BM > 0 && k.BN > 0 {
+		g.TilesM, g.TilesN = family.CeilDiv(g.MP, k.BM), family.CeilDiv(s.C, k.BN)
+	}
+	if k.WM > 0 && k.WN > 0 {
+		g.Acc = k.BM / k.WM * k.BN / k.WN / 32
+	}
+	return g
+}
+
+// The knob values the space takes.
+var (
+	spaceBM     = []int{32, 64, 128}
+	spaceBN     = []int{8, 16, 32, 64}
+	spaceWarps  = [][2]int{{1, 1}, {2, 1}, {4, 1}, {2, 2}, {4, 2}}
+	spaceUnroll = []int{1, 2}
+)
+
+// Space implements family.Family.
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
+	for _, bm := range spaceBM {
+		for _, bn := range spaceBN {
+			for _, w := range spaceWarps {
+				for _, u := range spaceUnroll {
+					k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Unroll: u}
+					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// check says what is wrong with a configuration's knobs, or "".
+func check(k knobs) string {
+	switch {
+	case k.WM < 1 || k.WN < 1 || k.BM < 16 || k.BN < 8:
+		return "BM ≥ 16, BN ≥ 8, WM and WN ≥ 1"
+	case k.BM%(16*k.WM) != 0 || k.BN%(8*k.WN) != 0:
+		return "warp tiles of whole m16n8 fragments: BM a multiple of 16·WM, BN of 8·WN"
+	case 32*k.WM*k.WN > 512:
+		return "at most 16 warps"
+	case k.Unroll < 1 || k.Unroll > 4:
+		return "Unroll 1 to 4"
+	}
+	return ""
+}
+
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection.
+func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
+	if msg := check(k); msg != "" {
+		return family.Hard("shape", "%s", msg)
+	}
+	g := geom(p, k)
+	s := p.Shape
+	switch {
+	case lim.Arch != 0 && lim.Arch < 80:
+		return family.Hard("arch", "dgradmma needs mma.sync (sm_80), not sm_%d", lim.Arch)
+	case g.Acc*k.Unroll > 96:
+		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
+	case g.Threads > lim.MaxThreadsPerBlock:
+		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
+	case g.TilesM > 65535:
+		return family.Hard("grid", "%d pixel tiles > 65535 (gridDim.y)", g.TilesM)
+	case s.StrideH*s.StrideW > 65535:
+		return family.Hard("grid", "%d stride phases > 65535 (gridDim.z)", s.StrideH*s.StrideW)
+	case k.BN > 8 && 2*s.C <= k.BN:
+		return family.Soft("waste", "BN=%d is more than twice C=%d", k.BN, s.C)
+	case k.BM > 32 && 2*g.MP <= k.BM:
+		return family.Soft("waste", "BM=%d is more than twice the %d pixels of a phase", k.BM, g.MP)
+	case lim.SMs > 0 && g.TilesM*g.TilesN*s.StrideH*s.StrideW < lim.SMs/2:
+		return family.Soft("occupancy", "%d blocks for %d SMs", g.TilesM*g.TilesN*s.StrideH*s.StrideW, lim.SMs)
+	}
+	return family.Rejection{}
+}
+
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
+	if err := f.Serves(p); err != nil {
+		return family.Kernel{}, err
+	}
+	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	if msg := check(k); msg != "" {
+		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: %s", cfg, msg)
+	}
+	cfg = family.KnobsConfig(k)
+	g := geom(p, k)
+	s := p.Shape
+	if g.TilesM > 65535 || s.StrideH*s.StrideW > 65535 {
+		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: a grid of %d pixel tiles by %d phases is past CUDA's limits", cfg, g.TilesM, s.StrideH*s.StrideW)
+	}
+	doc, typeName, shape := "FP32 data rounded to TF32 operands, FP32 accumulation and dX", "tf32", "m16n8k8"
+	switch p.Precision {
+	case problem.TF32x3:
+		doc = "FP32 data split into TF32 high and low parts (3 products: FP32-accurate), FP32 accumulation and dX"
+	case problem.FP16:
+		doc, typeName, shape = "FP16 operands, FP32 accumulation, dX rounded to FP16 once", "f16", "m16n8k16"
+	case problem.BF16:
+		doc, typeName, shape = "BF16 operands, FP32 accumulation, dX rounded to BF16 once", "bf16", "m16n8k16"
+	}
+	rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
+	cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
+	name := fmt.Sprintf("convgen_dgradmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
+	data := struct {
+		family.ShapeData
+		geometry
+		knobs
+		Name, Config, PrecisionDoc, TypeName, MMAShape string
+		Split3                                         bool
+		MaxTR, MaxTS                                   int
+		NTR, TRR, TRDP, NTS, TSS, TSDQ                 string
+	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, typeName, shape, p.Precision == problem.TF32x3,
+		rows.most, cols.most, rows.count(), rows.table(rows.tap), rows.table(rows.off), cols.count(), cols.table(cols.tap), cols.table(cols.off)}
+	src, err := family.Render(templateFS, f.Template(), data)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, s.StrideH * s.StrideW}, Block: [3]int{g.Threads, 1, 1}}}, nil
+}
