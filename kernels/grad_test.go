@@ -90,9 +90,9 @@ func TestGradEpilogueRefused(t *testing.T) {
 }
 
 // TestGradRenderedGeometry: every kept candidate of the gradient families
-// renders with a launch that covers its outputs within CUDA's limits, a
-// leading comment saying what a block, warp and thread compute, the knobs
-// in its name's hash, and the static rules' device limits respected.
+// renders with a launch within CUDA's and the device's limits (a 1-D grid
+// for dgrad and wgrad), a leading comment saying what a block, warp and
+// thread compute, and, for these small shapes, the 32-bit path.
 func TestGradRenderedGeometry(t *testing.T) {
 	lim := DefaultLimits(90)
 	for _, spec := range append([]string{flagshipSpec}, gradShapes...) {
@@ -109,8 +109,12 @@ func TestGradRenderedGeometry(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s %s: %v", p, c.ID(), err)
 						}
-						if k.Block[0] > lim.MaxThreadsPerBlock || k.SharedBytes > lim.MaxSharedPerBlock || k.Grid[0] < 1 || k.Grid[1] != 1 {
+						threads := k.Block[0] * k.Block[1] * k.Block[2]
+						if threads > lim.MaxThreadsPerBlock || k.SharedBytes > lim.MaxSharedPerBlock || k.Grid[0] < 1 || k.Grid[1] < 1 || k.Grid[1] > 65535 || k.Grid[2] < 1 || k.Grid[2] > 65535 {
 							t.Errorf("%s %s: launch %+v outside the limits", p, c.ID(), k.Launch)
+						}
+						if (c.Family == "dgrad" || c.Family == "wgrad") && (k.Grid[1] != 1 || k.Grid[2] != 1) {
+							t.Errorf("%s %s: grid %v: the direct families launch a 1-D grid", p, c.ID(), k.Grid)
 						}
 						lead := leadingComment(k.Source)
 						for _, re := range levelWords {
