@@ -30,7 +30,7 @@ var gradShapes = []string{
 // layouts, the precision rotating so that each op meets every precision in
 // each layout (every precision of every shape under CONVGEN_FULL_SWEEP=1),
 // pinned to a covering set of each family's kept configurations
-// (pinsCovering): every measured candidate passes the float64 checks (for
+// (pinsCovering, per serving family): every measured candidate passes the float64 checks (for
 // wgrad with a bias, dW and dBias both), and each run has a winner and a
 // fallback. About 24 tuning runs.
 func TestGradShapes(t *testing.T) {
@@ -52,15 +52,25 @@ func TestGradShapes(t *testing.T) {
 				t.Errorf("%s: %v", p, err)
 				return
 			}
-			var kept []kernels.Candidate
+			// A covering set of each serving family's kept configurations
+			// (wgrad and wgradmma, ...), measured in one run.
+			byFamily := map[string][]kernels.Candidate{}
+			var families []string
 			for _, c := range cands {
 				if c.Rejected == "" {
-					kept = append(kept, c)
+					if byFamily[c.Family] == nil {
+						families = append(families, c.Family)
+					}
+					byFamily[c.Family] = append(byFamily[c.Family], c)
 				}
+			}
+			var pins []string
+			for _, f := range families {
+				pins = append(pins, pinsCovering(byFamily[f])...)
 			}
 			t.Run(p.String(), func(t *testing.T) {
 				res, err := Tune(context.Background(), lib, Options{Problem: p,
-					Worker: worker, Only: pinsCovering(kept), Trials: 0, Runs: 10, Seed: 3, Timeout: 60 * time.Second})
+					Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 3, Timeout: 60 * time.Second})
 				if err != nil {
 					t.Fatalf("tune: %v", err)
 				}
@@ -107,7 +117,7 @@ func TestGradPlanted(t *testing.T) {
 			}
 			var pin kernels.Candidate
 			for _, c := range cands {
-				if c.Rejected == "" {
+				if c.Rejected == "" && c.Family == tc.op.String() { // the planted edits are of dgrad's and wgrad's source
 					pin = c
 					break
 				}
