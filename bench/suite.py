@@ -45,6 +45,13 @@ MIN_RUNS = 30
 FLUSH_BYTES = 256 << 20
 ELF_MAGIC = b"\x7fELF"
 INDEX_LIMIT = 2**31 - 1  # convgen's kernels index with 32-bit integers
+# The ops (problem.Op, convgen -op) and the kernel's four pointer parameters
+# of each, always (out, in, filter, bias), as problem/op.go's table: None is
+# a null pointer (dgrad's unused bias; wgrad's dBias for a shape without
+# bias).
+OPS = ("fprop", "dgrad", "wgrad")
+KERNEL_PARAMS = {"fprop": ("y", "x", "w", "bias"), "dgrad": ("dx", "dy", "w", None), "wgrad": ("dw", "x", "dy", "dbias")}
+OP_TITLES = {"fprop": "the forward convolution", "dgrad": "the input gradient dX", "wgrad": "the filter gradient dW and dBias"}
 SHAPE_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "stride_h", "stride_w", "pad", "pad_h", "pad_w",
               "dilation", "dilation_h", "dilation_w", "groups", "bias")
 
@@ -160,10 +167,18 @@ def parse_modes(text):
     return modes
 
 
-def work(s, prec):
-    """FLOPs and bytes (every tensor read or written once) of shape s."""
+def work(s, prec, op="fprop"):
+    """FLOPs and bytes (every tensor read or written once) of shape s. The
+    gradients count the forward's FLOPs; their bytes are the op's own
+    tensors: dgrad reads dY and W and writes dX; wgrad reads X and dY and
+    writes dW and, with a bias, dBias (K floats, FP32 in every precision)."""
     cg = s["c"] // s["groups"]
     flops = 2 * s["n"] * s["k"] * s["p"] * s["q"] * cg * s["r"] * s["s"]
+    if op != "fprop":
+        x, w, y = tensor_elems(s)
+        if op == "dgrad":
+            return flops, (y + w + x) * ELEMENT_BYTES[prec]
+        return flops, (x + y + w) * ELEMENT_BYTES[prec] + (4 * s["k"] if s["bias"] else 0)
     elems = s["n"] * s["c"] * s["h"] * s["w"] + s["k"] * cg * s["r"] * s["s"] + (s["k"] if s["bias"] else 0) \
         + s["n"] * s["k"] * s["p"] * s["q"]
     return flops, elems * ELEMENT_BYTES[prec]
@@ -175,16 +190,44 @@ def tensor_elems(s):
             s["n"] * s["k"] * s["p"] * s["q"])
 
 
-def floor_ms(s, prec, facts):
+def grad_arrays(s, op, layout):
+    """The dims of the arrays a gradient kernel's pointers address, by role
+    (KERNEL_PARAMS' names), as stored: activations NCHW or NHWC, filters KCRS
+    or KRSC (NHWC's), dBias K (FP32) only with a bias; and the permutations
+    that store a logical NCHW / KCRS tensor that way and view a stored array
+    in the logical order again (None, None for NCHW: stored as it is)."""
+    N, C, K, G, H, W, P, Q, R, S = (s[k] for k in ("n", "c", "k", "groups", "h", "w", "p", "q", "r", "s"))
+    nhwc = layout == "nhwc"
+    act = lambda ch, a, b: (N, a, b, ch) if nhwc else (N, ch, a, b)
+    filt = (K, R, S, C // G) if nhwc else (K, C // G, R, S)
+    arrays = dict(x=act(C, H, W), dx=act(C, H, W), dy=act(K, P, Q), w=filt, dw=filt)
+    if op == "wgrad" and s["bias"]:
+        arrays["dbias"] = (K,)
+    names = [n for n in KERNEL_PARAMS[op] if n]
+    return {n: arrays[n] for n in names if n in arrays}, (((0, 2, 3, 1), (0, 3, 1, 2)) if nhwc else (None, None))
+
+
+def kernel_args(op, tensors):
+    """The kernel's four arguments for op from tensors by role (a missing
+    role, or KERNEL_PARAMS' None, is a null pointer)."""
+    return tuple(tensors.get(n) if n else None for n in KERNEL_PARAMS[op])
+
+
+def worse_error(*errors):
+    """The larger of the errors (dW's and dBias's), None (infinite) when one is."""
+    return None if any(e is None for e in errors) else max(errors)
+
+
+def floor_ms(s, prec, facts, op="fprop"):
     """The roofline's time: max(FLOPs / dense peak of the mode, bytes / copy bandwidth)."""
-    flops, nbytes = work(s, prec)
+    flops, nbytes = work(s, prec, op)
     peak = facts["sms"] * 256 * facts["clock_mhz"] * 1e6 * PEAK_FACTOR[prec]
     return max(flops / peak, nbytes / facts["bandwidth"]) * 1e3
 
 
-def convgen_command(convgen, shape, prec, layout, pkgdir, cache, tune_time):
-    cmd = [convgen, "-shape", shape, "-precision", prec, "-layout", layout, "-o", pkgdir, "-pkg", "suitepkg",
-           "-cache", cache, "-q"]
+def convgen_command(convgen, shape, prec, layout, pkgdir, cache, tune_time, op="fprop"):
+    cmd = [convgen, "-shape", shape, "-precision", prec, "-layout", layout] + (["-op", op] if op != "fprop" else []) \
+        + ["-o", pkgdir, "-pkg", "suitepkg", "-cache", cache, "-q"]
     if tune_time:
         cmd += ["-time", tune_time]
     return cmd
@@ -212,12 +255,14 @@ def record_id(rec):
     return (rec.get("kernel_sha256"), (rec.get("summary") or {}).get("tuned_at"), (rec.get("winner") or {}).get("median_ms"))
 
 
-def find_record(records, shape, prec, layout, device, kernel_sha256=None):
-    """The record of this problem tuned on device (and with this winner
-    kernel hash when given), or None."""
+def find_record(records, shape, prec, layout, device, kernel_sha256=None, op="fprop"):
+    """The record of this problem and op tuned on device (and with this
+    winner kernel hash when given), or None. A forward record has no "op"
+    in its key (tunecache.Key.Op); records of other ops never match."""
     for r in records:
         k = r.get("key", {})
         if (k.get("shape"), k.get("precision"), k.get("layout"), k.get("device")) == (shape, prec, layout, device) \
+                and (k.get("op") or "fprop") == op \
                 and (kernel_sha256 is None or r.get("kernel_sha256") == kernel_sha256):
             return r
     return None
@@ -255,29 +300,37 @@ class GPU:
         q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]
         return statistics.median(times), q(0.1), q(0.9)
 
-    def measure(self, s, prec, layout, rec, scratch, index):
-        """Checks and times the record's kernel and PyTorch's conv2d on shape
-        s; returns the row's measured fields. Raises on a load failure."""
+    def measure(self, s, prec, layout, rec, scratch, index, op="fprop"):
+        """Checks and times the record's kernel and PyTorch's conv2d (or its
+        gradient) on shape s; returns the row's measured fields. Raises on a
+        load failure."""
         try:
-            return self._measure(s, prec, layout, rec, scratch, index)
+            if op == "fprop":
+                return self._measure(s, prec, layout, rec, scratch, index)
+            return self._measure_grad(s, prec, layout, rec, scratch, index, op)
         finally:  # the tensors died with _measure's frame (on success)
             self.torch.cuda.empty_cache()
 
-    def _measure(self, s, prec, layout, rec, scratch, index):
-        torch, F, cp = self.torch, self.F, self.cp
-        row = {}
+    def _load(self, rec, scratch, index):
+        """The record's kernel (its CUBIN loaded with CuPy), dynamic shared
+        bytes, grid and block."""
         cubin = decode_gzip_b64(rec["cubin_gzip"])
         if cubin[:4] != ELF_MAGIC:
             raise RuntimeError("the record's CUBIN is not an ELF image")
         path = os.path.join(scratch, f"kernel-{index}.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        mod = cp.RawModule(path=path)
+        mod = self.cp.RawModule(path=path)
         fn = mod.get_function(rec["kernel"])
         shared = int(rec["shared_bytes"])
         if shared > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = shared
-        grid, block = tuple(rec["grid"]), tuple(rec["block"])
+        return fn, shared, tuple(rec["grid"]), tuple(rec["block"])
+
+    def _measure(self, s, prec, layout, rec, scratch, index):
+        torch, F, cp = self.torch, self.F, self.cp
+        row = {}
+        fn, shared, grid, block = self._load(rec, scratch, index)
 
         dt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec, torch.float32)
         N, C, K, G = s["n"], s["c"], s["k"], s["groups"]
@@ -345,6 +398,134 @@ class GPU:
                    pytorch_ms=p_med, pytorch_p10_ms=p_p10, pytorch_p90_ms=p_p90)
         return row
 
+    def _measure_grad(self, s, prec, layout, rec, scratch, index, op):
+        """dgrad or wgrad: the record's kernel on fresh random inputs (dY and
+        W, or X and dY) against PyTorch's convolution_backward (cuDNN's
+        gradient kernels, as autograd runs them), both checked against
+        float64 gradients of the same (rounded) inputs."""
+        torch, cp = self.torch, self.cp
+        row = {}
+        fn, shared, grid, block = self._load(rec, scratch, index)
+
+        dt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec, torch.float32)
+        N, C, K, G = s["n"], s["c"], s["k"], s["groups"]
+        H, W, P, Q, R, S = s["h"], s["w"], s["p"], s["q"], s["r"], s["s"]
+        bias = op == "wgrad" and s["bias"]
+        gen = torch.Generator(device="cuda").manual_seed(self.seed + index)
+        dy = torch.randn(N, K, P, Q, device="cuda", generator=gen).to(dt)
+        if op == "dgrad":
+            w = (torch.randn(K, C // G, R, S, device="cuda", generator=gen) / math.sqrt(C // G * R * S)).to(dt)
+            x = None  # only its shape matters: PyTorch gets a zero X
+        else:
+            x = torch.randn(N, C, H, W, device="cuda", generator=gen).to(dt)
+            w = None  # only its shape matters: PyTorch gets a zero W
+        arrays, (to_stored, to_logical) = grad_arrays(s, op, layout)
+        stored = lambda t: t.permute(*to_stored).contiguous() if to_stored else t.contiguous()  # dense NHWC / KRSC arrays
+        logical = lambda t: t.permute(*to_logical) if to_logical else t  # NCHW / KCRS views of them
+        out_name = KERNEL_PARAMS[op][0]
+        tensors = {out_name: torch.full(arrays[out_name], float("nan"), device="cuda", dtype=dt), "dy": stored(dy)}
+        if op == "dgrad":
+            tensors["w"] = stored(w)
+        else:
+            tensors["x"] = stored(x)
+            if bias:
+                tensors["dbias"] = torch.full((K,), float("nan"), device="cuda", dtype=torch.float32)
+        for name, dims in arrays.items():
+            if tuple(tensors[name].shape) != tuple(dims):
+                raise RuntimeError(f"{name}: array {tuple(tensors[name].shape)}, want {dims}")
+        stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        args = tuple(cp.uint64(0 if t is None else t.data_ptr()) for t in kernel_args(op, tensors))
+
+        def run_convgen():
+            fn(grid, block, args, shared_mem=shared, stream=stream)
+
+        run_convgen()
+        torch.cuda.synchronize()
+        out = logical(tensors[out_name])
+        dbias = tensors.get("dbias")
+
+        # PyTorch in the matching mode: aten.convolution_backward, what
+        # autograd calls for conv2d (cuDNN's dgrad or wgrad kernels, and for
+        # dBias its reduction of dY), with the op's output mask.
+        tf32 = prec == "tf32"
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+        dyp = dy.contiguous(memory_format=fmt)
+        if op == "dgrad":
+            xp = torch.zeros(N, C, H, W, device="cuda", dtype=dt).contiguous(memory_format=fmt)
+            wp = w.contiguous(memory_format=fmt)
+        else:
+            xp = x.contiguous(memory_format=fmt)
+            wp = torch.zeros(K, C // G, R, S, device="cuda", dtype=dt).contiguous(memory_format=fmt)
+        geo = ([s["stride_h"], s["stride_w"]], [s["pad_h"], s["pad_w"]], [s["dilation_h"], s["dilation_w"]], False, [0, 0], G)
+        mask = [True, False, False] if op == "dgrad" else [False, True, bias]
+        bias_sizes = [K] if bias else None
+        backward = torch.ops.aten.convolution_backward
+        run_torch = lambda: backward(dyp, xp, wp, bias_sizes, *geo, mask)
+        pt = run_torch()
+        torch.cuda.synchronize()
+        pt_out = pt[0] if op == "dgrad" else pt[1]
+        pt_dbias = pt[2] if bias else None
+        del pt
+
+        # Errors against float64 gradients, a batch slice at a time (bounded
+        # memory): dX per slice; dW and dBias summed over the slices.
+        per_sample = C * H * W + K * P * Q
+        step = max(1, (128 << 20) // max(1, per_sample))
+        sums = lambda: dict(cg=0.0, pt=0.0, den=0.0)
+        acc = dict(out=sums(), dbias=sums())
+        nan = int(torch.isnan(out).sum().item()) + (int(torch.isnan(dbias).sum().item()) if bias else 0)
+
+        def add(key, o, p, ref):
+            a = acc[key]
+            a["cg"] += float(((o.double() - ref) ** 2).sum().item())
+            a["pt"] += float(((p.double() - ref) ** 2).sum().item())
+            a["den"] += float((ref ** 2).sum().item())
+
+        torch.backends.cudnn.benchmark = False  # no algorithm search for the float64 reference
+        if op == "dgrad":
+            w64 = w.double()
+            for n0 in range(0, N, step):
+                d64 = dy[n0:n0 + step].double()
+                x64 = torch.zeros(d64.shape[0], C, H, W, device="cuda", dtype=torch.float64)
+                ref = backward(d64, x64, w64, None, *geo, [True, False, False])[0]
+                add("out", out[n0:n0 + step], pt_out[n0:n0 + step], ref)
+                del d64, x64, ref
+        else:
+            w64 = torch.zeros(K, C // G, R, S, device="cuda", dtype=torch.float64)
+            dw64 = torch.zeros(K, C // G, R, S, device="cuda", dtype=torch.float64)
+            db64 = torch.zeros(K, device="cuda", dtype=torch.float64)
+            for n0 in range(0, N, step):
+                r = backward(dy[n0:n0 + step].double(), x[n0:n0 + step].double(), w64, bias_sizes, *geo, mask)
+                dw64 += r[1]
+                if bias:
+                    db64 += r[2]
+                del r
+            add("out", out, pt_out, dw64)
+            if bias:
+                add("dbias", dbias, pt_dbias, db64)
+        torch.backends.cudnn.benchmark = True
+        err = lambda a, who: _finite(math.sqrt(a[who]) / (math.sqrt(a["den"]) or 1.0))
+        row["nan_outputs"] = nan
+        if op == "wgrad":
+            row["convgen_error_dw"] = err(acc["out"], "cg") if not nan else None
+            row["pytorch_error_dw"] = err(acc["out"], "pt")
+            if bias:
+                row["convgen_error_dbias"] = err(acc["dbias"], "cg") if not nan else None
+                row["pytorch_error_dbias"] = err(acc["dbias"], "pt")
+        row["convgen_error"] = worse_error(*(row[k] for k in ("convgen_error_dw", "convgen_error_dbias") if k in row)) \
+            if op == "wgrad" else (err(acc["out"], "cg") if not nan else None)  # None: not all written
+        row["pytorch_error"] = worse_error(*(row[k] for k in ("pytorch_error_dw", "pytorch_error_dbias") if k in row)) \
+            if op == "wgrad" else err(acc["out"], "pt")
+        del pt_out, pt_dbias
+
+        c_med, c_p10, c_p90 = self.time_it(run_convgen)
+        p_med, p_p10, p_p90 = self.time_it(run_torch)
+        row.update(convgen_ms=c_med, convgen_p10_ms=c_p10, convgen_p90_ms=c_p90,
+                   pytorch_ms=p_med, pytorch_p10_ms=p_p10, pytorch_p90_ms=p_p90)
+        return row
+
 
 def _finite(x):
     """x, or None for NaN and infinities (JSON has neither)."""
@@ -372,17 +553,26 @@ def device_facts(torch):
 # ------------------------------------------------------------------ a row
 
 
-def run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, facts):
+def base_row(name, shape, prec, layout, op):
+    """A row's first fields; "op" only for a gradient (fprop rows as before ops)."""
     row = dict(name=name, shape=shape, precision=prec, layout=layout, mode=f"{prec}:{layout}",
                bound=ERROR_BOUNDS[prec], status="ok")
+    if op != "fprop":
+        row["op"] = op
+    return row
+
+
+def run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, facts):
+    op = getattr(args, "op", None) or "fprop"
+    row = base_row(name, shape, prec, layout, op)
     if isinstance(s, ShapeError):
         return dict(row, status="bad-shape", failure=str(s))
     row["canonical"] = canonical(s)
-    flops, nbytes = work(s, prec)
-    row.update(flops=flops, bytes=nbytes, floor_ms=floor_ms(s, prec, facts))
-    before = find_record(load_cache(args.cache), row["canonical"], prec, layout, device)
+    flops, nbytes = work(s, prec, op)
+    row.update(flops=flops, bytes=nbytes, floor_ms=floor_ms(s, prec, facts, op))
+    before = find_record(load_cache(args.cache), row["canonical"], prec, layout, device, op=op)
     pkg = os.path.join(scratch, f"pkg-{index}")
-    cmd = convgen_command(args.convgen, shape, prec, layout, pkg, args.cache, args.time)
+    cmd = convgen_command(args.convgen, shape, prec, layout, pkg, args.cache, args.time, op)
     row["command"] = " ".join(shlex.quote(c) for c in cmd)
     t0 = time.monotonic()
     try:
@@ -399,17 +589,21 @@ def run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, fac
         last = (row["stderr_tail"] or row["stdout_tail"] or [""])[-1]
         what = f"after {args.tune_timeout} s" if rc == "timeout" else f"exit {rc}"
         return dict(row, status="tune-failed", failure=f"convgen {what}: {last}"[:300])
-    # The record the package was written from: the report names its problem,
-    # device and winner kernel hash.
+    # The record the package was written from: the report names its problem
+    # (its op too, for a gradient), device and winner kernel hash.
     try:
         with open(os.path.join(pkg, "report.json")) as f:
             rep = json.load(f)
         key = (rep["shape"], rep["precision"], rep["layout"], rep["device"]["name"], rep["kernel_sha256"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        rep_op = rep.get("op") or "fprop"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return dict(row, status="no-record", failure=f"cannot read the package's report.json: {e}")
-    rec = find_record(load_cache(args.cache), *key)
+    if rep_op != op:
+        return dict(row, status="no-record", failure=f"the package's report is of op {rep_op}, not {op}")
+    rec = find_record(load_cache(args.cache), *key, op=op)
     if rec is None:
-        return dict(row, status="no-record", failure=f"no record in {args.cache} for {key[0]} {prec} {layout} on {key[3]}")
+        what = f"{key[0]} {prec} {layout}" + (f" {op}" if op != "fprop" else "")
+        return dict(row, status="no-record", failure=f"no record in {args.cache} for {what} on {key[3]}")
     summ = rec.get("summary") or {}
     row.update(reused=before is not None and record_id(before) == record_id(rec), record_tuning_s=summ.get("duration_s"),
                winner_family=rec["winner"]["family"], winner_config=rec["winner"].get("config"),
@@ -418,7 +612,8 @@ def run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, fac
     if rec["key"].get("device") != device:
         row["note"] = f"record tuned on {rec['key'].get('device')}, measured on {device}"
     try:
-        row.update(gpu.measure(s, prec, layout, rec, scratch, index))
+        row.update(gpu.measure(s, prec, layout, rec, scratch, index, op) if op != "fprop"
+                   else gpu.measure(s, prec, layout, rec, scratch, index))
     except Exception as e:  # a kernel that does not load or launch: a row, not a crash
         gpu.torch.cuda.empty_cache()
         return dict(row, status="run-failed", failure=f"{type(e).__name__}: {e}"[:300])
@@ -474,9 +669,12 @@ def render(meta, rows):
     """The results file's markdown: a header, a table and a summary per mode."""
     lines = []
     w = lines.append
-    w(f"# convgen vs PyTorch (cuDNN): suite `{meta.get('suite', '?')}`, N={meta.get('n', '?')}, on {meta.get('device', '?')}")
+    op = meta.get("op") or "fprop"
+    grad = op != "fprop"
+    what = f", op {op} ({OP_TITLES.get(op, '?')})" if grad else ""
+    w(f"# convgen vs PyTorch (cuDNN){what}: suite `{meta.get('suite', '?')}`, N={meta.get('n', '?')}, on {meta.get('device', '?')}")
     w("")
-    for label, key in (("suite file", "suite_file"), ("batch size", "n_note"), ("device", "device"), ("driver", "driver"),
+    for label, key in (("op", "op_note"), ("suite file", "suite_file"), ("batch size", "n_note"), ("device", "device"), ("driver", "driver"),
                        ("CUDA", "cuda"), ("cuDNN", "cudnn"), ("PyTorch", "torch"), ("CuPy", "cupy"), ("date (UTC)", "date"),
                        ("convgen commit", "commit"), ("convgen flags", "flags"), ("tuning cache", "cache"),
                        ("roofline facts", "facts_note"), ("timed runs", "runs")):
@@ -489,7 +687,7 @@ def render(meta, rows):
         mrows = [r for r in rows if r["mode"] == mode]
         prec = mrows[0]["precision"]
         vs = "PyTorch strict FP32" if prec in ("fp32", "3xtf32") else f"PyTorch {prec}" + (" (TF32 allowed)" if prec == "tf32" else "")
-        w(f"## {mode} (vs {vs}; error bound {ERROR_BOUNDS[prec]:g})")
+        w(f"## {mode}{', ' + op if grad else ''} (vs {vs}; error bound {ERROR_BOUNDS[prec]:g})")
         w("")
         w("| shape | convgen ms | PyTorch ms | ratio | TFLOP/s | of roofline | convgen error | PyTorch error | winner | tuning s |")
         w("|---|---|---|---|---|---|---|---|---|---|")
@@ -515,7 +713,7 @@ def render(meta, rows):
         w(f"- served {sm['served']}/{sm['shapes']}, verified {sm['verified']}/{sm['shapes']}; tuning wall time {sm['tune_s']:.1f} s in all "
           f"({sm['reused']} records reused from the cache; the records' own tuning time {sm['recorded_tune_s']:.1f} s)")
         w("")
-    w("## Summary")
+    w(f"## Summary{f' ({op})' if grad else ''}")
     w("")
     w("| mode | served | verified | geomean ratio | min ratio | median of roofline | tuning s |")
     w("|---|---|---|---|---|---|---|")
@@ -525,6 +723,9 @@ def render(meta, rows):
     w("")
     w("How the numbers are made:")
     w("")
+    if grad:
+        _grad_notes(w, op)
+        return "\n".join(lines)
     w("- Both sides run in one process on the same GPU: convgen's winner loaded from its cache record (the CUBIN, with "
       "CuPy) and launched with the record's grid, block and dynamic shared memory; PyTorch's `F.conv2d` with "
       "`cudnn.benchmark = True`, channels_last tensors for NHWC, TF32 allowed only in tf32 modes (fp32 and 3xtf32 "
@@ -543,6 +744,40 @@ def render(meta, rows):
     return "\n".join(lines)
 
 
+def _grad_notes(w, op):
+    """The notes under a gradient's table."""
+    outs = "dX" if op == "dgrad" else "dW and, with a bias, dBias"
+    mask = "[True, False, False]" if op == "dgrad" else "[False, True, bias]"
+    w("- Both sides run in one process on the same GPU: convgen's winner for the op loaded from its cache record (the "
+      "CUBIN, with CuPy) and launched with the record's grid, block and dynamic shared memory, its parameters "
+      + ("(dX, dY, W, null)" if op == "dgrad" else "(dW, X, dY, dBias; null without a bias)")
+      + f"; PyTorch's `torch.ops.aten.convolution_backward` (what autograd runs for conv2d) with output_mask {mask}, "
+      "`cudnn.benchmark = True`, channels_last tensors for NHWC, TF32 allowed only in tf32 modes (fp32 and 3xtf32 are "
+      "compared with PyTorch's strict FP32). Times are CUDA events around the kernel (PyTorch: the call) alone, after "
+      "warm-up, the L2 flushed (a 256 MB memset) before every timed run; the median is shown.")
+    w("- ratio = PyTorch ms / convgen ms; TFLOP/s = the forward's 2·N·K·P·Q·(C/groups)·R·S / convgen ms.")
+    w("- of roofline = max(FLOPs / dense peak of the mode, bytes / copy bandwidth) / convgen ms, where peak FP32 = "
+      "SMs × 256 FLOP/clk × clock, TF32 8×, 3xTF32 8/3×, FP16 and BF16 16× that, and bytes = the op's tensors read "
+      "or written once in the mode's element size ("
+      + ("dY and W read, dX written" if op == "dgrad" else "X and dY read, dW written, and dBias, K FP32 values, with a bias")
+      + ").")
+    w(f"- error = ‖out − ref‖ / ‖ref‖ over every value of {outs} against PyTorch's float64 gradients "
+      "(`convolution_backward` on float64 copies of the same, for fp16 and bf16 rounded, inputs)"
+      + ("; the larger of dW's and dBias's errors is shown (the .jsonl has both)" if op == "wgrad" else "")
+      + "; convgen's outputs are poisoned with NaN before its launch. A row is verified when every output was "
+      "written and the error is within the bound.")
+    w("- tuning s = wall time of the convgen call (compiles included); \"reused\" marks a current record of this "
+      "GPU that convgen took from the cache instead of tuning, with the time its tuning took.")
+    w("")
+
+
+def results_base(suite, n, op, date, device, commit):
+    """The results files' name without extension: the op after the batch
+    size for a gradient (fprop's names as before ops)."""
+    return (f"results-suite-{suite}-{'own-n' if n is None else f'n{n}'}" + (f"-{op}" if op != "fprop" else "")
+            + f"-{date:%Y-%m-%d}-{gpu_slug(device)}-{commit}")
+
+
 # ----------------------------------------------------------- the commands
 
 
@@ -558,6 +793,9 @@ def run(args):
         n = 0
     if n is not None and n < 1:
         raise UsageError(f"N {args.n!r}: want a positive batch size or 'own'")
+    op = args.op or "fprop"
+    if op not in OPS:
+        raise UsageError(f"op {op!r}: want one of {', '.join(OPS)}")
     modes = parse_modes(args.modes)
     shapes = read_suite(args.suite, n)
     only = [t.strip() for t in (args.only or "").split(",") if t.strip()]
@@ -576,12 +814,12 @@ def run(args):
                 continue
             for prec, layout in modes:
                 index += 1
-                cmd = convgen_command(args.convgen, shape, prec, layout, f"TMP/pkg-{index}", args.cache, args.time)
-                print(f"# {name} {prec}:{layout} ({canonical(s)}; {work(s, prec)[0] / 1e9:.2f} GFLOP)")
-                if max(tensor_elems(s)) > INDEX_LIMIT:
+                cmd = convgen_command(args.convgen, shape, prec, layout, f"TMP/pkg-{index}", args.cache, args.time, op)
+                print(f"# {name} {prec}:{layout}{' ' + op if op != 'fprop' else ''} ({canonical(s)}; {work(s, prec)[0] / 1e9:.2f} GFLOP)")
+                if op == "fprop" and max(tensor_elems(s)) > INDEX_LIMIT:
                     print(f"#   note: a tensor of more than {INDEX_LIMIT} elements: convgen refuses it today (32-bit indices)")
                 print(" ".join(shlex.quote(c) for c in cmd))
-        print(f"# {len(shapes)} shapes x {len(modes)} modes from {args.suite}")
+        print(f"# {len(shapes)} shapes x {len(modes)} modes from {args.suite}" + (f", op {op}" if op != "fprop" else ""))
         return 0
     if not os.access(args.convgen, os.X_OK):
         raise SystemExit(f"suite.py: {args.convgen} is not an executable (run scripts/build-device and carry .dev)")
@@ -592,10 +830,11 @@ def run(args):
     facts = device_facts(torch)
     date = datetime.datetime.now(datetime.timezone.utc)
     commit = args.commit or os.environ.get("CONVGEN_COMMIT") or _git_commit() or "unknown"
-    base = f"results-suite-{suite}-{'own-n' if n is None else f'n{n}'}-{date:%Y-%m-%d}-{gpu_slug(device)}-{commit}"
+    base = results_base(suite, n, op, date, device, commit)
     os.makedirs(args.out, exist_ok=True)
     md_path, jsonl_path = os.path.join(args.out, base + ".md"), os.path.join(args.out, base + ".jsonl")
-    meta = dict(kind="meta", suite=suite, suite_file=args.suite, n="own" if n is None else n,
+    meta = dict(kind="meta", **({"op": op, "op_note": f"{op}: {OP_TITLES[op]}"} if op != "fprop" else {}),
+                suite=suite, suite_file=args.suite, n="own" if n is None else n,
                 n_note=("each line's own N" if n is None else f"{n} (lines with their own N= keep it)"),
                 device=device, driver=args.driver or "?",
                 cuda=f"{torch.version.cuda} (PyTorch's)" + (f", driver supports {args.driver_cuda}" if args.driver_cuda else ""),
@@ -616,8 +855,7 @@ def run(args):
                 try:
                     row = run_one(args, gpu, device, name, shape, s, prec, layout, index, scratch, facts)
                 except Exception as e:  # anything unforeseen: a row, and on to the next
-                    row = dict(name=name, shape=shape, precision=prec, layout=layout, mode=f"{prec}:{layout}",
-                               bound=ERROR_BOUNDS[prec], status="error", failure=f"{type(e).__name__}: {e}"[:300])
+                    row = dict(base_row(name, shape, prec, layout, op), status="error", failure=f"{type(e).__name__}: {e}"[:300])
                 rows.append(row)
                 out.write(json.dumps(row) + "\n")
                 out.flush()
@@ -658,8 +896,9 @@ def rebuild_table(jsonl, out):
 
 
 # A stand-in for convgen in the self-check: writes -o/report.json naming the
-# cache record of the asked precision and layout, as a real run does; bf16
-# fails the way convgen does when nothing serves.
+# cache record of the asked precision, layout and op (-op; the report's "op"
+# as convgen writes it, absent for fprop), as a real run does; bf16 fails the
+# way convgen does when nothing serves.
 _FAKE_CONVGEN = r'''
 import json, os, sys
 a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
@@ -667,10 +906,13 @@ if a["-precision"] == "bf16":
     sys.exit(print("convgen: no candidate served", file=sys.stderr) or 1)
 for r in json.load(open(a["-cache"]))["records"]:
     k = r["key"]
-    if (k["precision"], k["layout"]) == (a["-precision"], a["-layout"]):
+    if (k["precision"], k["layout"], k.get("op", "")) == (a["-precision"], a["-layout"], a.get("-op", "")):
         os.makedirs(a["-o"], exist_ok=True)
-        json.dump(dict(shape=k["shape"], precision=k["precision"], layout=k["layout"], device=dict(name=k["device"]),
-                       kernel_sha256=r["kernel_sha256"]), open(os.path.join(a["-o"], "report.json"), "w"))
+        rep = dict(shape=k["shape"], precision=k["precision"], layout=k["layout"], device=dict(name=k["device"]),
+                   kernel_sha256=r["kernel_sha256"])
+        if "-op" in a:
+            rep["op"] = a["-op"]
+        json.dump(rep, open(os.path.join(a["-o"], "report.json"), "w"))
         sys.exit(0)
 sys.exit(1)
 '''
@@ -686,10 +928,11 @@ class _FakeGPU:
                 pass
 
     def __init__(self, result):
-        self.result, self.seen = result, []
+        self.result, self.seen, self.ops = result, [], []
 
-    def measure(self, s, prec, layout, rec, scratch, index):
+    def measure(self, s, prec, layout, rec, scratch, index, op="fprop"):
         self.seen.append(rec["kernel"])
+        self.ops.append(op)
         return dict(self.result)
 
 
@@ -744,7 +987,7 @@ def self_check():
             check(True, f"refuses {bad}")
 
     # 3. The suites parse, with the counts their READMEs give.
-    for suite, count, n in (("resnet50", 23, 32), ("mobilenetv2", 12, 32), ("kernelbench-l1", 11, None)):
+    for suite, count, n in (("resnet50", 23, 32), ("mobilenetv2", 12, 32), ("kernelbench-l1", 11, None), ("flagship", 1, None)):
         shapes = read_suite(os.path.join(HERE, "suites", suite + ".txt"), n)
         bad = [f"{name}: {p}" for name, _, p in shapes if isinstance(p, ShapeError)]
         check(len(shapes) == count and not bad, f"bench/suites/{suite}.txt: {len(shapes)} shapes (want {count}), bad: {bad or 'none'}")
@@ -820,8 +1063,133 @@ def self_check():
         row = run_one(fargs, fgpu, "NVIDIA B200", "alexnet", flag, parse_shape(flag), "tf32", "nhwc", 5, tmp, h200)
         check(row.get("reused") is False and "note" in row, "a record of another GPU is not 'reused' here, and the row says so")
 
+    _self_check_grads(check, root, recs, h200)
+
     print(f"\nself-check: {'FAILED: ' + str(len(failures)) if failures else 'all passed'}")
     return 1 if failures else 0
+
+
+def _self_check_grads(check, root, recs, h200):
+    """The gradient ops' paths that need no GPU: the kernel's argument order
+    against problem/op.go, the arrays' dims and permutations, work, the
+    convgen command, record lookup by op, a row end to end, file names and
+    the table."""
+    # 7. Argument order: problem/op.go's table (out, in, filter, bias) per op.
+    table = {}
+    with open(os.path.join(root, "problem", "op.go")) as f:
+        for line in f:
+            m = re.match(r"^//\s+(fprop|dgrad|wgrad)\s+(\S+)\s+\(.*?\)\s+(\S+)\s+\(.*?\)\s+(\S+)\s+\(.*?\)\s+(\S+)", line)
+            if m:
+                table[m.group(1)] = tuple(None if t == "unused" else t.lower() for t in m.groups()[1:])
+    check(set(table) == set(OPS), f"problem/op.go's operand table names every op: {sorted(table)}")
+    for op in OPS:
+        check(table.get(op) == KERNEL_PARAMS[op], f"{op}: kernel parameters {KERNEL_PARAMS[op]} are problem/op.go's {table.get(op)}")
+    t = dict(dx="DX", dy="DY", w="W", x="X", dw="DW", dbias="DB")
+    check(kernel_args("dgrad", t) == ("DX", "DY", "W", None), "dgrad's launch arguments: (dX, dY, W, null)")
+    check(kernel_args("wgrad", t) == ("DW", "X", "DY", "DB"), "wgrad's launch arguments: (dW, X, dY, dBias)")
+    check(kernel_args("wgrad", dict(t, dbias=None)) == ("DW", "X", "DY", None), "wgrad without bias: dBias null")
+
+    # 8. Arrays: dims per layout, and the permutations store and view them.
+    s = parse_shape("N=2,C=6,H=9,W=11,K=4,R=3,S=5,stride=2,pad=1,groups=2,bias=true")
+    perm = lambda dims, p: tuple(dims[i] for i in p) if p else tuple(dims)
+    logical = dict(x=(2, 6, 9, 11), dx=(2, 6, 9, 11), dy=(2, 4, s["p"], s["q"]), w=(4, 3, 3, 5), dw=(4, 3, 3, 5), dbias=(4,))
+    for op in ("dgrad", "wgrad"):
+        for layout in LAYOUTS:
+            arrays, (to_stored, to_logical) = grad_arrays(s, op, layout)
+            want = {n for n in KERNEL_PARAMS[op] if n}
+            check(set(arrays) == want, f"{op} {layout}: arrays {sorted(arrays)} (want {sorted(want)})")
+            good = all(perm(logical[n], to_stored) == arrays[n] and perm(arrays[n], to_logical) == logical[n]
+                       for n in arrays if n != "dbias") and arrays.get("dbias", (4,)) == (4,)
+            check(good, f"{op} {layout}: stored dims {arrays}, the permutations store and view them")
+    arrays, _ = grad_arrays(s, "wgrad", "nhwc")
+    check(arrays["dw"] == (4, 3, 5, 3) and arrays["x"] == (2, 9, 11, 6), "wgrad nhwc: dW KRSC, X NHWC")
+    check("dbias" not in grad_arrays(dict(s, bias=False), "wgrad", "nchw")[0], "wgrad without bias: no dBias array")
+    check(worse_error(1e-4, 3e-4) == 3e-4 and worse_error(1e-4, None) is None and worse_error(2e-5) == 2e-5,
+          "the larger of dW's and dBias's errors; infinite when one is")
+
+    # 9. Work: the forward's FLOPs; the op's bytes.
+    f = parse_shape("N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")
+    x, w, y = tensor_elems(f)
+    check(work(f, "fp32", "dgrad") == (53972582400, (x + w + y) * 4) == (53972582400, 451649664),
+          f"flagship dgrad: FLOPs and bytes {work(f, 'fp32', 'dgrad')} (dY + W read, dX written)")
+    check(work(f, "fp16", "wgrad") == (53972582400, (x + w + y) * 2 + 96 * 4),
+          f"flagship wgrad fp16: bytes {work(f, 'fp16', 'wgrad')[1]} (X + dY read, dW written in fp16, dBias FP32)")
+    check(work(dict(f, bias=False), "fp16", "wgrad")[1] == (x + w + y) * 2, "wgrad without bias: no dBias bytes")
+    check(abs(floor_ms(f, "tf32", h200, "dgrad") - 451649664 / 4.3e12 * 1e3) < 1e-9, "dgrad's (memory-bound) tf32 floor from its bytes")
+
+    # 10. The command: -op for a gradient, none for fprop; the dry run.
+    c = convgen_command("cg", "N=1,C=1,H=3,W=3,K=1,R=3,S=3", "fp16", "nhwc", "pkg", "c.json", "30s", "wgrad")
+    check(c[:9] == ["cg", "-shape", "N=1,C=1,H=3,W=3,K=1,R=3,S=3", "-precision", "fp16", "-layout", "nhwc", "-op", "wgrad"]
+          and c[-2:] == ["-time", "30s"], f"wgrad's convgen command: {' '.join(c)}")
+    c = convgen_command("cg", "N=1,C=1,H=3,W=3,K=1,R=3,S=3", "fp16", "nhwc", "pkg", "c.json", None)
+    check("-op" not in c, "fprop's convgen command has no -op")
+    suite = os.path.join(HERE, "suites", "flagship.txt")
+    for op, cache in (("wgrad", "bench/grad-cache.json"), ("fprop", "bench/suite-cache.json")):
+        p = subprocess.run([sys.executable, os.path.join(HERE, "suite.py"), "--dry-run", "--suite", suite, "--n", "own",
+                            "--modes", "tf32:nchw,fp16:nhwc"], capture_output=True, text=True,
+                           env=dict({k: v for k, v in os.environ.items() if k not in ("ONLY", "TIME", "CACHE")}, OP=op))
+        cmds = [l for l in p.stdout.splitlines() if not l.startswith("#")]
+        check(p.returncode == 0 and len(cmds) == 2 and all((" -op wgrad " in l) == (op == "wgrad") and f"-cache {cache}" in l
+                                                          and "N=256," in l for l in cmds),
+              f"OP={op} dry run of flagship.txt (own N): 2 commands, -op {'wgrad' if op == 'wgrad' else 'absent'}, cache {cache}")
+
+    # 11. Records by op: a forward and a gradient record of one problem.
+    g = json.loads(json.dumps(recs[0]))
+    g["key"]["op"], g["kernel_sha256"], g["kernel"] = "wgrad", "ab" * 32, "convgen_wgrad_test"
+    k = recs[0]["key"]
+    both = [g] + recs
+    check(find_record(both, k["shape"], k["precision"], k["layout"], k["device"], op="wgrad") is g,
+          "find_record by op finds the gradient's record")
+    check(find_record(both, k["shape"], k["precision"], k["layout"], k["device"]) is recs[0],
+          "find_record for fprop skips a gradient's record of the same problem")
+    check(find_record(both, k["shape"], k["precision"], k["layout"], k["device"], op="dgrad") is None,
+          "find_record of another op finds nothing")
+
+    # 12. A gradient row end to end (fake convgen, fake GPU).
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "cache.json")
+        with open(os.path.join(root, "examples", "alexnet", "convgen-cache.json")) as fh:
+            doc = json.load(fh)
+        gw = [json.loads(json.dumps(r)) for r in doc["records"] if (r["key"]["precision"], r["key"]["layout"]) == ("fp32", "nchw")][0]
+        gw["key"]["op"], gw["kernel_sha256"], gw["kernel"] = "wgrad", "cd" * 32, "convgen_wgrad_fake"
+        doc["records"].append(gw)
+        with open(cache, "w") as fh:
+            json.dump(doc, fh)
+        fake = os.path.join(tmp, "convgen")
+        with open(fake, "w") as fh:
+            fh.write(f"#!{sys.executable}\n" + _FAKE_CONVGEN)
+        os.chmod(fake, 0o755)
+        fargs = argparse.Namespace(convgen=fake, cache=cache, time=None, tune_timeout=60, op="wgrad")
+        fgpu = _FakeGPU(dict(nan_outputs=0, convgen_error=3e-7, convgen_error_dw=3e-7, convgen_error_dbias=1e-7,
+                             pytorch_error=2e-6, convgen_ms=1.0, convgen_p10_ms=1.0, convgen_p90_ms=1.0,
+                             pytorch_ms=2.0, pytorch_p10_ms=2.0, pytorch_p90_ms=2.0))
+        flag = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+        row = run_one(fargs, fgpu, "NVIDIA H200", "flagship", flag, parse_shape(flag), "fp32", "nchw", 1, tmp, h200)
+        check(row["status"] == "ok" and row.get("op") == "wgrad" and row.get("kernel") == "convgen_wgrad_fake"
+              and " -op wgrad " in row.get("command", "") and fgpu.ops == ["wgrad"] and row.get("bytes") == work(f, "fp32", "wgrad")[1],
+              f"a wgrad row: convgen ran with -op, the gradient's record measured as wgrad ({row['status']}: "
+              f"{row.get('failure', '')} {row.get('kernel')}, {fgpu.ops})")
+        miss = run_one(fargs, fgpu, "NVIDIA H200", "flagship", flag, parse_shape(flag), "tf32", "nhwc", 2, tmp, h200)
+        check(miss["status"] == "tune-failed", f"a wgrad problem without its record: the fake convgen fails ({miss['status']})")
+        fgpu.result.update(convgen_error=3e-5, convgen_error_dbias=3e-5)
+        row2 = run_one(fargs, fgpu, "NVIDIA H200", "flagship", flag, parse_shape(flag), "fp32", "nchw", 3, tmp, h200)
+        check(row2["status"] == "wrong", "a wgrad row whose dBias error passes the bound is wrong")
+
+    # 13. File names and the table.
+    d = datetime.datetime(2026, 11, 25, tzinfo=datetime.timezone.utc)
+    check(results_base("flagship", None, "wgrad", d, "NVIDIA H100 80GB HBM3", "abc1234") == "results-suite-flagship-own-n-wgrad-2026-11-25-h100-abc1234"
+          and results_base("resnet50", 32, "dgrad", d, "NVIDIA H200", "abc1234") == "results-suite-resnet50-n32-dgrad-2026-11-25-h200-abc1234"
+          and results_base("resnet50", 32, "fprop", d, "NVIDIA H200", "abc1234") == "results-suite-resnet50-n32-2026-11-25-h200-abc1234",
+          "results file names: the op after N for a gradient, none for fprop")
+    md = render(dict(suite="flagship", n="own", device="NVIDIA H100", op="wgrad", op_note="wgrad: " + OP_TITLES["wgrad"]), [row, row2])
+    check(md.startswith("# convgen vs PyTorch (cuDNN), op wgrad (the filter gradient dW and dBias): suite `flagship`")
+          and "- op: wgrad" in md and "## fp32:nchw, wgrad (vs PyTorch strict FP32" in md and "## Summary (wgrad)" in md
+          and "convolution_backward" in md and "| fp32:nchw | 2/2 | 1/2 | 2.00× |" in md and "**WRONG: error 3.00e-05 above" in md,
+          "a wgrad table: the op in its title, sections and notes; summary per mode")
+    md = render(dict(suite="r", n=32, device="NVIDIA H100", op="dgrad"), [dict(row, op="dgrad")])
+    check("op dgrad (the input gradient dX)" in md and "dY and W read, dX written" in md and "(dX, dY, W, null)" in md, "a dgrad table")
+    md = render(dict(suite="r", n=32, device="NVIDIA H100"), [{k: v for k, v in row.items() if k != "op"}])
+    check(" op " not in md and "convolution_backward" not in md and "F.conv2d" in md, "an fprop table names no op")
 
 
 def main():
@@ -831,7 +1199,9 @@ def main():
     ap.add_argument("--modes", help="precision:layout list, e.g. fp16:nhwc,tf32:nchw")
     ap.add_argument("--out", default=os.path.join(HERE), help="directory of the results files (default bench/)")
     ap.add_argument("--convgen", default=".dev/convgen", help="cuda-tagged convgen binary")
-    ap.add_argument("--cache", default="bench/suite-cache.json", help="tuning cache convgen reads and writes")
+    ap.add_argument("--op", default=os.environ.get("OP") or "fprop", help="fprop, dgrad or wgrad (env OP; default fprop)")
+    ap.add_argument("--cache", help="tuning cache convgen reads and writes (default bench/suite-cache.json for fprop, "
+                    "bench/grad-cache.json for the gradients)")
     ap.add_argument("--only", default=os.environ.get("ONLY"), help="comma list of shape names to run (env ONLY)")
     ap.add_argument("--time", default=os.environ.get("TIME"), help="convgen -time budget, e.g. 60s (env TIME)")
     ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", MIN_RUNS)), help=f"timed runs (at least {MIN_RUNS})")
@@ -845,6 +1215,9 @@ def main():
     ap.add_argument("--table", metavar="ROWS.jsonl", help="rebuild the markdown of a results .jsonl (with -o)")
     ap.add_argument("-o", dest="table_out", help="with --table: the markdown file to write")
     args = ap.parse_args()
+    args.op = (args.op or "fprop").lower()
+    if args.cache is None:
+        args.cache = "bench/suite-cache.json" if args.op == "fprop" else "bench/grad-cache.json"
     if args.self_check:
         return self_check()
     if args.table:
