@@ -24,9 +24,35 @@ has its own N=) and each mode (precision:layout):
   5. append a JSON line to the results' .jsonl and rewrite the .md table.
 A shape that fails to tune, load or verify is a row saying so, not a crash.
 
+--op dgrad or --op wgrad (env OP; default fprop, unchanged) benchmarks a
+gradient of every shape instead (problem.Op, docs/families.md#ops):
+  1. convgen gets `-op OP` (the shape as the line gives it, bias included:
+     wgrad's kernel writes dBias with a bias, dgrad has none), its records
+     go to bench/grad-cache.json unless --cache says otherwise, and the
+     record is found by its op too (the key's "op", absent for fprop);
+  2. fresh random inputs per op (dgrad: dY and W; wgrad: X and dY), rounded
+     to fp16/bf16 for those precisions, in the layout (NHWC / KRSC arrays
+     for nhwc); convgen's outputs (dX; dW and, with a bias, the FP32 dBias)
+     poisoned with NaN; the kernel launched with the record's geometry and
+     the op's parameters (dX, dY, W, null) or (dW, X, dY, dBias or null);
+  3. PyTorch's side is torch.ops.aten.convolution_backward (what autograd
+     calls for conv2d: cuDNN's dgrad or wgrad kernels, and dY's reduction
+     for dBias), output_mask [True, False, False] for dgrad and [False,
+     True, bias] for wgrad, channels_last tensors for NHWC, the same TF32
+     flags and timing as the forward's;
+  4. the error is ||out - ref|| / ||ref|| against float64 gradients
+     (convolution_backward on float64 copies; dW and dBias summed over
+     batch slices), for wgrad the larger of dW's and dBias's (both in the
+     .jsonl), against the precision's bound;
+  5. FLOPs are the forward's; the roofline's bytes are the op's tensors
+     (dgrad: dY, W read and dX written; wgrad: X, dY read and dW, plus K
+     FP32 dBias values, written); the files are
+     results-suite-SUITE-nN-OP-DATE-GPU-COMMIT.md/.jsonl and the tables name
+     the op.
+
 usage: bench/suite.py --suite FILE --n N --modes fp16:nhwc,tf32:nchw [--out DIR]
-                      [--only a,b] [--time 60s] [--runs 30] [--dry-run]
-       bench/suite.py --self-check      (no GPU: record decoding, parsing, table)
+                      [--op fprop|dgrad|wgrad] [--only a,b] [--time 60s] [--runs 30] [--dry-run]
+       bench/suite.py --self-check      (no GPU: record decoding, parsing, table, the ops' paths)
        bench/suite.py --table ROWS.jsonl -o RESULTS.md   (rebuild a table)
 """
 import argparse, base64, datetime, gzip, json, math, os, re, shlex, shutil, statistics, subprocess, sys, tempfile, time
