@@ -76,6 +76,14 @@ def check_image(img, what, device_cc):
     check([fake.fake_grid(i) for i in range(3)] == img["grid"] and [fake.fake_block(i) for i in range(3)] == img["block"]
           and fake.fake_shared() == img["shared_bytes"] and fake.fake_stream() == 0x5000,
           f"{what}: grid {img['grid']}, block {img['block']}, {img['shared_bytes']} bytes, the given stream")
+    stream = 0x7F12_3456_7890  # above 32 bits: passed as a pointer, not a C int
+    k.launch(stream, *want)
+    check(fake.fake_stream() == stream and [fake.fake_param(i) for i in range(nparams)] == want,
+          f"{what}: a 64-bit stream handle reaches the driver whole")
+    drv = mod._driver()
+    check(drv.raw_launch.argtypes is None and drv.raw_ctx_get.argtypes is None
+          and drv.cuLaunchKernel.argtypes is not None and drv.raw_launch is not drv.cuLaunchKernel,
+          f"{what}: the per-call driver functions convert their arguments without argtypes")
     fake.fake_set_current(0x9999)
     try:
         k.launch(0x5000, *range(1, nparams + 1))
@@ -203,6 +211,17 @@ def fast_path():
     except mod.KernelError as e:
         check("other than PyTorch's" in str(e), "fast path: a foreign current context is refused")
     fake.fake_set_current(0)
+    n = fake.fake_launches()
+    fake.fake_fail_launches(1)
+    try:
+        conv_call(x)
+        check(False, "fast path: a failed launch raises KernelError")
+    except mod.KernelError as e:
+        check("launch" in str(e) and "CUDA_ERROR_FAKE (719)" in str(e) and fake.fake_launches() == n,
+              "fast path: a failed launch raises KernelError with the driver's error, nothing launched")
+    out = conv_call(x)
+    check(fake.fake_launches() == n + 1 and fake.fake_param(0) == out.data_ptr(),
+          "fast path: the next call launches")
     # host time of one no_grad call (fake driver, CPU tensors): for the record, not checked
     with torch.no_grad():
         for _ in range(200):

@@ -16,6 +16,7 @@ static uintptr_t stream;
 static uint64_t params[8];
 static int nparams = 4; // how many parameters the kernel takes (fake_set_nparams)
 static int launches, retains;
+static int fail_launches;                  // how many launches to fail next (fake_fail_launches)
 
 CUresult cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
 CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_FAKE"; return 0; }
@@ -56,6 +57,10 @@ CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
 CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                         unsigned int by, unsigned int bz, unsigned int sh, void *st, void **kp, void **extra) {
     if (fn != (void *)0x3000 || extra != 0) return 400;
+    if (fail_launches > 0) {
+        fail_launches--;
+        return 719;  // CUDA_ERROR_LAUNCH_FAILED
+    }
     grid[0] = gx, grid[1] = gy, grid[2] = gz;
     block[0] = bx, block[1] = by, block[2] = bz;
     shared = sh;
@@ -81,3 +86,4 @@ int fake_launches(void) { return launches; }
 int fake_retains(void) { return retains; }
 uintptr_t fake_current(void) { return current_ctx; }
 void fake_set_current(uintptr_t c) { current_ctx = c; }
+void fake_fail_launches(int n) { fail_launches = n; }
