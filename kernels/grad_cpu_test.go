@@ -204,6 +204,8 @@ var gradShapes = []string{
 	"N=1,C=5,H=11,W=13,K=7,R=2,S=3,stride_h=2,stride_w=3,pad_h=0,pad_w=2,dilation_w=2",
 	"N=3,C=3,H=7,W=7,K=6,R=1,S=1,groups=3",
 	"N=1,C=2,H=8,W=8,K=3,R=5,S=5,stride=2,pad=2",
+	// 3,520 output pixels: wgrad's threads sum several chunks of theirs.
+	"N=2,C=2,H=40,W=44,K=3,R=3,S=3,pad=1",
 }
 
 // gradCPUConfigs are the configurations the CPU runs use per family: every

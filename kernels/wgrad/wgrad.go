@@ -20,7 +20,8 @@ var templateFS embed.FS
 // Family is the filter-gradient family (wgrad.cu.tmpl): one block per Outs
 // consecutive dW elements (in the filter layout's order), whose threads
 // stride over the M = N·P·Q output pixels, each keeping Outs FP32 partial
-// sums, which the block adds in a fixed tree in shared memory. The
+// sums (summed 32 pixels at a time, then added to the thread's total),
+// which the block adds in a fixed tree in shared memory. The
 // reduction's order depends only on the configuration, never on timing:
 // the result is deterministic, with no atomics and no workspace. With a
 // bias, ceil(K/Outs) more blocks reduce dBias (FP32) the same way, in the
@@ -77,6 +78,13 @@ type geometry struct {
 // maxGridX is CUDA's limit on a grid's x dimension.
 const maxGridX = math.MaxInt32
 
+// chunk is how many of its pixels a thread sums before adding them to its
+// running total (the template's CHUNK): FP32 rounding error then grows
+// with √chunk + √(pixels/chunk) instead of √pixels, which keeps a long
+// reduction (the flagship's 774,400 pixels over 64 threads) well inside
+// strict FP32's bound.
+const chunk = 32
+
 func geom(p problem.Problem, k knobs) geometry {
 	s := p.Shape
 	var g geometry
@@ -94,7 +102,7 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.SharedBytes = 4 * k.Outs * k.Threads
 	// 64-bit offsets where a tensor needs them, and where a thread's last
 	// pixel, the last block's outputs or the grid stride would pass 2^31−1.
-	g.Index64 = s.Needs64BitIndex() || g.M+int64(k.Threads) > math.MaxInt32 ||
+	g.Index64 = s.Needs64BitIndex() || g.M+int64(k.Threads)*chunk > math.MaxInt32 ||
 		g.DWTotal+int64(k.Outs) > math.MaxInt32 || 2*g.Blocks > math.MaxInt32
 	return g
 }
@@ -149,8 +157,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		family.ShapeData
 		geometry
 		knobs
+		Chunk                                     int
 		Name, Config, Elem, PrecisionDoc, Idx, LL string
-	}{family.NewShapeData(p), g, k, name, cfg.String(), elemType(p), precisionDoc(p), "int", ""}
+	}{family.NewShapeData(p), g, k, chunk, name, cfg.String(), elemType(p), precisionDoc(p), "int", ""}
 	if g.Index64 {
 		data.Idx, data.LL = "long long", "LL"
 	}
