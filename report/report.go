@@ -19,7 +19,9 @@ import (
 
 // SchemaVersion is the version of report.json's layout, its
 // "schema_version" field; it changes when fields change meaning, come or
-// go (3: phases and untuned added).
+// go (3: phases and untuned added). The optional "op", present only in a
+// gradient's report, came without a new version: a forward report is
+// unchanged.
 const SchemaVersion = 3
 
 // Row is one measured candidate of the report.
