@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -363,4 +364,64 @@ func runGradOnCPU(gxx, dir string, p problem.Problem, k Kernel, bound float64, s
 		}
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// widen turns the source of a 32-bit dgrad or wgrad kernel into its 64-bit
+// path (IDX64), as the template renders it for a shape that needs one:
+// idx_t long long and the element counts as long long literals.
+func widen(t *testing.T, src string) string {
+	t.Helper()
+	out := strings.Replace(src, "#define IDX64 0", "#define IDX64 1", 1)
+	out = strings.Replace(out, "typedef int idx_t;", "typedef long long idx_t;", 1)
+	out = countDefine.ReplaceAllString(out, "${1}LL")
+	if out == src || !strings.Contains(out, "typedef long long idx_t;") {
+		t.Fatalf("cannot widen the source:\n%s", firstLines(src, 40))
+	}
+	return out
+}
+
+// countDefine matches the element and block counts the 64-bit path writes
+// as long long literals.
+var countDefine = regexp.MustCompile(`(?m)^(#define (?:TOTAL|BLOCKS|M|DW_TOTAL|DW_BLOCKS) \d+)`)
+
+// TestGradIndex64OnCPU runs the 64-bit path of dgrad and wgrad (long long
+// offsets, as shapes with tensors of 2^31 elements or more render it) on
+// small shapes on the CPU against float64, in FP32 and FP16: TestGradOnCPU
+// covers the 32-bit path, TestGradIndex64 that large shapes render this one.
+func TestGradIndex64OnCPU(t *testing.T) {
+	gxx, dir := cpuCompiler(t)
+	big := gradProblem(t, kb87Spec, problem.FP16, problem.NHWC, problem.OpWgrad)
+	k, err := Wgrad{}.Render(big, Config{"Threads": 64, "Outs": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"#define IDX64 1", "typedef long long idx_t;"} {
+		if !strings.Contains(k.Source, line) {
+			t.Fatalf("the 64-bit path no longer renders %q: update widen", line)
+		}
+	}
+	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.FP16: 2e-3}
+	i := 0
+	for _, spec := range []string{gradShapes[1], gradShapes[3], gradShapes[6]} {
+		for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+			for _, prec := range []problem.Precision{problem.FP32, problem.FP16} {
+				lay := problem.Layouts[i%2]
+				p := gradProblem(t, spec, prec, lay, op)
+				f, err := FamilyByName(op.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfgs := gradCPUConfigs[f.Name()]
+				k, err := f.Render(p, cfgs[i%len(cfgs)])
+				if err != nil {
+					t.Fatal(err)
+				}
+				k.Source = widen(t, k.Source)
+				if msg := runGradOnCPU(gxx, filepath.Join(dir, fmt.Sprintf("w%d", i)), p, k, bounds[prec], int64(100+i)); msg != "" {
+					t.Errorf("%s 64-bit %s: %s", p, k.Config, msg)
+				}
+				i++
+			}
+		}
+	}
 }
