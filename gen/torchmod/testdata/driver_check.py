@@ -70,18 +70,32 @@ def check_image(img, what, device_cc):
           f"{what}: the dynamic shared memory opt-in {'set to ' + str(img['shared_bytes']) if big else 'not needed'}")
     check(fake.fake_current() != 0, f"{what}: a context is current after loading (the primary one, retained)")
     want = [0x10 * (i + 1) for i in range(nparams)]
+    geometry = lambda stream: ([fake.fake_grid(i) for i in range(3)] == img["grid"]
+                               and [fake.fake_block(i) for i in range(3)] == img["block"]
+                               and fake.fake_shared() == img["shared_bytes"] and fake.fake_stream() == stream)
+    n_ex = fake.fake_launches_ex()
     k.launch(0x5000, *want)
     check([fake.fake_param(i) for i in range(nparams)] == want,
           f"{what}: launch parameters {', '.join(op['params'])} in order")
-    check([fake.fake_grid(i) for i in range(3)] == img["grid"] and [fake.fake_block(i) for i in range(3)] == img["block"]
-          and fake.fake_shared() == img["shared_bytes"] and fake.fake_stream() == 0x5000,
-          f"{what}: grid {img['grid']}, block {img['block']}, {img['shared_bytes']} bytes, the given stream")
+    check(geometry(0x5000) and fake.fake_launches_ex() == n_ex + 1,
+          f"{what}: grid {img['grid']}, block {img['block']}, {img['shared_bytes']} bytes, the given stream, "
+          "through cuLaunchKernelEx")
+    drv = mod._driver()
+    ex, drv.raw_launch_ex = drv.raw_launch_ex, None  # a driver before CUDA 12.0
+    try:
+        old = mod._Kernel(op, 0)
+        n, n_ex = fake.fake_launches(), fake.fake_launches_ex()
+        old.launch(0x6000, *reversed(want))
+        check(fake.fake_launches() == n + 1 and fake.fake_launches_ex() == n_ex and geometry(0x6000)
+              and [fake.fake_param(i) for i in range(nparams)] == want[::-1],
+              f"{what}: without cuLaunchKernelEx, cuLaunchKernel with the same geometry, stream and parameters")
+    finally:
+        drv.raw_launch_ex = ex
     stream = 0x7F12_3456_7890  # above 32 bits: passed as a pointer, not a C int
     k.launch(stream, *want)
     check(fake.fake_stream() == stream and [fake.fake_param(i) for i in range(nparams)] == want,
           f"{what}: a 64-bit stream handle reaches the driver whole")
-    drv = mod._driver()
-    check(drv.raw_launch.argtypes is None and drv.raw_ctx_get.argtypes is None
+    check(drv.raw_launch.argtypes is None and drv.raw_ctx_get.argtypes is None and drv.raw_launch_ex.argtypes is None
           and drv.cuLaunchKernel.argtypes is not None and drv.raw_launch is not drv.cuLaunchKernel,
           f"{what}: the per-call driver functions convert their arguments without argtypes")
     fake.fake_set_current(0x9999)
@@ -234,7 +248,7 @@ def fast_path():
             best = min(best, (time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
         for _ in range(1000):
-            torch.empty_strided(mod._OUT_SHAPE, mod._OUT_STRIDE, dtype=mod.DTYPE)
+            mod._output(x, x.device)
         alloc = (time.perf_counter() - t0) * 1e3
     print(f"info host time per no_grad forward (fake driver, CPU tensors): {best:.2f} us, "
           f"of which the output's CPU allocation about {alloc:.2f} us")

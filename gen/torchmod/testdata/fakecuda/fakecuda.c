@@ -70,6 +70,24 @@ CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int
     return 0;
 }
 
+// cuLaunchKernelEx's configuration (cuda.h, CUDA 12.0 on).
+typedef struct {
+    unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+    void *hStream;
+    void *attrs;
+    unsigned int numAttrs;
+} CUlaunchConfig;
+
+static int launches_ex;
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, void *fn, void **kp, void **extra) {
+    if (c->attrs != 0 || c->numAttrs != 0) return 1;
+    CUresult r = cuLaunchKernel(fn, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                                c->blockDimZ, c->sharedMemBytes, c->hStream, kp, extra);
+    if (r == 0) launches_ex++;
+    return r;
+}
+
 // What the test reads back.
 const char *fake_loaded(void) { return loaded; }
 unsigned int fake_load_options(void) { return load_options; }
@@ -83,6 +101,7 @@ uintptr_t fake_stream(void) { return stream; }
 uint64_t fake_param(int i) { return params[i]; }
 void fake_set_nparams(int n) { nparams = n; }
 int fake_launches(void) { return launches; }
+int fake_launches_ex(void) { return launches_ex; }
 int fake_retains(void) { return retains; }
 uintptr_t fake_current(void) { return current_ctx; }
 void fake_set_current(uintptr_t c) { current_ctx = c; }
