@@ -26,8 +26,10 @@ GPU 0, the checks are:
       launch measured the same way, which must be at most 20 us; and the
       host time per call (perf_counter over 200 calls, per call), which
       must be at most 20 us too. Also printed: one call on an idle GPU
-      against the kernel's time, the autograd path, and F.conv2d's
-      figures measured the same way.
+      against the kernel's time, the autograd path (and, for scale, the
+      host time of a no-op torch.autograd.Function with the same
+      arguments: the machinery's own cost), and F.conv2d's figures
+      measured the same way.
   (f) API: no_grad, a side stream, wrong shape / memory format / dtype
       raise ValueError, fallback=True warns and matches F.conv2d, the
       constructor refuses mismatched arguments.
@@ -406,6 +408,19 @@ def timings(fn):
     return one, b2b, host, host_one
 
 
+class _NoOp(torch.autograd.Function):
+    """An autograd.Function that launches nothing and returns a new empty
+    tensor: what the machinery itself costs per call."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, conv, launch):
+        return input.new_empty(())
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return None, None, None, None, None
+
+
 def check_timing(pk):
     set_tf32(pk.precision == "tf32")
     conv = pk.conv()
@@ -437,6 +452,8 @@ def check_timing(pk):
     g_one = events_ms(module_fn, 200)
     g_b2b = events_ms(module_fn, 20, inner=BACK_TO_BACK)
     g_host = host_us(module_fn, 20, inner=BACK_TO_BACK)
+    noop_args = (x, conv.weight, conv.bias, conv, (0, 0, None, ()))
+    noop_host = host_us(lambda: _NoOp.apply(*noop_args), 20, inner=BACK_TO_BACK)
     x.requires_grad_(False)
     over_b2b, over_one = (b2b - kernel) * 1000, (one - kernel) * 1000
     ok = over_b2b <= OVERHEAD_US and host <= OVERHEAD_US
@@ -447,7 +464,8 @@ def check_timing(pk):
            f"({host_one:.1f} us one call on an idle GPU), target <= {OVERHEAD_US:.0f} us; "
            f"one call on an idle GPU {one:.4f} ms (+{over_one:.1f} us; one raw launch {raw_one:.4f} ms, "
            f"raw launch host time {raw_host:.1f} us); with autograd: {g_b2b:.4f} ms back to back "
-           f"(+{(g_b2b - kernel) * 1000:.1f} us), host {g_host:.1f} us, one call {g_one:.4f} ms "
+           f"(+{(g_b2b - kernel) * 1000:.1f} us), host {g_host:.1f} us (of which a no-op autograd.Function's "
+           f"apply {noop_host:.1f} us), one call {g_one:.4f} ms "
            f"(+{(g_one - kernel) * 1000:.1f} us); F.conv2d (cuDNN): back to back {t_b2b:.4f} ms, "
            f"one call {t_one:.4f} ms (+{(t_one - t_b2b) * 1000:.1f} us over its back to back), "
            f"host time per call {t_host:.1f} us back to back ({t_host_one:.1f} us one call)")
