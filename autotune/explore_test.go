@@ -3,6 +3,7 @@ package autotune
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,18 @@ func TestSweepOrder(t *testing.T) {
 	want := []int{0, 3, 5, 1, 4, 2}
 	if !slices.Equal(got, want) {
 		t.Errorf("sweep order %v, want %v", got, want)
+	}
+}
+
+// TestOneLine: a fallback note (an NVRTC log, say) becomes one line that a
+// tuning record accepts: no newline, white space runs as one space,
+// clipped.
+func TestOneLine(t *testing.T) {
+	got := oneLine("wgradmma.cu(162): error: __cluster_dims__ is not supported\n   extern \"C\"\t__global__\n\n1 error")
+	if want := `wgradmma.cu(162): error: __cluster_dims__ is not supported extern "C" __global__ 1 error`; got != want {
+		t.Errorf("oneLine = %q, want %q", got, want)
+	}
+	if long := oneLine(strings.Repeat("x ", 3000)); len(long) > 2000+len("…") {
+		t.Errorf("oneLine kept %d bytes", len(long))
 	}
 }

@@ -700,40 +700,61 @@ func (s *search) pick(res *Result) error {
 }
 
 // fallback picks the fastest verified candidate that is specific to no
-// architecture and fits FallbackSharedLimit (equal medians broken by the
-// smaller ID), compiles it to PTX for FallbackArch, and checks and times
-// that PTX (compiled by the driver) like any candidate; without a
-// fallback it says why.
+// architecture, fits FallbackSharedLimit and compiles for FallbackArch (equal
+// medians broken by the smaller ID; a candidate that needs a newer
+// architecture, such as wgradmma's clusters, is passed over for the next),
+// and checks and times that PTX (compiled by the driver) like any
+// candidate; without a fallback it says why, on one line.
 func (s *search) fallback() (*Fallback, string) {
-	var best *Trial
+	var cands []*Trial
 	for i := range s.trials {
 		t := &s.trials[i]
-		if t.Status != StatusOK || t.kernel.ArchSuffix != "" || t.SharedBytes > FallbackSharedLimit {
-			continue
-		}
-		if best == nil || t.MedianMS < best.MedianMS || (t.MedianMS == best.MedianMS && t.ID < best.ID) {
-			best = t
+		if t.Status == StatusOK && t.kernel.ArchSuffix == "" && t.SharedBytes <= FallbackSharedLimit {
+			cands = append(cands, t)
 		}
 	}
-	if best == nil {
+	if len(cands) == 0 {
 		return nil, fmt.Sprintf("no verified candidate is specific to no architecture and fits %d B of shared memory", FallbackSharedLimit)
 	}
+	slices.SortFunc(cands, func(a, b *Trial) int {
+		if c := cmp.Compare(a.MedianMS, b.MedianMS); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	sm := launch.MustParseArch(FallbackArch).Real().String() // a constant
-	compileStart := time.Now()
-	out, err := s.lib.CompilePTX(best.kernel.Source, nvrtc.Options{Name: best.kernel.Family + ".cu", Arch: sm})
-	s.compileWait += time.Since(compileStart)
-	if err != nil {
-		return nil, fmt.Sprintf("%s does not compile for %s: %v", best.ID, FallbackArch, err)
+	var firstErr string
+	for _, best := range cands {
+		compileStart := time.Now()
+		out, err := s.lib.CompilePTX(best.kernel.Source, nvrtc.Options{Name: best.kernel.Family + ".cu", Arch: sm})
+		s.compileWait += time.Since(compileStart)
+		if err != nil {
+			if firstErr == "" {
+				firstErr = fmt.Sprintf("%s does not compile for %s: %s", best.ID, FallbackArch, oneLine(err.Error()))
+			}
+			continue
+		}
+		probe := *best // the same kernel, loaded from its PTX
+		probe.cubin, probe.ptx = []byte(out.PTX), out.PTX
+		if err := s.remeasure(&probe, 0x5bd1e995, s.opt.Runs); err != nil {
+			return nil, oneLine(fmt.Sprintf("%s as PTX for %s: %v", best.ID, FallbackArch, err))
+		}
+		if probe.Status != StatusOK {
+			return nil, oneLine(fmt.Sprintf("%s as PTX for %s: %s: %s", best.ID, FallbackArch, probe.Status, probe.Reason))
+		}
+		return &Fallback{Trial: &probe, Kernel: best.kernel, Arch: FallbackArch, PTX: out.PTX}, ""
 	}
-	probe := *best // the same kernel, loaded from its PTX
-	probe.cubin, probe.ptx = []byte(out.PTX), out.PTX
-	if err := s.remeasure(&probe, 0x5bd1e995, s.opt.Runs); err != nil {
-		return nil, fmt.Sprintf("%s as PTX for %s: %v", best.ID, FallbackArch, err)
+	return nil, firstErr + " (nor does any other verified candidate)"
+}
+
+// oneLine is msg on one line (white space runs, newlines included, as one
+// space), clipped to 2000 bytes: what a tuning record's note may hold.
+func oneLine(msg string) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > 2000 {
+		msg = msg[:2000] + "…"
 	}
-	if probe.Status != StatusOK {
-		return nil, fmt.Sprintf("%s as PTX for %s: %s: %s", best.ID, FallbackArch, probe.Status, probe.Reason)
-	}
-	return &Fallback{Trial: &probe, Kernel: best.kernel, Arch: FallbackArch, PTX: out.PTX}, ""
+	return msg
 }
 
 // measure2 times a finalist again with more runs and fresh inputs.
