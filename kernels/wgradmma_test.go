@@ -53,32 +53,37 @@ func TestWGradMMACompile(t *testing.T) {
 	}
 	specs := []string{flagshipSpec, "N=3,C=5,H=19,W=23,K=24,R=3,S=5,stride_h=2,pad_h=1,pad_w=2,dilation_w=2,bias=false"}
 	cfgs := []Config{
-		{"BM": 96, "BN": 32, "WM": 2, "WN": 2, "Split": 8, "Unroll": 2},
-		{"BM": 32, "BN": 16, "WM": 1, "WN": 1, "Split": 1, "Unroll": 1},
-		{"BM": 64, "BN": 64, "WM": 4, "WN": 2, "Split": 4, "Unroll": 1},
+		{"BM": 96, "BN": 32, "WM": 2, "WN": 2, "Split": 8, "Unroll": 2, "Stage": 0},
+		{"BM": 32, "BN": 16, "WM": 1, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 1},
+		{"BM": 64, "BN": 64, "WM": 4, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 0},
+		{"BM": 128, "BN": 32, "WM": 4, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 1},
 	}
-	for i, spec := range specs {
+	for _, spec := range specs {
 		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
-				cfg := cfgs[(i+len(prec)+len(lay))%len(cfgs)]
-				k, err := WgradMMA{}.Render(p, cfg)
-				if err != nil {
-					t.Fatalf("%s %v: %v", p, cfg, err)
-				}
-				res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90"})
-				if err != nil {
-					t.Fatalf("%s %v: %v", p, cfg, err)
-				}
-				mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
-					problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
-				want := []string{".entry " + k.Name, "mma.sync.aligned." + mma}
-				if cfg["Split"] > 1 {
-					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster", ".reqnctapercluster")
-				}
-				for _, w := range want {
-					if !strings.Contains(res.PTX, w) {
-						t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+				for _, cfg := range cfgs {
+					k, err := WgradMMA{}.Render(p, cfg)
+					if err != nil {
+						t.Fatalf("%s %v: %v", p, cfg, err)
+					}
+					res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90"})
+					if err != nil {
+						t.Fatalf("%s %v: %v", p, cfg, err)
+					}
+					mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
+						problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
+					want := []string{".entry " + k.Name, "mma.sync.aligned." + mma}
+					if cfg["Split"] > 1 {
+						want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster", ".reqnctapercluster")
+					}
+					if cfg["Stage"] == 1 {
+						want = append(want, "st.shared", "bar.sync")
+					}
+					for _, w := range want {
+						if !strings.Contains(res.PTX, w) {
+							t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+						}
 					}
 				}
 			}

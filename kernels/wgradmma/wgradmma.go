@@ -37,7 +37,11 @@ var templateFS embed.FS
 //     partial tiles are added up through distributed shared memory (1: one
 //     block sums every pixel);
 //   - Unroll: k steps of 8 pixels whose fragments are loaded before their
-//     mma are issued.
+//     mma are issued (Stage=0);
+//   - Stage: 0, each warp loads its fragments straight from global memory;
+//     1, the block stages chunks of 2 k steps of dY and of the gathered X in
+//     shared memory (double-buffered, each value loaded once per block) and
+//     the warps read their fragments from there.
 type Family struct{}
 
 // Name implements family.Family.
@@ -68,7 +72,7 @@ func (Family) Serves(p problem.Problem) error {
 
 // knobs are a configuration's knobs (see Family).
 type knobs struct {
-	BM, BN, WM, WN, Split, Unroll int
+	BM, BN, WM, WN, Split, Unroll, Stage int
 }
 
 // geometry holds a configuration's derived sizes; the template asserts
@@ -78,6 +82,7 @@ type geometry struct {
 	TilesM, TilesN                          int
 	Acc                                     int // FP32 accumulators per thread
 	KStep                                   int // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
+	StageShare                              int // Stage=1: values a thread stages per chunk
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -98,6 +103,17 @@ func geom(p problem.Problem, k knobs) geometry {
 		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), k.Split) * g.KStep
 	}
 	g.SharedBytes = 4 * k.BM * (k.BN + 1)
+	if k.Stage == 1 {
+		pad := 4
+		if family.HalfIO(p) {
+			pad = 8
+		}
+		g.StageShare = (k.BM + k.BN) * 2 * g.KStep
+		if g.Threads > 0 {
+			g.StageShare /= g.Threads
+		}
+		g.SharedBytes = max(g.SharedBytes, 2*(k.BM+k.BN)*(2*g.KStep+pad)*p.Precision.ElementBytes())
+	}
 	if k.BN > 0 && k.BM > 0 {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
 	}
@@ -114,6 +130,7 @@ var (
 	spaceWarps  = [][2]int{{1, 1}, {2, 1}, {1, 2}, {2, 2}, {4, 1}, {4, 2}}
 	spaceSplit  = []int{1, 2, 4, 8}
 	spaceUnroll = []int{1, 2}
+	spaceStage  = []int{0, 1}
 )
 
 // Space implements family.Family. Without an sm_90 device (or limits for
@@ -124,9 +141,14 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		for _, bn := range spaceBN {
 			for _, w := range spaceWarps {
 				for _, sp := range spaceSplit {
-					for _, u := range spaceUnroll {
-						k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Split: sp, Unroll: u}
-						out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+					for _, st := range spaceStage {
+						for _, u := range spaceUnroll {
+							if st == 1 && u > 1 {
+								continue // Unroll applies to Stage=0
+							}
+							k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Split: sp, Unroll: u, Stage: st}
+							out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+						}
 					}
 				}
 			}
@@ -148,6 +170,10 @@ func check(k knobs) string {
 		return "Split 1 to 8 (a portable cluster)"
 	case k.Unroll < 1 || k.Unroll > 4:
 		return "Unroll 1 to 4"
+	case k.Stage < 0 || k.Stage > 1:
+		return "Stage 0 or 1"
+	case k.Stage == 1 && k.Unroll != 1:
+		return "Unroll=1 with Stage=1"
 	}
 	return ""
 }
@@ -168,6 +194,10 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("arch", "wgradmma needs thread-block clusters (sm_90), not sm_%d", lim.Arch)
 	case g.Acc*k.Unroll > 96 || accRegs > 96:
 		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
+	case k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0):
+		return family.Hard("threads", "%d threads do not split the staged chunk (%d + %d values) evenly", g.Threads, k.BM*2*g.KStep, k.BN*2*g.KStep)
+	case k.Stage == 1 && g.Acc+g.StageShare > 112:
+		return family.Hard("registers", "%d accumulators and %d staged values per thread", g.Acc, g.StageShare)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > 48*1024:
@@ -204,6 +234,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	g := geom(p, k)
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
+	}
+	if k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0) {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
 	}
 	doc, typeName, shape := "FP32 data rounded to TF32 operands, FP32 accumulation, dW and dBias FP32", "tf32", "m16n8k8"
 	switch p.Precision {
