@@ -103,29 +103,35 @@ func TestDgradMMA(t *testing.T) {
 		"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", // row phases 2, 3 have no tap
 		"N=3,C=13,H=19,W=23,K=17,R=3,S=5,stride_h=2,pad_h=1,pad_w=2,dilation_w=2"}
 	cfgs := []Config{
-		{"BM": 128, "BN": 8, "WM": 4, "WN": 1, "Unroll": 2},
-		{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Unroll": 1},
+		{"BM": 128, "BN": 8, "WM": 4, "WN": 1, "Unroll": 2, "Stage": 0},
+		{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Unroll": 1, "Stage": 0},
+		{"BM": 128, "BN": 8, "WM": 4, "WN": 1, "Unroll": 1, "Stage": 1},
+		{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Unroll": 1, "Stage": 1},
 	}
-	for i, spec := range specs {
+	for _, spec := range specs {
 		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpDgrad)
 				if err := (DgradMMA{}).Serves(p); err != nil {
 					t.Fatalf("%s: %v", p, err)
 				}
-				cfg := cfgs[(i+len(prec)+len(lay))%len(cfgs)]
-				k, err := DgradMMA{}.Render(p, cfg)
-				if err != nil {
-					t.Fatalf("%s %v: %v", p, cfg, err)
-				}
-				res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_80"})
-				if err != nil {
-					t.Fatalf("%s %v: %v", p, cfg, err)
-				}
-				mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
-					problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
-				if !strings.Contains(res.PTX, ".entry "+k.Name) || !strings.Contains(res.PTX, "mma.sync.aligned."+mma) {
-					t.Errorf("%s %v: PTX lacks the entry or %q", p, cfg, mma)
+				for _, cfg := range cfgs {
+					k, err := DgradMMA{}.Render(p, cfg)
+					if err != nil {
+						t.Fatalf("%s %v: %v", p, cfg, err)
+					}
+					res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_80"})
+					if err != nil {
+						t.Fatalf("%s %v: %v", p, cfg, err)
+					}
+					mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
+						problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
+					if !strings.Contains(res.PTX, ".entry "+k.Name) || !strings.Contains(res.PTX, "mma.sync.aligned."+mma) {
+						t.Errorf("%s %v: PTX lacks the entry or %q", p, cfg, mma)
+					}
+					if cfg["Stage"] == 1 && (!strings.Contains(res.PTX, "st.shared") || !strings.Contains(res.PTX, "bar.sync")) {
+						t.Errorf("%s %v: Stage=1 PTX without shared-memory stores and barriers", p, cfg)
+					}
 				}
 			}
 		}

@@ -31,7 +31,11 @@ var templateFS embed.FS
 //   - WM, WN: warps along the rows and the columns (warp tiles of whole
 //     m16n8 fragments);
 //   - Unroll: k steps whose fragments are loaded before their mma are
-//     issued.
+//     issued (Stage=0);
+//   - Stage: 0, each warp loads its fragments straight from global memory;
+//     1, the block stages chunks of 2 k steps of the tap's dY rows and of
+//     W in shared memory (double-buffered, each value loaded once per
+//     block) and the warps read their fragments from there.
 type Family struct{}
 
 // Name implements family.Family.
@@ -62,7 +66,7 @@ func (Family) Serves(p problem.Problem) error {
 
 // knobs are a configuration's knobs (see Family).
 type knobs struct {
-	BM, BN, WM, WN, Unroll int
+	BM, BN, WM, WN, Unroll, Stage int
 }
 
 // taps are one axis's phases: for phase ph (pixel index ≡ ph mod the
@@ -121,6 +125,7 @@ func (ts taps) table(v [][]int) string {
 // each one it uses.
 type geometry struct {
 	Threads, HP, WP, MP, TilesM, TilesN, Acc int
+	KStep, StageShare, SharedBytes           int // channels per mma; Stage=1: values a thread stages per chunk, the staging buffers' bytes
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -135,6 +140,17 @@ func geom(p problem.Problem, k knobs) geometry {
 	if k.WM > 0 && k.WN > 0 {
 		g.Acc = k.BM / k.WM * k.BN / k.WN / 32
 	}
+	g.KStep = 8
+	pad := 4
+	if family.HalfIO(p) {
+		g.KStep, pad = 16, 8
+	}
+	if k.Stage == 1 {
+		if g.Threads > 0 {
+			g.StageShare = (k.BM + k.BN) * 2 * g.KStep / g.Threads
+		}
+		g.SharedBytes = 2 * (k.BM + k.BN) * (2*g.KStep + pad) * p.Precision.ElementBytes()
+	}
 	return g
 }
 
@@ -144,6 +160,7 @@ var (
 	spaceBN     = []int{8, 16, 32, 64}
 	spaceWarps  = [][2]int{{1, 1}, {2, 1}, {4, 1}, {2, 2}, {4, 2}}
 	spaceUnroll = []int{1, 2}
+	spaceStage  = []int{0, 1}
 )
 
 // Space implements family.Family.
@@ -152,9 +169,14 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	for _, bm := range spaceBM {
 		for _, bn := range spaceBN {
 			for _, w := range spaceWarps {
-				for _, u := range spaceUnroll {
-					k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Unroll: u}
-					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				for _, st := range spaceStage {
+					for _, u := range spaceUnroll {
+						if st == 1 && u > 1 {
+							continue // Unroll applies to Stage=0
+						}
+						k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Unroll: u, Stage: st}
+						out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+					}
 				}
 			}
 		}
@@ -173,6 +195,10 @@ func check(k knobs) string {
 		return "at most 16 warps"
 	case k.Unroll < 1 || k.Unroll > 4:
 		return "Unroll 1 to 4"
+	case k.Stage < 0 || k.Stage > 1:
+		return "Stage 0 or 1"
+	case k.Stage == 1 && k.Unroll != 1:
+		return "Unroll=1 with Stage=1"
 	}
 	return ""
 }
@@ -190,6 +216,10 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("arch", "dgradmma needs mma.sync (sm_80), not sm_%d", lim.Arch)
 	case g.Acc*k.Unroll > 96:
 		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
+	case k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0):
+		return family.Hard("threads", "%d threads do not split the staged chunk (%d + %d values) evenly", g.Threads, k.BM*2*g.KStep, k.BN*2*g.KStep)
+	case k.Stage == 1 && g.Acc+2*g.StageShare > 128:
+		return family.Hard("registers", "%d accumulators and %d staged values (with their row offsets) per thread", g.Acc, g.StageShare)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.TilesM > 65535:
@@ -221,6 +251,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	s := p.Shape
+	if k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0) {
+		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
+	}
 	if g.TilesM > 65535 || s.StrideH*s.StrideW > 65535 {
 		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: a grid of %d pixel tiles by %d phases is past CUDA's limits", cfg, g.TilesM, s.StrideH*s.StrideW)
 	}
@@ -251,5 +284,5 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, s.StrideH * s.StrideW}, Block: [3]int{g.Threads, 1, 1}}}, nil
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, s.StrideH * s.StrideW}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
