@@ -92,7 +92,9 @@ func (o *Op) UnmarshalText(b []byte) error {
 var ErrEpilogueOp = errors.New("an epilogue chain applies only to op=fprop")
 
 // Validate checks what ParseShape, ParsePrecision, ParseLayout and ParseOp
-// check, and that only the forward op has an epilogue chain.
+// check, that only the forward op has an epilogue chain, and that an
+// output precision is a storage type and, other than the input's, on the
+// forward op only.
 func (p Problem) Validate() error {
 	if err := p.Shape.Validate(); err != nil {
 		return err
@@ -108,6 +110,14 @@ func (p Problem) Validate() error {
 	}
 	if p.Op != OpFprop && len(p.Epilogue) > 0 {
 		return fmt.Errorf("problem: op=%s with epilogue %s: %w", p.Op, p.Epilogue, ErrEpilogueOp)
+	}
+	if p.OutPrecision != "" {
+		if _, err := ParseStorage(string(p.OutPrecision)); err != nil || !p.OutPrecision.Valid() {
+			return fmt.Errorf("problem: output precision %s: must be one of %s", clip.Quote(string(p.OutPrecision)), joinNames(Storages))
+		}
+	}
+	if p.Op != OpFprop && p.OutDiffers() {
+		return fmt.Errorf("problem: op=%s with output precision %s (input %s): %w", p.Op, p.OutPrecision, p.Precision, ErrOutPrecisionOp)
 	}
 	return nil
 }

@@ -107,12 +107,19 @@ type Problem struct {
 	// Op is the computation: the forward convolution (the zero value) or
 	// a gradient (Op).
 	Op Op
+	// OutPrecision is the output's element type when it differs from the
+	// input's (fp16 or bf16 stored from FP32 accumulators, FP32 stored
+	// from fp16 inputs); the zero value stores the input's type. Only
+	// OpFprop stores another type (Validate). Use Out, OutDiffers and
+	// OutElementBytes rather than reading it.
+	OutPrecision Storage
 }
 
 // String is the canonical form used in reports, cache keys and docs; a
 // gradient op adds " op=" and its name, a non-empty epilogue " epilogue="
-// and the chain's canonical text, so that a forward problem without a
-// chain reads as it did before either existed.
+// and the chain's canonical text, an output type other than the input's
+// " out=" and its name, so that a forward problem without a chain or an
+// output type reads as it did before they existed.
 func (p Problem) String() string {
 	s := fmt.Sprintf("%s precision=%s layout=%s", p.Shape, p.Precision, p.Layout)
 	if p.Op != OpFprop {
@@ -120,6 +127,9 @@ func (p Problem) String() string {
 	}
 	if len(p.Epilogue) > 0 {
 		s += " epilogue=" + p.Epilogue.String()
+	}
+	if p.OutDiffers() {
+		s += " out=" + string(p.OutPrecision)
 	}
 	return s
 }
