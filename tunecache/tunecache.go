@@ -54,7 +54,12 @@ type Key struct {
 	// absent from the file) for the forward convolution, so that a forward
 	// record keeps the key it had before ops; records of different ops
 	// never match each other.
-	Op                string `json:"op,omitempty"`
+	Op string `json:"op,omitempty"`
+	// OutPrecision is the output's element type ("fp32", "fp16", "bf16";
+	// problem.Problem.OutPrecision) when it differs from the input's, ""
+	// (and absent from the file) otherwise, so that a record stored in the
+	// input's type keeps the key it had before output precisions.
+	OutPrecision      string `json:"out_precision,omitempty"`
 	NVRTCVersion      string `json:"nvrtc_version"`      // "13.0"
 	Device            string `json:"device"`             // "NVIDIA H200"
 	ComputeCapability string `json:"compute_capability"` // "9.0"
@@ -63,13 +68,15 @@ type Key struct {
 }
 
 // Supersedes reports whether a record with key k replaces one with key
-// old: both are of the same problem (Shape, Precision, Layout, Epilogue, Op) and the same
+// old: both are of the same problem (Shape, Precision, Layout, Epilogue, Op,
+// OutPrecision) and the same
 // device model (Device, ComputeCapability), whatever their kernels,
 // convgen, NVRTC, driver or SM count. A cache thus holds at most one record
 // per problem and device model, the one tuned last, and offline replay can
 // always pick one with -device.
 func (k Key) Supersedes(old Key) bool {
 	return k.Shape == old.Shape && k.Precision == old.Precision && k.Layout == old.Layout && k.Epilogue == old.Epilogue && k.Op == old.Op &&
+		k.OutPrecision == old.OutPrecision &&
 		k.Device == old.Device && k.ComputeCapability == old.ComputeCapability
 }
 
@@ -151,8 +158,11 @@ type Query struct {
 	Layout    string // Key.Layout
 	Epilogue  string // Key.Epilogue ("" selects records without a chain)
 	Op        string // Key.Op ("" selects forward records)
-	Arch      string // Record.Arch, e.g. "sm_90"; empty matches any
-	Device    string // Key.Device, e.g. "NVIDIA H200"; empty matches any
+	// OutPrecision is Key.OutPrecision ("" selects records stored in the
+	// input's type).
+	OutPrecision string
+	Arch         string // Record.Arch, e.g. "sm_90"; empty matches any
+	Device       string // Key.Device, e.g. "NVIDIA H200"; empty matches any
 	// Current, when set, says why a record's kernels are stale (no longer
 	// what the code generates for its configurations), or nil when they
 	// are current; a stale record is not selected.
@@ -261,6 +271,7 @@ const (
 	FieldLayout    Field = "layout"
 	FieldEpilogue  Field = "epilogue"
 	FieldOp        Field = "op"
+	FieldOut       Field = "out_precision"
 	FieldArch      Field = "arch"
 	FieldDevice    Field = "device"
 	FieldKernel    Field = "kernel" // Query.Current refused the record
@@ -299,6 +310,7 @@ func (q Query) Mismatches(r Record) []Mismatch {
 		{FieldLayout, k.Layout, q.Layout},
 		{FieldEpilogue, k.Epilogue, q.Epilogue},
 		{FieldOp, k.Op, q.Op},
+		{FieldOut, k.OutPrecision, q.OutPrecision},
 	} {
 		if f.got != f.want {
 			out = append(out, Mismatch{f.field, f.got})
@@ -592,6 +604,7 @@ func compareKeys(a, b Key) int {
 		cmp.Compare(a.Layout, b.Layout),
 		cmp.Compare(a.Epilogue, b.Epilogue),
 		cmp.Compare(a.Op, b.Op),
+		cmp.Compare(a.OutPrecision, b.OutPrecision),
 		cmp.Compare(a.NVRTCVersion, b.NVRTCVersion),
 		cmp.Compare(a.Device, b.Device),
 		cmp.Compare(a.ComputeCapability, b.ComputeCapability),

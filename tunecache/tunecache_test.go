@@ -123,7 +123,7 @@ func TestRoundTrip(t *testing.T) {
 
 		// A key differing from want.Key in any single field must not match.
 		kv := reflect.ValueOf(want.Key)
-		if kv.NumField() != 10 {
+		if kv.NumField() != 11 {
 			t.Fatalf("Key has %d fields; update this test", kv.NumField())
 		}
 		for i := range kv.NumField() {

@@ -119,6 +119,20 @@ func (r *Record) Validate() error {
 			return fieldErr("key.op", "op %s has an epilogue chain (%.80q): chains apply to the forward op only", k.Op, k.Epilogue)
 		}
 	}
+	// The output precision is empty (the input's type) or a storage type
+	// other than the precision's own, on the forward op.
+	if k.OutPrecision != "" {
+		st, err := problem.ParseStorage(k.OutPrecision)
+		if err != nil || string(st) != k.OutPrecision {
+			return fieldErr("key.out_precision", "%.32q is not an output precision (fp32, fp16, bf16)", k.OutPrecision)
+		}
+		if problem.Precision(k.Precision).Storage() == st {
+			return fieldErr("key.out_precision", "%s is precision %s's own type: it is left out of the key", k.OutPrecision, k.Precision)
+		}
+		if k.Op != "" {
+			return fieldErr("key.out_precision", "op %s has an output precision (%s): only the forward op stores another type", k.Op, k.OutPrecision)
+		}
+	}
 	m := capability.FindStringSubmatch(k.ComputeCapability)
 	if m == nil {
 		return fieldErr("key.compute_capability", "%.32q is not a compute capability like \"9.0\"", k.ComputeCapability)
