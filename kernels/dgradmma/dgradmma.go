@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/gradmma"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -52,16 +53,7 @@ func (Family) Serves(p problem.Problem) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	s := p.Shape
-	switch {
-	case p.Precision == problem.FP32:
-		return fmt.Errorf("dgradmma serves tf32, 3xtf32, fp16 and bf16, not strict fp32 (FFMA: dgrad)")
-	case s.Groups != 1:
-		return fmt.Errorf("dgradmma serves groups=1, not groups=%d", s.Groups)
-	case s.Needs64BitIndex():
-		return fmt.Errorf("dgradmma indexes with 32-bit integers: tensors of 2^31 elements or more are served by dgrad")
-	}
-	return nil
+	return gradmma.Serves("dgradmma", p)
 }
 
 // knobs are a configuration's knobs (see Family).
@@ -125,7 +117,8 @@ func (ts taps) table(v [][]int) string {
 // each one it uses.
 type geometry struct {
 	Threads, HP, WP, MP, TilesM, TilesN, Acc int
-	KStep, StageShare, SharedBytes           int // channels per mma; Stage=1: values a thread stages per chunk, the staging buffers' bytes
+	KStep, SharedBytes                       int             // channels per mma; the staging buffers' bytes (Stage=1)
+	Staging                                  gradmma.Staging // Stage=1
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -140,16 +133,11 @@ func geom(p problem.Problem, k knobs) geometry {
 	if k.WM > 0 && k.WN > 0 {
 		g.Acc = k.BM / k.WM * k.BN / k.WN / 32
 	}
-	g.KStep = 8
-	pad := 4
-	if family.HalfIO(p) {
-		g.KStep, pad = 16, 8
-	}
+	mm := gradmma.For(p, "dX")
+	g.KStep = mm.KStep
 	if k.Stage == 1 {
-		if g.Threads > 0 {
-			g.StageShare = (k.BM + k.BN) * 2 * g.KStep / g.Threads
-		}
-		g.SharedBytes = 2 * (k.BM + k.BN) * (2*g.KStep + pad) * p.Precision.ElementBytes()
+		g.Staging = gradmma.Stage(p, mm, k.BM, k.BN, g.Threads)
+		g.SharedBytes = g.Staging.Bytes
 	}
 	return g
 }
@@ -186,21 +174,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 
 // check says what is wrong with a configuration's knobs, or "".
 func check(k knobs) string {
-	switch {
-	case k.WM < 1 || k.WN < 1 || k.BM < 16 || k.BN < 8:
-		return "BM ≥ 16, BN ≥ 8, WM and WN ≥ 1"
-	case k.BM%(16*k.WM) != 0 || k.BN%(8*k.WN) != 0:
-		return "warp tiles of whole m16n8 fragments: BM a multiple of 16·WM, BN of 8·WN"
-	case 32*k.WM*k.WN > 512:
-		return "at most 16 warps"
-	case k.Unroll < 1 || k.Unroll > 4:
-		return "Unroll 1 to 4"
-	case k.Stage < 0 || k.Stage > 1:
-		return "Stage 0 or 1"
-	case k.Stage == 1 && k.Unroll != 1:
-		return "Unroll=1 with Stage=1"
-	}
-	return ""
+	return gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, k.Stage)
 }
 
 // reject returns why a configuration is not worth compiling, or the zero
@@ -216,10 +190,8 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("arch", "dgradmma needs mma.sync (sm_80), not sm_%d", lim.Arch)
 	case g.Acc*k.Unroll > 96:
 		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
-	case k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0):
-		return family.Hard("threads", "%d threads do not split the staged chunk (%d + %d values) evenly", g.Threads, k.BM*2*g.KStep, k.BN*2*g.KStep)
-	case k.Stage == 1 && g.Acc+2*g.StageShare > 128:
-		return family.Hard("registers", "%d accumulators and %d staged values (with their row offsets) per thread", g.Acc, g.StageShare)
+	case k.Stage == 1 && g.Staging.Reject(g.Acc, 2, 128).Rule != "": // each staged dY value with its row offset
+		return g.Staging.Reject(g.Acc, 2, 128)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.TilesM > 65535:
@@ -251,21 +223,13 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	s := p.Shape
-	if k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0) {
+	if k.Stage == 1 && !g.Staging.Even {
 		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
 	}
 	if g.TilesM > 65535 || s.StrideH*s.StrideW > 65535 {
 		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: a grid of %d pixel tiles by %d phases is past CUDA's limits", cfg, g.TilesM, s.StrideH*s.StrideW)
 	}
-	doc, typeName, shape := "FP32 data rounded to TF32 operands, FP32 accumulation and dX", "tf32", "m16n8k8"
-	switch p.Precision {
-	case problem.TF32x3:
-		doc = "FP32 data split into TF32 high and low parts (3 products: FP32-accurate), FP32 accumulation and dX"
-	case problem.FP16:
-		doc, typeName, shape = "FP16 operands, FP32 accumulation, dX rounded to FP16 once", "f16", "m16n8k16"
-	case problem.BF16:
-		doc, typeName, shape = "BF16 operands, FP32 accumulation, dX rounded to BF16 once", "bf16", "m16n8k16"
-	}
+	mm := gradmma.For(p, "dX")
 	rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
 	cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
 	name := fmt.Sprintf("convgen_dgradmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
@@ -277,7 +241,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Split3                                         bool
 		MaxTR, MaxTS                                   int
 		NTR, TRR, TRDP, NTS, TSS, TSDQ                 string
-	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, typeName, shape, p.Precision == problem.TF32x3,
+	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3,
 		rows.most, cols.most, rows.count(), rows.table(rows.tap), rows.table(rows.off), cols.count(), cols.table(cols.tap), cols.table(cols.off)}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {

@@ -24,6 +24,9 @@ type ShapeData struct {
 	// Epilogue is the chain applied before the store, with the template
 	// hooks that render it (see Epilogue).
 	Epilogue Epilogue
+	// Out is the output's element type, with the hooks that store it
+	// (see Output).
+	Out Output
 }
 
 // NewShapeData is p's ShapeData.
@@ -37,6 +40,7 @@ func NewShapeData(p problem.Problem) ShapeData {
 		Layout: p.Layout, NHWC: p.Layout == problem.NHWC,
 		Half: p.Precision.ElementBytes() == 2, BF16: p.Precision == problem.BF16,
 		Epilogue: NewEpilogue(p),
+		Out:      NewOutput(p),
 	}
 }
 
@@ -45,16 +49,22 @@ func NewShapeData(p problem.Problem) ShapeData {
 // shares ({{template "shape" .}}), with ShapeData as its data.
 const Partial = "shape.tmpl"
 
-//go:embed shape.tmpl
+// MMAPartial is the template file that defines "mmasync", "mmastep",
+// "mmaregs" and "mmaissue": the mma.sync helpers and fragment loops the
+// tensor-core gradient families share (see the file's comments for what
+// the including template provides).
+const MMAPartial = "mmasync.tmpl"
+
+//go:embed shape.tmpl mmasync.tmpl
 var partialFS embed.FS
 
 // Render executes template file of fsys (a family's embedded template) with
-// data; the file may use the shared partial, Partial, and the templates
-// that the files more of fsys define.
+// data; the file may use the shared partials, Partial and MMAPartial, and
+// the templates that the files more of fsys define.
 func Render(fsys fs.FS, file string, data any, more ...string) (string, error) {
 	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, append([]string{file}, more...)...)
 	if err == nil {
-		t, err = t.ParseFS(partialFS, Partial)
+		t, err = t.ParseFS(partialFS, Partial, MMAPartial)
 	}
 	if err != nil {
 		return "", fmt.Errorf("parse template %s: %w", file, err)

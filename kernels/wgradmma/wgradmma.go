@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/gradmma"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -58,16 +59,7 @@ func (Family) Serves(p problem.Problem) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	s := p.Shape
-	switch {
-	case p.Precision == problem.FP32:
-		return fmt.Errorf("wgradmma serves tf32, 3xtf32, fp16 and bf16, not strict fp32 (FFMA: wgrad)")
-	case s.Groups != 1:
-		return fmt.Errorf("wgradmma serves groups=1, not groups=%d", s.Groups)
-	case s.Needs64BitIndex() || int64(s.N)*int64(s.P())*int64(s.Q())*int64(s.K) >= 1<<31-1:
-		return fmt.Errorf("wgradmma indexes with 32-bit integers: tensors of 2^31 elements or more are served by wgrad")
-	}
-	return nil
+	return gradmma.Serves("wgradmma", p)
 }
 
 // knobs are a configuration's knobs (see Family).
@@ -80,9 +72,9 @@ type knobs struct {
 type geometry struct {
 	Threads, CRS, NG, L, Chunk, SharedBytes int
 	TilesM, TilesN                          int
-	Acc                                     int // FP32 accumulators per thread
-	KStep                                   int // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
-	StageShare                              int // Stage=1: values a thread stages per chunk
+	Acc                                     int             // FP32 accumulators per thread
+	KStep                                   int             // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
+	Staging                                 gradmma.Staging // Stage=1
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -95,24 +87,15 @@ func geom(p problem.Problem, k knobs) geometry {
 		g.NG++
 	}
 	g.L = s.N * s.P() * s.Q()
-	g.KStep = 8
-	if family.HalfIO(p) {
-		g.KStep = 16
-	}
+	mm := gradmma.For(p, "dW")
+	g.KStep = mm.KStep
 	if k.Split > 0 {
 		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), k.Split) * g.KStep
 	}
 	g.SharedBytes = 4 * k.BM * (k.BN + 1)
 	if k.Stage == 1 {
-		pad := 4
-		if family.HalfIO(p) {
-			pad = 8
-		}
-		g.StageShare = (k.BM + k.BN) * 2 * g.KStep
-		if g.Threads > 0 {
-			g.StageShare /= g.Threads
-		}
-		g.SharedBytes = max(g.SharedBytes, 2*(k.BM+k.BN)*(2*g.KStep+pad)*p.Precision.ElementBytes())
+		g.Staging = gradmma.Stage(p, mm, k.BM, k.BN, g.Threads)
+		g.SharedBytes = max(g.SharedBytes, g.Staging.Bytes)
 	}
 	if k.BN > 0 && k.BM > 0 {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
@@ -159,21 +142,11 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 
 // check says what is wrong with a configuration's knobs, or "".
 func check(k knobs) string {
-	switch {
-	case k.WM < 1 || k.WN < 1 || k.BM < 16 || k.BN < 8:
-		return "BM ≥ 16, BN ≥ 8, WM and WN ≥ 1"
-	case k.BM%(16*k.WM) != 0 || k.BN%(8*k.WN) != 0:
-		return "warp tiles of whole m16n8 fragments: BM a multiple of 16·WM, BN of 8·WN"
-	case 32*k.WM*k.WN > 512:
-		return "at most 16 warps"
-	case k.Split < 1 || k.Split > 8:
+	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, k.Stage); msg != "" {
+		return msg
+	}
+	if k.Split < 1 || k.Split > 8 {
 		return "Split 1 to 8 (a portable cluster)"
-	case k.Unroll < 1 || k.Unroll > 4:
-		return "Unroll 1 to 4"
-	case k.Stage < 0 || k.Stage > 1:
-		return "Stage 0 or 1"
-	case k.Stage == 1 && k.Unroll != 1:
-		return "Unroll=1 with Stage=1"
 	}
 	return ""
 }
@@ -194,10 +167,8 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("arch", "wgradmma needs thread-block clusters (sm_90), not sm_%d", lim.Arch)
 	case g.Acc*k.Unroll > 96 || accRegs > 96:
 		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
-	case k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0):
-		return family.Hard("threads", "%d threads do not split the staged chunk (%d + %d values) evenly", g.Threads, k.BM*2*g.KStep, k.BN*2*g.KStep)
-	case k.Stage == 1 && g.Acc+g.StageShare > 112:
-		return family.Hard("registers", "%d accumulators and %d staged values per thread", g.Acc, g.StageShare)
+	case k.Stage == 1 && g.Staging.Reject(g.Acc, 1, 112).Rule != "":
+		return g.Staging.Reject(g.Acc, 1, 112)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.SharedBytes > 48*1024:
@@ -235,18 +206,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
 	}
-	if k.Stage == 1 && ((k.BM*2*g.KStep)%g.Threads != 0 || (k.BN*2*g.KStep)%g.Threads != 0) {
+	if k.Stage == 1 && !g.Staging.Even {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
 	}
-	doc, typeName, shape := "FP32 data rounded to TF32 operands, FP32 accumulation, dW and dBias FP32", "tf32", "m16n8k8"
-	switch p.Precision {
-	case problem.TF32x3:
-		doc = "FP32 data split into TF32 high and low parts (3 products: FP32-accurate), FP32 accumulation, dW and dBias FP32"
-	case problem.FP16:
-		doc, typeName, shape = "FP16 operands, FP32 accumulation, dW rounded to FP16 once, dBias FP32", "f16", "m16n8k16"
-	case problem.BF16:
-		doc, typeName, shape = "BF16 operands, FP32 accumulation, dW rounded to BF16 once, dBias FP32", "bf16", "m16n8k16"
-	}
+	mm := gradmma.For(p, "dW")
+	mm.Doc += ", dBias FP32"
 	name := fmt.Sprintf("convgen_wgradmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
 	data := struct {
 		family.ShapeData
@@ -254,7 +218,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		knobs
 		Name, Config, PrecisionDoc, TypeName, MMAShape string
 		Split3                                         bool
-	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, typeName, shape, p.Precision == problem.TF32x3}
+	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
