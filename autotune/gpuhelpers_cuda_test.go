@@ -3,8 +3,11 @@
 package autotune
 
 import (
+	"context"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/nvrtc"
@@ -68,4 +71,44 @@ func checkTrials(t *testing.T, p problem.Problem, trials []Trial) (passed int) {
 		}
 	}
 	return passed
+}
+
+// tuneFamilyPinned tunes p through one family alone, pinned to three of its
+// kept configurations (the first, middle and last): every pin must pass
+// the float64 checks within p's bound and the winner must be the family's.
+// It reports whether the family kept a candidate for p (false: nothing
+// was tuned).
+func tuneFamilyPinned(t *testing.T, lib *nvrtc.Library, worker []string, lim kernels.Limits, p problem.Problem, fam string) bool {
+	t.Helper()
+	cands, err := kernels.Enumerate(p, lim)
+	if err != nil {
+		t.Fatalf("enumerate: %v", err)
+	}
+	var kept []kernels.Candidate
+	for _, c := range cands {
+		if c.Family == fam && c.Rejected == "" {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return false
+	}
+	pins := []string{kept[0].ID()}
+	for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
+		if c.ID() != pins[len(pins)-1] {
+			pins = append(pins, c.ID())
+		}
+	}
+	res, err := Tune(context.Background(), lib, Options{Problem: p,
+		Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 5, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+		t.Errorf("%d of %d pinned %s candidates passed", passed, len(pins), fam)
+	}
+	if res.Winner == nil || !strings.HasPrefix(res.Winner.ID, fam+"/") {
+		t.Fatalf("winner %v, want a %s candidate", res.Winner, fam)
+	}
+	return true
 }

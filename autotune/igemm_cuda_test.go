@@ -3,12 +3,8 @@
 package autotune
 
 import (
-	"context"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -35,35 +31,8 @@ func TestIGEMMShapes(t *testing.T) {
 	precs := []problem.Precision{problem.FP16, problem.BF16, problem.TF32, problem.TF32x3}
 	eachProblem(t, shapes, precs, func(p problem.Problem) {
 		t.Run(p.String(), func(t *testing.T) {
-			cands, err := kernels.Enumerate(p, lim)
-			if err != nil {
-				t.Fatalf("enumerate: %v", err)
-			}
-			var kept []kernels.Candidate
-			for _, c := range cands {
-				if c.Family == "igemm" && c.Rejected == "" {
-					kept = append(kept, c)
-				}
-			}
-			if len(kept) == 0 {
+			if !tuneFamilyPinned(t, lib, worker, lim, p, "igemm") {
 				t.Fatal("no kept igemm candidate")
-			}
-			pins := []string{kept[0].ID()}
-			for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
-				if c.ID() != pins[len(pins)-1] {
-					pins = append(pins, c.ID())
-				}
-			}
-			res, err := Tune(context.Background(), lib, Options{Problem: p,
-				Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 5, Timeout: 60 * time.Second})
-			if err != nil {
-				t.Fatalf("tune: %v", err)
-			}
-			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
-				t.Errorf("%d of %d pinned igemm candidates passed", passed, len(pins))
-			}
-			if res.Winner == nil || !strings.HasPrefix(res.Winner.ID, "igemm/") {
-				t.Fatalf("winner %v, want an igemm candidate", res.Winner)
 			}
 		})
 	})

@@ -3,12 +3,8 @@
 package autotune
 
 import (
-	"context"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -38,40 +34,13 @@ func TestWGMMAIGEMMShapes(t *testing.T) {
 			return
 		}
 		t.Run(p.String(), func(t *testing.T) {
-			cands, err := kernels.Enumerate(p, lim)
-			if err != nil {
-				t.Fatalf("enumerate: %v", err)
-			}
-			var kept []kernels.Candidate
-			for _, c := range cands {
-				if c.Family == "wgmmaigemm" && c.Rejected == "" {
-					kept = append(kept, c)
-				}
-			}
-			if len(kept) == 0 {
+			if !tuneFamilyPinned(t, lib, worker, lim, p, "wgmmaigemm") {
 				if p.Shape.C%8 != 0 && p.Precision != problem.TF32 {
 					t.Skipf("wgmmaigemm declines C=%d in %s (C a multiple of 8)", p.Shape.C, p.Precision)
 				}
 				t.Fatal("no kept wgmmaigemm candidate")
 			}
 			ran++
-			pins := []string{kept[0].ID()}
-			for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
-				if c.ID() != pins[len(pins)-1] {
-					pins = append(pins, c.ID())
-				}
-			}
-			res, err := Tune(context.Background(), lib, Options{Problem: p,
-				Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 5, Timeout: 60 * time.Second})
-			if err != nil {
-				t.Fatalf("tune: %v", err)
-			}
-			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
-				t.Errorf("%d of %d pinned wgmmaigemm candidates passed", passed, len(pins))
-			}
-			if res.Winner == nil || !strings.HasPrefix(res.Winner.ID, "wgmmaigemm/") {
-				t.Fatalf("winner %v, want a wgmmaigemm candidate", res.Winner)
-			}
 		})
 	})
 	if ran == 0 {
