@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,13 +71,16 @@ type Meta struct {
 	Class string `json:"class"`
 	// Epilogue is the fused chain, nil for the plain convolution.
 	Epilogue *Epilogue `json:"epilogue,omitempty"`
-	// Ops are the kernels by operation. Today only "fprop" (the forward
-	// convolution); the gradients are PyTorch's (Backward).
+	// Ops are the kernels by operation: "fprop" (the forward
+	// convolution), and "dgrad" and "wgrad" where the package was
+	// generated with the tuned gradient kernels of the same problem
+	// (Files' grads).
 	Ops map[string]Op `json:"ops"`
 	// Backward names what computes the gradients: "pytorch"
 	// (torch.nn.grad.conv2d_input and conv2d_weight, dY summed for the
-	// bias) until convgen generates dgrad and wgrad kernels, which will
-	// come as Ops of their own.
+	// bias) without gradient kernels; else the gradient ops among Ops
+	// joined by "+" ("dgrad+wgrad", "dgrad", "wgrad"), the gradients the
+	// others would compute being PyTorch's.
 	Backward string `json:"backward"`
 }
 
@@ -119,7 +123,9 @@ type Problem struct {
 // Op is one operation's kernel: its parameters and its images.
 type Op struct {
 	// Params are the kernel's parameters in order, each a device address:
-	// for fprop out, in, filter, bias (0 when the problem has no bias).
+	// for fprop out, in, filter, bias (0 when the problem has no bias);
+	// for dgrad dX, dY, W, unused (0); for wgrad dW, X, dY, dBias (K
+	// float32 values, 0 when the problem has no bias) (gradParams).
 	Params []string `json:"params"`
 	// CUBIN is the tuned kernel, loaded on GPUs of its exact compute
 	// capability; nil in an untuned package.
@@ -145,6 +151,17 @@ type Image struct {
 // fpropParams are the forward kernel's parameters, in the order every
 // family's kernel takes them and convrt's Forward passes them.
 var fpropParams = []string{"out", "in", "filter", "bias"}
+
+// gradParams are the gradient kernels' parameters, named by their roles
+// (problem.Operands; dgrad's fourth is unused, passed as 0).
+var gradParams = map[problem.Op][]string{
+	problem.OpDgrad: {"dX", "dY", "W", "unused"},
+	problem.OpWgrad: {"dW", "X", "dY", "dBias"},
+}
+
+// gradOps are the gradient ops a module may embed, in kernel.json's and
+// the module's order.
+var gradOps = []problem.Op{problem.OpDgrad, problem.OpWgrad}
 
 // params are the forward kernel's parameters for chain c: fpropParams,
 // then scale and shift when c reads them, then residual when c reads it
@@ -214,15 +231,24 @@ func Serves(p problem.Problem) error {
 	return nil
 }
 
-// Files renders the Python package of b, to be imported as name (its
-// directory's name): __init__.py, kernel.json and the images gen embeds in
-// the Go package of b (b.FilePrefix is ignored).
-func Files(b gen.Binding, name string) (map[string][]byte, error) {
+// Files renders the Python package of b, a forward (fprop) binding, to be
+// imported as name (its directory's name): __init__.py, kernel.json and
+// the images gen embeds in the Go package of b (b.FilePrefix is ignored).
+// grads are the bindings of the same problem's gradient kernels (op dgrad
+// and wgrad, at most one of each, the same shape, precision and layout,
+// no epilogue chain): the module's backward launches them, their images
+// named with the op in front (dgrad_kernel_sm_90a.cubin, wgrad_kernel.ptx,
+// byte for byte those of each gradient's Go package). Without grads the
+// module's backward is PyTorch's.
+func Files(b gen.Binding, name string, grads ...gen.Binding) (map[string][]byte, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	if err := Serves(b.Problem); err != nil {
 		return nil, err
+	}
+	if b.Problem.Op != problem.OpFprop {
+		return nil, fmt.Errorf("torchmod: the module is written from a forward (op=fprop) binding, not op=%s", b.Problem.Op)
 	}
 	b.FilePrefix = ""
 	goFiles, err := gen.Files(b) // checks b, and picks the images
@@ -233,22 +259,80 @@ func Files(b gen.Binding, name string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	images := map[string][]byte{}
+	for _, img := range []*Image{m.Ops["fprop"].CUBIN, m.Ops["fprop"].PTX} {
+		if img != nil {
+			images[img.File] = goFiles[img.File]
+		}
+	}
+	gradSummaries, err := addGrads(&m, b, grads, images)
+	if err != nil {
+		return nil, err
+	}
 	js, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("torchmod: %s: %w", MetaFile, err)
 	}
-	init, err := renderInit(m, b.Problem.Epilogue, name)
+	init, err := renderInit(m, b.Problem.Epilogue, name, gradSummaries)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string][]byte{InitFile: init, MetaFile: append(js, '\n')}
-	op := m.Ops["fprop"]
-	for _, img := range []*Image{op.CUBIN, op.PTX} {
-		if img != nil {
-			files[img.File] = goFiles[img.File]
-		}
-	}
+	maps.Copy(files, images)
 	return files, nil
+}
+
+// addGrads adds the gradient kernels of grads to m (Ops, Backward), their
+// images to images, and returns one line per gradient op for the
+// docstring, in gradOps' order.
+func addGrads(m *Meta, fwd gen.Binding, grads []gen.Binding, images map[string][]byte) ([]string, error) {
+	byOp := map[problem.Op]gen.Binding{}
+	for _, g := range grads {
+		p := g.Problem
+		switch {
+		case p.Op != problem.OpDgrad && p.Op != problem.OpWgrad:
+			return nil, fmt.Errorf("torchmod: a gradient binding of op=%s (want dgrad or wgrad)", p.Op)
+		case p.Shape.String() != fwd.Problem.Shape.String() || p.Precision != fwd.Problem.Precision || p.Layout != fwd.Problem.Layout:
+			return nil, fmt.Errorf("torchmod: the %s binding is of %s %s %s, the forward's of %s %s %s", p.Op,
+				p.Shape, p.Precision, p.Layout, fwd.Problem.Shape, fwd.Problem.Precision, fwd.Problem.Layout)
+		case len(p.Epilogue) > 0:
+			return nil, fmt.Errorf("torchmod: the %s binding has an epilogue chain", p.Op)
+		}
+		if _, dup := byOp[p.Op]; dup {
+			return nil, fmt.Errorf("torchmod: two %s bindings", p.Op)
+		}
+		byOp[p.Op] = g
+	}
+	var names, lines []string
+	for _, op := range gradOps {
+		g, ok := byOp[op]
+		if !ok {
+			continue
+		}
+		g.FilePrefix = ""
+		goFiles, err := gen.Files(g)
+		if err != nil {
+			return nil, fmt.Errorf("torchmod: %s: %w", op, err)
+		}
+		o, err := newOp(g, goFiles, gradParams[op])
+		if err != nil {
+			return nil, fmt.Errorf("torchmod: %s: %w", op, err)
+		}
+		for _, img := range []*Image{o.CUBIN, o.PTX} {
+			if img != nil {
+				data := goFiles[img.File]
+				img.File = op.String() + "_" + img.File
+				images[img.File] = data
+			}
+		}
+		m.Ops[op.String()] = o
+		names = append(names, op.String())
+		lines = append(lines, op.String()+": "+imagesLine(o, g.Untuned)+"; "+g.Summary)
+	}
+	if len(names) > 0 {
+		m.Backward = strings.Join(names, "+")
+	}
+	return lines, nil
 }
 
 // newMeta describes b, whose Go package's files are goFiles.
@@ -267,15 +351,27 @@ func newMeta(b gen.Binding, goFiles map[string][]byte) (Meta, error) {
 	if m.Epilogue != nil {
 		m.Class = fusedClass
 	}
-	op := Op{Params: params(p.Epilogue)}
-	arch, err := launch.ParseArch(b.Arch)
+	op, err := newOp(b, goFiles, params(p.Epilogue))
 	if err != nil {
 		return Meta{}, fmt.Errorf("torchmod: %w", err)
+	}
+	m.Ops = map[string]Op{"fprop": op}
+	return m, nil
+}
+
+// newOp describes the kernel of b, whose Go package's files are goFiles,
+// with the parameters ps: its CUBIN and its PTX, named as in the Go
+// package.
+func newOp(b gen.Binding, goFiles map[string][]byte, ps []string) (Op, error) {
+	op := Op{Params: ps}
+	arch, err := launch.ParseArch(b.Arch)
+	if err != nil {
+		return Op{}, err
 	}
 	if !b.Untuned {
 		name := cubinFile(b.Arch)
 		if len(goFiles[name]) == 0 {
-			return Meta{}, fmt.Errorf("torchmod: gen wrote no %s", name)
+			return Op{}, fmt.Errorf("gen wrote no %s", name)
 		}
 		op.CUBIN = &Image{File: name, Arch: b.Arch, CC: arch.CC, Kernel: b.Kernel, Launch: b.Launch, Summary: b.Summary}
 	}
@@ -286,7 +382,7 @@ func newMeta(b gen.Binding, goFiles map[string][]byte) (Meta, error) {
 		case fb != nil:
 			fa, err := launch.ParseArch(fb.Arch)
 			if err != nil {
-				return Meta{}, fmt.Errorf("torchmod: fallback: %w", err)
+				return Op{}, fmt.Errorf("fallback: %w", err)
 			}
 			op.PTX = &Image{File: ptxFile, Arch: fb.Arch, CC: fa.CC, Kernel: fb.Kernel, Launch: fb.Launch, Summary: "fallback: " + fb.Summary}
 		default:
@@ -294,10 +390,9 @@ func newMeta(b gen.Binding, goFiles map[string][]byte) (Meta, error) {
 		}
 	}
 	if op.CUBIN == nil && op.PTX == nil {
-		return Meta{}, errors.New("torchmod: the binding has no image")
+		return Op{}, errors.New("the binding has no image")
 	}
-	m.Ops = map[string]Op{"fprop": op}
-	return m, nil
+	return op, nil
 }
 
 // pythonKeywords are Python 3's reserved words, which no package may be
@@ -403,6 +498,10 @@ type initData struct {
 	Chain                string
 	Steps                []string
 	ScaleShift, Residual bool
+	// Dgrad and Wgrad say that the module embeds that gradient kernel,
+	// Grad either; Grads are their docstring lines (op: images; summary).
+	Dgrad, Wgrad, Grad bool
+	Grads              []string
 }
 
 // num writes a chain constant as the chain's canonical text does.
@@ -447,33 +546,21 @@ func step(e epilogue.Element) string {
 
 // renderInit renders __init__.py. The strings it puts into the docstring
 // are single lines without backslashes or triple quotes.
-func renderInit(m Meta, chain epilogue.Chain, name string) ([]byte, error) {
-	op := m.Ops["fprop"]
-	var images []string
-	if op.CUBIN != nil {
-		images = append(images, fmt.Sprintf("%s CUBIN (kernel %s) on GPUs of compute capability %d.%d", op.CUBIN.Arch, op.CUBIN.Kernel, op.CUBIN.CC/10, op.CUBIN.CC%10))
-	}
-	if op.PTX != nil {
-		what := "the tuned kernel's PTX"
-		switch {
-		case m.Untuned:
-			what = "the PTX of an untuned default configuration"
-		case op.CUBIN != nil && op.PTX.Kernel != op.CUBIN.Kernel:
-			what = "the PTX of a slower portable fallback kernel, " + op.PTX.Kernel + ","
-		}
-		images = append(images, fmt.Sprintf("%s on %s GPUs of compute capability %d.%d or more", what, map[bool]string{true: "other", false: "all"}[op.CUBIN != nil], op.PTX.CC/10, op.PTX.CC%10))
-	}
+func renderInit(m Meta, chain epilogue.Chain, name string, grads []string) ([]byte, error) {
 	d := initData{Header: Header, Command: m.Command, Name: name,
 		Problem: fmt.Sprintf("%s, precision %s, layout %s", m.Problem.Shape, m.Precision, m.Layout),
-		Summary: m.Summary, Images: strings.Join(images, "; "), Usage: usage(m, name),
-		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC), Class: m.Class}
+		Summary: m.Summary, Images: imagesLine(m.Ops["fprop"], m.Untuned), Usage: usage(m, name),
+		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC), Class: m.Class, Grads: grads}
+	_, d.Dgrad = m.Ops["dgrad"]
+	_, d.Wgrad = m.Ops["wgrad"]
+	d.Grad = d.Dgrad || d.Wgrad
 	if c := chain; len(c) > 0 {
 		d.Alias, d.Chain, d.ScaleShift, d.Residual = alias(c), c.String(), c.NeedsScaleShift(), c.NeedsResidual()
 		for _, e := range c {
 			d.Steps = append(d.Steps, step(e))
 		}
 	}
-	for _, s := range append([]string{d.Command, d.Name, d.Problem, d.Summary, d.Images, d.Usage, d.Chain}, d.Steps...) {
+	for _, s := range slices.Concat([]string{d.Command, d.Name, d.Problem, d.Summary, d.Images, d.Usage, d.Chain}, d.Steps, d.Grads) {
 		if strings.ContainsAny(s, "\\\n\r") || strings.Contains(s, `"""`) {
 			return nil, fmt.Errorf("torchmod: %.60q cannot go into the Python docstring (backslash, newline or triple quote)", s)
 		}
@@ -483,6 +570,26 @@ func renderInit(m Meta, chain epilogue.Chain, name string) ([]byte, error) {
 		return nil, fmt.Errorf("torchmod: %s: %w", InitFile, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// imagesLine says which of op's images runs on which GPUs, for the
+// docstring; untuned says that op's PTX is of an untuned configuration.
+func imagesLine(op Op, untuned bool) string {
+	var images []string
+	if op.CUBIN != nil {
+		images = append(images, fmt.Sprintf("%s CUBIN (kernel %s) on GPUs of compute capability %d.%d", op.CUBIN.Arch, op.CUBIN.Kernel, op.CUBIN.CC/10, op.CUBIN.CC%10))
+	}
+	if op.PTX != nil {
+		what := "the tuned kernel's PTX"
+		switch {
+		case untuned:
+			what = "the PTX of an untuned default configuration"
+		case op.CUBIN != nil && op.PTX.Kernel != op.CUBIN.Kernel:
+			what = "the PTX of a slower portable fallback kernel, " + op.PTX.Kernel + ","
+		}
+		images = append(images, fmt.Sprintf("%s on %s GPUs of compute capability %d.%d or more", what, map[bool]string{true: "other", false: "all"}[op.CUBIN != nil], op.PTX.CC/10, op.PTX.CC%10))
+	}
+	return strings.Join(images, "; ")
 }
 
 // usage is the constructor call that makes the module of m, nn.Conv2d's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -86,9 +87,9 @@ func untunedBF16(t testing.TB) gen.Binding {
 	}
 }
 
-func render(t *testing.T, b gen.Binding, name string) map[string][]byte {
+func render(t *testing.T, b gen.Binding, name string, grads ...gen.Binding) map[string][]byte {
 	t.Helper()
-	files, err := Files(b, name)
+	files, err := Files(b, name, grads...)
 	if err != nil {
 		t.Fatalf("Files: %v", err)
 	}
@@ -119,9 +120,14 @@ func TestGolden(t *testing.T) {
 		{untunedBF16(t), "ut", []string{InitFile, MetaFile, "kernel.ptx"}},
 		{fusedTF32(t), "fusedtorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90a.cubin"}},
 		{reluFP16(t), "relutorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90.cubin"}},
+		{tf32NCHW(t), "gradtorch", []string{InitFile, "dgrad_kernel.ptx", "dgrad_kernel_sm_90a.cubin",
+			MetaFile, "kernel.ptx", "kernel_sm_90a.cubin", "wgrad_kernel.ptx", "wgrad_kernel_sm_90a.cubin"}},
+		{fusedTF32(t), "gradfusedtorch", []string{InitFile, "dgrad_kernel.ptx", "dgrad_kernel_sm_90a.cubin",
+			MetaFile, "kernel.ptx", "kernel_sm_90a.cubin", "wgrad_kernel.ptx", "wgrad_kernel_sm_90a.cubin"}},
+		{oddFP16NHWC(t), "wgradtorch", []string{InitFile, MetaFile, "kernel.ptx", "kernel_sm_90.cubin", "wgrad_kernel.ptx", "wgrad_kernel_sm_90.cubin"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := render(t, tc.b, tc.name)
+			got := render(t, tc.b, tc.name, goldenGrads(t, tc.b, tc.name)...)
 			names := slices.Sorted(func(yield func(string) bool) {
 				for n := range got {
 					if !yield(n) {
@@ -633,5 +639,127 @@ func TestPythonChain(t *testing.T) {
 		t.Errorf("chain_check.py: %v\n%s", err, out)
 	} else if testing.Verbose() {
 		t.Logf("%s", out)
+	}
+}
+
+// gradBinding is the binding of op's kernel (dgrad or wgrad) for b's
+// problem, with fake images: for an sm_90a forward an sm_90a winner with
+// a compute_80 fallback, else a winner whose own PTX is embedded.
+func gradBinding(t testing.TB, b gen.Binding, op problem.Op) gen.Binding {
+	t.Helper()
+	g := b
+	g.Problem.Op, g.Problem.Epilogue = op, nil
+	g.Package = b.Package + op.String()
+	g.Kernel = "convgen_" + op.String() + "_golden"
+	g.Launch = launch.Launch{Grid: [3]int{264, 1, 1}, Block: [3]int{256, 1, 1}, SharedBytes: 65536}
+	if op == problem.OpDgrad {
+		g.Launch = launch.Launch{Grid: [3]int{96, 4, 2}, Block: [3]int{128, 1, 1}, SharedBytes: 2048}
+	}
+	g.CUBIN = []byte("\x7fELF\x02\x01\x01fake " + op.String() + " cubin\x00")
+	g.PTX = "// " + op.String() + " PTX\n.version 7.8\n.target " + strings.TrimSuffix(b.Arch, "a") + "\n"
+	g.Command = strings.Replace(b.Command, "convgen ", "convgen -op "+op.String()+" ", 1)
+	g.Summary = "tuned on NVIDIA H200 (" + b.Arch + "): " + op.String() + "mma, median 0.412 ms, rel. error 2.0e-07"
+	g.Fallback = nil
+	if strings.HasSuffix(b.Arch, "a") {
+		g.Fallback = &gen.Fallback{Kernel: "convgen_" + op.String() + "_fallback", Arch: "compute_80",
+			Launch:  launch.Launch{Grid: [3]int{4000, 1, 1}, Block: [3]int{128, 1, 1}, SharedBytes: 0},
+			PTX:     "// fake " + op.String() + " fallback PTX\n.version 7.8\n.target sm_80\n",
+			Summary: op.String() + "/Threads=128, median 3.100 ms, rel. error 1.0e-07 on NVIDIA H200"}
+	}
+	return g
+}
+
+// goldenGrads are the gradient bindings of the golden module name: both
+// for gradtorch and gradfusedtorch, wgrad alone for wgradtorch, none for
+// the others.
+func goldenGrads(t testing.TB, b gen.Binding, name string) []gen.Binding {
+	switch name {
+	case "gradtorch", "gradfusedtorch":
+		return []gen.Binding{gradBinding(t, b, problem.OpDgrad), gradBinding(t, b, problem.OpWgrad)}
+	case "wgradtorch":
+		return []gen.Binding{gradBinding(t, b, problem.OpWgrad)}
+	}
+	return nil
+}
+
+// gradModule is a module to write for the Python tests: a binding, its
+// gradient bindings and a name for the subtest.
+type gradModule struct {
+	name  string
+	b     gen.Binding
+	grads []gen.Binding
+}
+
+// pythonModules are the modules the Python tests run: every golden one.
+func pythonModules(t testing.TB) []gradModule {
+	var ms []gradModule
+	for _, m := range []struct {
+		name string
+		b    gen.Binding
+	}{{"tf32torch", tf32NCHW(t)}, {"oddtorch", oddFP16NHWC(t)}, {"ut", untunedBF16(t)}, {"fusedtorch", fusedTF32(t)},
+		{"relutorch", reluFP16(t)}, {"gradtorch", tf32NCHW(t)}, {"gradfusedtorch", fusedTF32(t)}, {"wgradtorch", oddFP16NHWC(t)}} {
+		ms = append(ms, gradModule{m.name, m.b, goldenGrads(t, m.b, m.name)})
+	}
+	return ms
+}
+
+// TestGradMeta: the gradient kernels' ops in kernel.json (parameters in
+// the kernel's order, images named with the op in front, byte for byte
+// those of each gradient's Go package), Backward naming them, and the
+// bindings Files refuses.
+func TestGradMeta(t *testing.T) {
+	b := tf32NCHW(t)
+	grads := goldenGrads(t, b, "gradtorch")
+	files := render(t, b, "m", grads...)
+	m := meta(t, files)
+	if m.Backward != "dgrad+wgrad" || len(m.Ops) != 3 {
+		t.Errorf("backward %q, ops %v", m.Backward, slices.Sorted(maps.Keys(m.Ops)))
+	}
+	for _, g := range grads {
+		op := m.Ops[g.Problem.Op.String()]
+		want := map[problem.Op][]string{problem.OpDgrad: {"dX", "dY", "W", "unused"}, problem.OpWgrad: {"dW", "X", "dY", "dBias"}}[g.Problem.Op]
+		if !slices.Equal(op.Params, want) {
+			t.Errorf("%s params %v, want %v", g.Problem.Op, op.Params, want)
+		}
+		goFiles, err := gen.Files(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := op.CUBIN; c == nil || c.Kernel != g.Kernel || c.Launch != g.Launch || c.File != g.Problem.Op.String()+"_kernel_sm_90a.cubin" ||
+			!bytes.Equal(files[c.File], goFiles["kernel_sm_90a.cubin"]) {
+			t.Errorf("%s cubin %+v", g.Problem.Op, c)
+		}
+		if x := op.PTX; x == nil || x.Kernel != g.Fallback.Kernel || x.Launch != g.Fallback.Launch || x.CC != 80 ||
+			!bytes.Equal(files[x.File], goFiles["kernel.ptx"]) {
+			t.Errorf("%s ptx %+v", g.Problem.Op, x)
+		}
+	}
+	if m := meta(t, render(t, b, "m", grads[1])); m.Backward != "wgrad" || len(m.Ops) != 2 {
+		t.Errorf("wgrad alone: backward %q, %d ops", m.Backward, len(m.Ops))
+	}
+	other := gradBinding(t, b, problem.OpDgrad)
+	other.Problem.Precision = problem.FP32
+	bad := map[string][]gen.Binding{
+		"another precision": {other},
+		"two dgrad":         {grads[0], grads[0]},
+		"an fprop":          {b},
+	}
+	for what, gs := range bad {
+		if _, err := Files(b, "m", gs...); err == nil {
+			t.Errorf("Files with %s: no error", what)
+		}
+	}
+	if _, err := Files(grads[0], "m"); err == nil {
+		t.Error("Files of a dgrad binding: no error")
+	}
+	init := string(files[InitFile])
+	for _, want := range []string{"BACKWARD_KERNELS = tuple(", "use_convgen_backward=None", "- dgrad: sm_90a CUBIN (kernel convgen_dgrad_golden)",
+		"def _gradients(", "def backward_info("} {
+		if !strings.Contains(init, want) {
+			t.Errorf("__init__.py lacks %q", want)
+		}
+	}
+	if init := string(render(t, b, "m")[InitFile]); strings.Contains(init, "BACKWARD_KERNELS") || strings.Contains(init, "use_convgen_backward") {
+		t.Error("a module without gradient kernels mentions them")
 	}
 }
