@@ -152,17 +152,59 @@ func RenderCandidate(p problem.Problem, c Candidate) (Kernel, error) {
 	if err := servesEpilogue(f, p); err != nil {
 		return Kernel{}, err
 	}
+	if err := servesOut(f, p); err != nil {
+		return Kernel{}, err
+	}
 	return f.Render(p, c.Config)
 }
 
-// serves is f.Serves(p), and for a problem with an epilogue chain whether
-// f applies it (servesEpilogue).
+// serves is f.Serves(p), for a problem with an epilogue chain whether f
+// applies it (servesEpilogue), and for one whose output type differs from
+// the input's whether f stores it (servesOut).
 func serves(f Family, p problem.Problem) error {
 	if err := servesEpilogue(f, p); err != nil {
 		return err
 	}
+	if err := servesOut(f, p); err != nil {
+		return err
+	}
 	return f.Serves(p)
 }
+
+// servesOut returns nil when p's output has the input's type or f stores
+// p's output type (family.OutPrecisionSupport), else an *OutPrecisionError.
+func servesOut(f Family, p problem.Problem) error {
+	if !p.OutDiffers() {
+		return nil
+	}
+	s, ok := f.(family.OutPrecisionSupport)
+	if !ok {
+		return &OutPrecisionError{Family: f.Name(), Out: p.OutPrecision, In: p.Precision}
+	}
+	if err := s.SupportsOutPrecision(p); err != nil {
+		return &OutPrecisionError{Family: f.Name(), Out: p.OutPrecision, In: p.Precision, Err: err}
+	}
+	return nil
+}
+
+// OutPrecisionError is a family's refusal of an output type other than
+// the input's (-out-precision): the typed reason that keeps a family from
+// storing the wrong type.
+type OutPrecisionError struct {
+	Family string
+	Out    problem.Storage   // the output type asked for
+	In     problem.Precision // the problem's precision
+	Err    error             // the family's reason; nil when it stores only the input's type
+}
+
+func (e *OutPrecisionError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%s stores only the input's element type (asked for %s output from %s; generic, igemm, wgmmaigemm and depthwise store others)", e.Family, e.Out, e.In)
+	}
+	return fmt.Sprintf("%s does not store %s output from %s: %v", e.Family, e.Out, e.In, e.Err)
+}
+
+func (e *OutPrecisionError) Unwrap() error { return e.Err }
 
 // servesEpilogue returns nil when p has no epilogue chain or f applies it
 // (family.EpilogueSupport), else an *EpilogueError.

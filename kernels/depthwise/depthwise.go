@@ -410,3 +410,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
 // every chain at its store (family.Epilogue), in FP32 before the rounding.
 func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
+
+// SupportsOutPrecision implements family.OutPrecisionSupport: the template
+// stores every output type (family.Output), vector stores included
+// (store_out: a vector of VEC or OPT outputs is aligned to as many
+// elements whatever their size).
+func (Family) SupportsOutPrecision(problem.Problem) error { return nil }

@@ -31,14 +31,20 @@ import (
 type Epilogue struct {
 	// Chain is the chain to apply; empty for none.
 	Chain epilogue.Chain
-	// Half and BF16 give the residual's element type (the output's):
-	// float, or 2-byte FP16 or BF16 bits.
+	// Half and BF16 give the residual's element type (the output's, which
+	// -out-precision may make other than the input's): float, or 2-byte
+	// FP16 or BF16 bits.
 	Half, BF16 bool
+	// OutDiffers says that the output's (and so the residual's) type is
+	// not the input's: the checking kernels then read the residual with
+	// out_to_double (Output.Defs) rather than the input's to_double.
+	OutDiffers bool
 }
 
 // NewEpilogue is p's Epilogue.
 func NewEpilogue(p problem.Problem) Epilogue {
-	return Epilogue{Chain: p.Epilogue, Half: p.Precision.ElementBytes() == 2, BF16: p.Precision == problem.BF16}
+	out := p.Out()
+	return Epilogue{Chain: p.Epilogue, Half: out.Half(), BF16: out == problem.StorageBF16, OutDiffers: p.OutDiffers()}
 }
 
 // On reports whether there is a chain to apply.
@@ -135,6 +141,9 @@ func (e Epilogue) Defs64() string {
 	z := "0.0"
 	if e.Chain.NeedsResidual() {
 		z = "to_double(ep_residual[i])"
+		if e.OutDiffers {
+			z = "out_to_double(ep_residual[i])"
+		}
 	} else {
 		b.WriteString("    (void)i;\n")
 	}

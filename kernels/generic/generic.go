@@ -305,3 +305,8 @@ func newGenericIndex(wide bool) genericIndex {
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
 // every chain at its store (family.Epilogue).
 func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
+
+// SupportsOutPrecision implements family.OutPrecisionSupport: the template
+// stores every output type (family.Output), so that every valid shape is
+// served whatever its output precision.
+func (Family) SupportsOutPrecision(problem.Problem) error { return nil }

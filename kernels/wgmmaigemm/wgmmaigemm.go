@@ -259,3 +259,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
 // every chain at its store (family.Epilogue).
 func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
+
+// SupportsOutPrecision implements family.OutPrecisionSupport: the
+// epilogue stores every output type (family.Output), two channels at a
+// time when K is even, as it stores the input's.
+func (Family) SupportsOutPrecision(problem.Problem) error { return nil }
