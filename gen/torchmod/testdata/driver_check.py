@@ -3,6 +3,7 @@ libcuda.so.1 stand-in that records its arguments), with PyTorch on the CPU
 and torch.cuda's device queries patched. Usage: driver_check.py PACKAGE_DIR
 (with the fake first on LD_LIBRARY_PATH). Exits non-zero on failure."""
 import contextlib
+import copy
 import ctypes
 import importlib.util
 import os
@@ -13,6 +14,7 @@ import time
 import types
 
 import torch
+import torch.nn.functional as F
 
 pkg_dir = sys.argv[1]
 spec = importlib.util.spec_from_file_location("convmod", os.path.join(pkg_dir, "__init__.py"),
@@ -24,7 +26,9 @@ spec.loader.exec_module(mod)
 fake = ctypes.CDLL("libcuda.so.1")
 for name, res in [("fake_loaded", ctypes.c_char_p), ("fake_function", ctypes.c_char_p),
                   ("fake_stream", ctypes.c_size_t),
-                  ("fake_param", ctypes.c_uint64), ("fake_current", ctypes.c_size_t)]:
+                  ("fake_param", ctypes.c_uint64), ("fake_current", ctypes.c_size_t),
+                  ("fake_log_function", ctypes.c_char_p), ("fake_log_stream", ctypes.c_size_t),
+                  ("fake_log_param", ctypes.c_uint64)]:
     getattr(fake, name).restype = res
 fake.fake_set_current.argtypes = [ctypes.c_size_t]
 
@@ -255,6 +259,211 @@ def fast_path():
 
 
 fast_path()
+
+
+# backward through the gradient kernels, with CPU tensors (the kernels are
+# loaded for device index None, as in fast_path): which kernels launch for
+# each subset of requires_grad, their parameters in order, geometry and
+# stream; the gradients' shapes, dtypes and memory formats; PyTorch's path
+# with use_convgen_backward=False, the class switch, and where a kernel does
+# not load.
+def backward_checks():
+    grad_ops = tuple(o for o in ("dgrad", "wgrad") if o in mod.META["ops"])
+    if not grad_ops:
+        check(not hasattr(mod, "BACKWARD_KERNELS") and mod.META["backward"] == "pytorch",
+              "no gradient kernels: backward is PyTorch's")
+        return
+    check(mod.BACKWARD_KERNELS == grad_ops and mod.META["backward"] == "+".join(grad_ops),
+          f"BACKWARD_KERNELS {mod.BACKWARD_KERNELS}, kernel.json's backward {mod.META['backward']!r}")
+    P = mod.META["problem"]
+    fake.fake_set_nparams(4)  # every gradient kernel takes four (fewer read from a forward launch is harmless)
+    fused = "epilogue" in mod.META
+    fmt = mod.MEMORY_FORMAT
+    other = torch.contiguous_format if fmt is torch.channels_last else torch.channels_last
+
+    def new_conv(**kw):
+        cc[0] = (cubin or ptx)["cc"]
+        fake.fake_set_current(0)
+        conv = Conv(P["c"], P["k"], (P["r"], P["s"]), stride=tuple(P["stride"]), padding=tuple(P["padding"]),
+                    dilation=tuple(P["dilation"]), groups=P["groups"], bias=P["bias"], **kw)
+        conv._kernels[None] = mod._Kernel(op, 0)
+        for o in grad_ops:
+            conv._grad_kernels[(o, None)] = mod._Kernel(mod.META["ops"][o], 0)
+        conv._unfit = lambda input: None
+        if mod.DTYPE is not torch.float32:  # PyTorch's CPU convolution lacks half types: in float32
+            conv._backward = _Float32Backward()
+        if "scale" in op["params"]:
+            with torch.no_grad():
+                conv.scale.uniform_(0.5, 1.5)
+                conv.shift.uniform_(-1, 1)
+        return conv
+
+    class _Float32Backward(mod._TorchBackward):
+        def input(self, grad_out, weight):
+            return super().input(grad_out.float(), weight.float()).to(mod.DTYPE)
+
+        def weight(self, grad_out, input):
+            return super().weight(grad_out.float(), input.float()).to(mod.DTYPE)
+
+    x = torch.randn(P["n"], P["c"], P["h"], P["w"]).to(mod.DTYPE).contiguous(memory_format=fmt)
+    r = torch.randn(mod._OUT_SHAPE).to(mod.DTYPE).contiguous(memory_format=fmt) if residual_chain else None
+
+    def run(conv, need, dy_format=fmt):
+        """forward and backward with requires_grad on need (input, weight,
+        bias); the launches, the input's gradient and grad_output."""
+        xg = x.clone().requires_grad_(need[0])
+        conv.weight.requires_grad_(need[1])
+        conv.weight.grad = None
+        if conv.bias is not None:
+            conv.bias.requires_grad_(need[2])
+            conv.bias.grad = None
+        out = conv(xg, r) if residual_chain else conv(xg)
+        dy = torch.randn(mod._OUT_SHAPE).to(mod.DTYPE).contiguous(memory_format=dy_format)
+        fake.fake_log_reset()
+        out.backward(dy)
+        launches = [fake.fake_log_function(i).decode() for i in range(fake.fake_log_count())]
+        return launches, xg, dy
+
+    def image(o):
+        g = mod.META["ops"][o]
+        return g["cubin"] if g["cubin"] and g["cubin"]["cc"] == cc[0] else g["ptx"]
+
+    def launch_ok(i, o, want_params):
+        img = image(o)
+        params = [fake.fake_log_param(i, j) for j in range(4)]
+        ok = ([fake.fake_log_grid(i, d) for d in range(3)] == img["grid"]
+              and [fake.fake_log_block(i, d) for d in range(3)] == img["block"]
+              and fake.fake_log_shared(i) == img["shared_bytes"] and fake.fake_log_stream(i) == 0x5000)
+        for got, want in zip(params, want_params):
+            ok &= (want == "nonzero" and got != 0 and got % 16 == 0) or got == want
+        if not ok:
+            print(f"  {o}: params {[hex(p) for p in params]}, want {want_params}")
+        return ok
+
+    def formats_ok(conv, xg):
+        ok = True
+        if xg.grad is not None:
+            ok &= (tuple(xg.grad.shape) == mod._IN_SHAPE and xg.grad.dtype == mod.DTYPE
+                   and xg.grad.is_contiguous(memory_format=fmt))
+        w = conv.weight.grad
+        if w is not None:
+            ok &= tuple(w.shape) == mod._W_SHAPE and w.dtype == mod.DTYPE and w.is_contiguous(memory_format=fmt)
+        b = conv.bias.grad if conv.bias is not None else None
+        if b is not None:
+            ok &= tuple(b.shape) == mod._B_SHAPE and b.dtype == mod.DTYPE
+        return ok
+
+    def grads_ok(c, xg, dy):
+        """c's gradients from run against float64 autograd of F.conv2d (and
+        the chain)."""
+        xr = x.double().requires_grad_()
+        wr = c.weight.detach().double().requires_grad_()
+        br = c.bias.detach().double().requires_grad_() if c.bias is not None else None
+        y = F.conv2d(xr, wr, br, c.stride, c.padding, c.dilation, c.groups)
+        if fused:
+            ss = (c.scale.detach().double(), c.shift.detach().double()) if "scale" in op["params"] else (None, None)
+            y = mod.chain(y, *ss, r.double() if residual_chain else None)
+        y.backward(dy.double())
+        err = lambda a, b: ((a.double() - b).norm() / b.norm()).item()
+        errs = [err(xg.grad, xr.grad), err(c.weight.grad, wr.grad)] + ([err(c.bias.grad, br.grad)] if br is not None else [])
+        return max(errs) < 1e-5 or print("  rel. errors", errs)
+
+    conv = new_conv()
+    subsets = [(True, True, P["bias"]), (True, False, False), (False, True, False)]
+    if P["bias"]:
+        subsets += [(False, False, True), (False, True, True)]
+    for need in subsets:
+        launches, xg, dy = run(conv, need)
+        want = [o for o, n in (("dgrad", need[0]), ("wgrad", need[1])) if n and o in grad_ops]
+        names = [mod.META["ops"][o]["cubin"]["kernel"] for o in want]
+        what = f"backward with requires_grad on {[n for n, w in zip(('input', 'weight', 'bias'), need) if w]}"
+        check(launches == names, f"{what}: launches {want} ({launches})")
+        w_ptr = conv.weight.data_ptr()
+        dy_ptr = dy.data_ptr() if not fused else "nonzero"  # a fused module's is the chain's gradient
+        if "dgrad" in want:
+            check(launch_ok(want.index("dgrad"), "dgrad", [xg.grad.data_ptr(), dy_ptr, w_ptr, 0]),
+                  f"{what}: dgrad's parameters dX (the input's gradient), dY (grad_output), W, 0; geometry; stream")
+        if "wgrad" in want:
+            i = want.index("wgrad")
+            check(launch_ok(i, "wgrad", [conv.weight.grad.data_ptr(), xg.data_ptr(), dy_ptr,
+                                         "nonzero" if P["bias"] else 0]),
+                  f"{what}: wgrad's parameters dW (the weight's gradient), X, dY, dBias "
+                  f"({'a float32 buffer' if P['bias'] else '0 without bias'}); geometry; stream")
+            if "dgrad" in want:
+                check(fake.fake_log_param(0, 1) == fake.fake_log_param(i, 2), f"{what}: both read the same dY")
+        check(formats_ok(conv, xg), f"{what}: gradients of the right shapes and dtypes, in {fmt}")
+        wl = conv.last_backward
+        check(wl == {"input": ("dgrad" if "dgrad" in grad_ops else "pytorch") if need[0] else None,
+                     "weight": ("wgrad" if "wgrad" in grad_ops else "pytorch") if need[1] else None,
+                     "bias": ("wgrad" if "wgrad" in grad_ops and need[1] else "pytorch") if need[2] else None},
+              f"{what}: last_backward {wl}")
+        if need == (False, False, True) and not fused:
+            check(torch.equal(conv.bias.grad, dy.sum((0, 2, 3))), f"{what}: the bias's gradient alone is dY summed")
+    # grad_output in the other memory format (or not aligned) is copied
+    # into the kernel's first.
+    if P["c"] > 1 and not fused:
+        launches, xg, dy = run(conv, (True, True, False), dy_format=other)
+        ptrs = [fake.fake_log_param(i, 1 if launches[i] == image("dgrad")["kernel"] else 2)
+                for i in range(len(launches))] if "dgrad" in grad_ops else [fake.fake_log_param(0, 2)]
+        check(launches and all(p != dy.data_ptr() and p % 16 == 0 for p in ptrs) and formats_ok(conv, xg),
+              "grad_output in the other memory format: the kernels read a copy in the kernel's")
+    # PyTorch's path: the constructor's keyword and the class switch.
+    for what, c in (("use_convgen_backward=False", new_conv(use_convgen_backward=False)), ("class switch", None)):
+        if c is None:
+            Conv.use_convgen_backward = False
+            c = new_conv()
+        try:
+            launches, xg, dy = run(c, (True, True, P["bias"]))
+        except RuntimeError as e:  # PyTorch's CPU convolution lacks some dtypes
+            print(f"  ({what}: PyTorch's backward on the CPU: {str(e)[:80]})")
+            launches = []
+        finally:
+            if what == "class switch":
+                Conv.use_convgen_backward = True
+        check(launches == [] and c.last_backward in (None, {"input": "pytorch", "weight": "pytorch",
+                                                            "bias": "pytorch" if P["bias"] else None}),
+              f"{what}: backward launches nothing, PyTorch computes every gradient")
+        if launches == [] and mod.DTYPE is torch.float32 and c.last_backward is not None:
+            check(grads_ok(c, xg, dy), f"{what}: the gradients are float64 autograd's (rel. error < 1e-5)")
+    check(Conv.use_convgen_backward is True and new_conv().use_convgen_backward is True,
+          "use_convgen_backward: True by default")
+    # A GPU on which no image of the gradient kernels runs: PyTorch's
+    # gradients, with one warning per kernel.
+    c = new_conv()
+    c._grad_kernels = {}
+    cc[0] = 10
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            launches, xg, dy = run(c, (True, True, False))
+            launches += run(c, (True, True, False))[0]
+        except RuntimeError as e:
+            print(f"  (PyTorch's backward on the CPU: {str(e)[:80]})")
+            launches = []
+    warned = [w for w in caught if issubclass(w.category, RuntimeWarning) and "PyTorch computes" in str(w.message)]
+    check(launches == [] and len(warned) == len(grad_ops) and all(c._grad_kernels[(o, None)] is None for o in grad_ops),
+          f"no gradient image runs on the GPU: PyTorch's backward, one warning per kernel ({len(warned)})")
+    # backward_info loads the kernels on the current device.
+    cc[0] = (cubin or ptx)["cc"]
+    current, torch.cuda.current_device = torch.cuda.current_device, lambda: 0
+    try:
+        info = new_conv().backward_info()
+    finally:
+        torch.cuda.current_device = current
+    want = {"input": "dgrad" if "dgrad" in grad_ops else None, "weight": "wgrad" if "wgrad" in grad_ops else None}
+    ok = all((info[k] == "pytorch") if o is None else (info[k]["op"] == o and info[k]["kernel"] == image(o)["kernel"])
+             for k, o in want.items())
+    check(ok and (info["bias"] is info["weight"] if P["bias"] else info["bias"] is None), f"backward_info: {info}")
+    check(new_conv(use_convgen_backward=False).backward_info("cuda:0") == {
+        "input": "pytorch", "weight": "pytorch", "bias": "pytorch" if P["bias"] else None},
+        "backward_info with use_convgen_backward=False: PyTorch's")
+    c = new_conv()
+    check(copy.deepcopy(c)._grad_kernels == {}, "deepcopy drops the loaded gradient kernels")
+    fake.fake_set_nparams(nparams)
+
+
+backward_checks()
 
 with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as f:
     f.write(b"FAIL this PTX")

@@ -18,6 +18,29 @@ static int nparams = 4; // how many parameters the kernel takes (fake_set_nparam
 static int launches, retains;
 static int fail_launches;                  // how many launches to fail next (fake_fail_launches)
 
+// Each function name cuModuleGetFunction was asked for gets its own
+// handle, 0x3000 + 0x10*i, so that the launch log tells the kernels apart.
+#define MAX_FUNCTIONS 32
+static char functions[MAX_FUNCTIONS][128];
+static int nfunctions;
+
+static int function_index(void *fn) {
+    uintptr_t f = (uintptr_t)fn;
+    if (f < 0x3000 || (f - 0x3000) % 0x10 != 0 || (int)((f - 0x3000) / 0x10) >= nfunctions) return -1;
+    return (int)((f - 0x3000) / 0x10);
+}
+
+// The launch log: every successful launch since fake_log_reset, the last
+// LOG_SIZE kept.
+#define LOG_SIZE 64
+static struct {
+    int function;
+    unsigned int grid[3], block[3], shared;
+    uintptr_t stream;
+    uint64_t params[8];
+} launch_log[LOG_SIZE];
+static int logged;
+
 CUresult cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
 CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_FAKE"; return 0; }
 CUresult cuGetErrorString(CUresult r, const char **s) { *s = "fake error"; return 0; }
@@ -43,12 +66,18 @@ CUresult cuModuleLoadDataEx(void **mod, const void *image, unsigned int n, int *
 CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) {
     if (mod != (void *)0x2000) return 400;
     strncpy(function_name, name, sizeof function_name - 1);
-    *fn = (void *)0x3000;
+    int i = 0;
+    while (i < nfunctions && strcmp(functions[i], name) != 0) i++;
+    if (i == nfunctions) {
+        if (nfunctions == MAX_FUNCTIONS) return 1;
+        strncpy(functions[nfunctions++], name, sizeof functions[0] - 1);
+    }
+    *fn = (void *)(uintptr_t)(0x3000 + 0x10 * i);
     return 0;
 }
 
 CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
-    if (fn != (void *)0x3000) return 400;
+    if (function_index(fn) < 0) return 400;
     attribute = attr;
     attribute_value = value;
     return 0;
@@ -56,7 +85,7 @@ CUresult cuFuncSetAttribute(void *fn, int attr, int value) {
 
 CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                         unsigned int by, unsigned int bz, unsigned int sh, void *st, void **kp, void **extra) {
-    if (fn != (void *)0x3000 || extra != 0) return 400;
+    if (function_index(fn) < 0 || extra != 0) return 400;
     if (fail_launches > 0) {
         fail_launches--;
         return 719;  // CUDA_ERROR_LAUNCH_FAILED
@@ -67,6 +96,13 @@ CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int
     stream = (uintptr_t)st;
     for (int i = 0; i < nparams; i++) params[i] = *(uint64_t *)kp[i];
     launches++;
+    int e = logged++ % LOG_SIZE;
+    launch_log[e].function = function_index(fn);
+    memcpy(launch_log[e].grid, grid, sizeof grid);
+    memcpy(launch_log[e].block, block, sizeof block);
+    launch_log[e].shared = sh;
+    launch_log[e].stream = stream;
+    memcpy(launch_log[e].params, params, sizeof params);
     return 0;
 }
 
@@ -106,3 +142,15 @@ int fake_retains(void) { return retains; }
 uintptr_t fake_current(void) { return current_ctx; }
 void fake_set_current(uintptr_t c) { current_ctx = c; }
 void fake_fail_launches(int n) { fail_launches = n; }
+
+// The launch log (cuLaunchKernel's, which cuLaunchKernelEx goes through):
+// how many launches since fake_log_reset, and of launch i (0 the first,
+// among the last 64) the function's name, geometry, stream and parameters.
+int fake_log_count(void) { return logged; }
+void fake_log_reset(void) { logged = 0; }
+const char *fake_log_function(int i) { return functions[launch_log[i % LOG_SIZE].function]; }
+unsigned int fake_log_grid(int i, int d) { return launch_log[i % LOG_SIZE].grid[d]; }
+unsigned int fake_log_block(int i, int d) { return launch_log[i % LOG_SIZE].block[d]; }
+unsigned int fake_log_shared(int i) { return launch_log[i % LOG_SIZE].shared; }
+uintptr_t fake_log_stream(int i) { return launch_log[i % LOG_SIZE].stream; }
+uint64_t fake_log_param(int i, int j) { return launch_log[i % LOG_SIZE].params[j]; }
