@@ -116,6 +116,9 @@ type Result struct {
 	// TorchFiles are the names of the files written to Torch (none
 	// without it).
 	TorchFiles []string
+	// TorchBackward are the gradient ops (dgrad, wgrad) whose cached
+	// records the PyTorch module's backward launches (torchGrads).
+	TorchBackward []string
 }
 
 // Run finds or makes the tuning record of r.Problem and writes the

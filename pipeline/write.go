@@ -22,13 +22,24 @@ import (
 // the same record from the reports' directory (carriedReports).
 func writePackage(r Request, outcome Outcome, rec tunecache.Record, cands []report.Candidate) (Result, error) {
 	data := report.New(rec, r.Problem, r.Command)
+	b, err := recordBinding(r, rec)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Outcome: outcome, Record: rec}
+	err = writeFiles(r, b, data, cands, &res)
+	return res, err
+}
+
+// recordBinding is the binding of the package of r from rec.
+func recordBinding(r Request, rec tunecache.Record) (gen.Binding, error) {
 	cubin, err := rec.CUBIN.Open()
 	if err != nil {
-		return Result{}, fmt.Errorf("the tuning record's CUBIN: %w", err)
+		return gen.Binding{}, fmt.Errorf("the tuning record's CUBIN: %w", err)
 	}
 	ptx, err := rec.PTX.Open()
 	if err != nil {
-		return Result{}, fmt.Errorf("the tuning record's PTX: %w", err)
+		return gen.Binding{}, fmt.Errorf("the tuning record's PTX: %w", err)
 	}
 	summary := fmt.Sprintf("tuned on %s (%s): %s, median %.3f ms, rel. error %.1e", rec.Key.Device, rec.Arch,
 		rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError)
@@ -38,15 +49,13 @@ func writePackage(r Request, outcome Outcome, rec tunecache.Record, cands []repo
 	if fb := rec.Fallback; fb != nil {
 		fptx, err := fb.PTX.Open()
 		if err != nil {
-			return Result{}, fmt.Errorf("the tuning record's fallback PTX: %w", err)
+			return gen.Binding{}, fmt.Errorf("the tuning record's fallback PTX: %w", err)
 		}
 		b.Fallback = &gen.Fallback{Kernel: fb.Kernel, Launch: fb.Launch,
 			Arch: fb.Arch, PTX: string(fptx), Summary: fmt.Sprintf("%s, median %.3f ms, rel. error %.1e on %s",
 				kernels.Candidate{Family: fb.Timing.Family, Config: fb.Timing.Config}.ID(), fb.Timing.MedianMS, fb.Timing.RelError, rec.Key.Device)}
 	}
-	res := Result{Outcome: outcome, Record: rec}
-	err = writeFiles(r, b, data, cands, &res)
-	return res, err
+	return b, nil
 }
 
 // writeFiles renders the package of b and the reports of data and writes
@@ -65,9 +74,14 @@ func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candi
 	}
 	var torchFiles map[string][]byte
 	if r.Torch != "" { // rendered before anything is written
-		if torchFiles, err = torchmod.Files(b, filepath.Base(filepath.Clean(r.Torch))); err != nil {
+		grads, ops, err := torchGrads(r, res.Record)
+		if err != nil {
 			return fmt.Errorf("generate PyTorch module: %w", err)
 		}
+		if torchFiles, err = torchmod.Files(b, filepath.Base(filepath.Clean(r.Torch)), grads...); err != nil {
+			return fmt.Errorf("generate PyTorch module: %w", err)
+		}
+		res.TorchBackward = ops
 	}
 	reports, err := reportFiles(data, cands, prefix)
 	if err != nil {
