@@ -12,9 +12,16 @@ GPU 0, the checks are:
       precision's bound (fp32, 3xtf32 1e-5; tf32 1e-3; fp16 2e-3; bf16
       1e-2); through the CUBIN the module picks and through the PTX image.
   (b) gradients of input, weight and bias (requires_grad on all, then on
-      each alone) against float64 autograd, with the same bounds. The
-      gradients are PyTorch's own convolutions: for fp32 and 3xtf32 the
-      script turns TF32 off (PyTorch's default allows it in cuDNN).
+      each alone) against float64 autograd, with the same bounds. A module
+      generated with convgen's gradient kernels (BACKWARD_KERNELS: the
+      cache held the dgrad and wgrad records of the problem) computes them
+      with those kernels; each line names the path that ran (the module's
+      last_backward), and a "(b) backward path" line says which image of
+      which kernel computes each gradient (backward_info), failing where
+      a kernel of the module does not load on this GPU. The gradients
+      that PyTorch computes (all of them without gradient kernels) are its
+      own convolutions: for fp32 and 3xtf32 the script turns TF32 off
+      (PyTorch's default allows it in cuDNN).
   (c) training: conv + flatten + linear head, fixed random data, 300 SGD
       steps, seeded; the loss curve against the same model with nn.Conv2d.
   (d) KernelBench-style: class Model (nn.Conv2d) and class ModelNew (the
@@ -33,6 +40,12 @@ GPU 0, the checks are:
   (f) API: no_grad, a side stream, wrong shape / memory format / dtype
       raise ValueError, fallback=True warns and matches F.conv2d, the
       constructor refuses mismatched arguments.
+  (g) forward + backward timing (the three gradients, torch.autograd.grad,
+      CUDA events, back to back, medians): the module against nn.Conv2d
+      (cuDNN; TF32 allowed for tf32 only), and, with gradient kernels,
+      the module with use_convgen_backward=False and each gradient kernel
+      alone through its raw launch; names the backward path. Reports
+      figures (PASS unless it raises, or the gradient kernels did not run).
 
 A module with a fused epilogue chain (Conv2dFused, convgen -epilogue) runs
 the same checks with its chain: scale and shift set to random values (in
@@ -86,11 +99,15 @@ def load(dirpath):
 def set_tf32(allowed):
     """TF32 in cuDNN convolutions (PyTorch's default: allowed), with the API
     this PyTorch has; matmuls keep PyTorch's default (strict FP32)."""
+    set_tf32.allowed = allowed
     conv = getattr(torch.backends.cudnn, "conv", None)
     if conv is not None and hasattr(conv, "fp32_precision"):
         conv.fp32_precision = "tf32" if allowed else "ieee"
     else:
         torch.backends.cudnn.allow_tf32 = allowed
+
+
+set_tf32.allowed = True  # what the last call set (PyTorch's default until then)
 
 
 def rel(a, b):
@@ -224,6 +241,14 @@ def check_gradients(pk):
         + (["residual"] if pk.residual else [])
     params = {"weight": conv.weight, "bias": conv.bias, "scale": getattr(conv, "scale", None),
               "shift": getattr(conv, "shift", None)}
+    grad_ops = getattr(pk.mod, "BACKWARD_KERNELS", ())
+    if grad_ops:
+        info = conv.backward_info()
+        missing = [op for op in grad_ops if all(not isinstance(v, dict) or v["op"] != op for v in info.values())]
+        desc = "; ".join(f"d{n}: " + (v if isinstance(v, str) else f"{v['op']} {v['image']} {v['kernel']}")
+                         for n, v in info.items() if v is not None)
+        report(pk.name, "(b) backward path", not missing,
+               desc + (f"; the module's {', '.join(missing)} kernel does not load here" if missing else ""))
     for subset in [names] + [[n] for n in names]:
         x = x0.clone().requires_grad_("input" in subset)
         r = r0.clone().requires_grad_("residual" in subset) if pk.residual else None
@@ -244,11 +269,22 @@ def check_gradients(pk):
                 ok = False
                 parts.append(f"d{n} computed though not asked")
         report(pk.name, f"(b) gradients requires_grad={'+'.join(subset)}", ok,
-               ", ".join(parts) + f" (bound {pk.bound:.0e}; backward: PyTorch's, TF32 {'off' if strict else 'allowed'})")
+               ", ".join(parts) + f" (bound {pk.bound:.0e}; backward: {backward_path(conv)})")
     for t in params.values():
         if t is not None:
             t.requires_grad_(True)
     set_tf32(True)
+
+
+def backward_path(conv):
+    """What computed each gradient of conv's last backward: the convgen
+    kernel or PyTorch (with its TF32 setting)."""
+    strict = "off" if set_tf32.allowed is False else "allowed"
+    last = getattr(conv, "last_backward", None)
+    if not last:
+        return f"PyTorch's, TF32 {strict}"
+    return ", ".join(f"d{n} {'convgen ' + v if v != 'pytorch' else 'PyTorch (TF32 ' + strict + ')'}"
+                     for n, v in last.items() if v is not None)
 
 
 class EagerFused(nn.Module):
@@ -299,6 +335,11 @@ def train(pk, conv, steps, x, y):
     return losses, rel(weight.detach().float(), w0) if w0.norm() > 0 else 0.0
 
 
+def last_path(conv):
+    """The backward path of conv's last backward, for a report."""
+    return "backward " + (backward_path(conv) if hasattr(conv, "last_backward") else "PyTorch's")
+
+
 def check_training(pk, steps=300):
     set_tf32(pk.precision == "tf32")
     x = pk.input(seed=21)
@@ -319,6 +360,7 @@ def check_training(pk, steps=300):
     report(pk.name, f"(c) training {steps} SGD steps", same_init and dev <= tol and learns,
            f"loss {got[0]:.4f} -> {got[-1]:.4f} ({'nn.Conv2d + chain()' if pk.chain else 'nn.Conv2d'} {ref[0]:.4f} -> {ref[-1]:.4f}), largest relative "
            f"deviation {dev:.1e} (tolerance {tol:.0e}); the conv weights moved by {moved:.1e} (relative)"
+           + f"; {last_path(conv)}"
            + ("" if same_init else ", initial weights differ!")
            + ("" if learns else ", the loss does not fall"))
     set_tf32(True)
@@ -535,13 +577,75 @@ def check_api(pk):
            "no_grad, side stream, ValueErrors, fallback, weight re-layout all as documented")
 
 
+def check_backward_timing(pk, inner=10):
+    set_tf32(pk.precision == "tf32")
+    conv = pk.conv()
+    torch.manual_seed(1)
+    ref = reference_module(pk, device="cuda").to(memory_format=pk.fmt)
+    with torch.no_grad():
+        (ref.conv if pk.chain else ref).weight.copy_(conv.weight)
+    x = pk.input().requires_grad_()
+    r = pk.res()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    dy = torch.randn(pk.out_shape, device="cuda", generator=g).to(pk.dtype).contiguous(memory_format=pk.fmt)
+
+    def fwd_bwd(m):
+        params = [t for t in m.parameters() if t.requires_grad]
+        return lambda: torch.autograd.grad(pk.call(m, x, r), [x] + params, dy)
+
+    figures = {}
+    for what, m in (("module", conv), ("nn.Conv2d" + (" + chain()" if pk.chain else ""), ref)):
+        fn = fwd_bwd(m)
+        for _ in range(5):
+            fn()
+        figures[what] = events_ms(fn, 20, inner=inner)
+    path = last_path(conv)
+    grad_ops = getattr(pk.mod, "BACKWARD_KERNELS", ())
+    ran = (conv.last_backward or {}) if grad_ops else {}
+    ok = all(op in ran.values() for op in grad_ops)
+    extra = ""
+    if grad_ops:
+        conv.use_convgen_backward = False
+        fn = fwd_bwd(conv)
+        for _ in range(5):
+            fn()
+        figures["module, PyTorch's backward"] = events_ms(fn, 20, inner=inner)
+        conv.use_convgen_backward = True
+        idx = torch.cuda.current_device()
+        stream = torch.cuda.current_stream().cuda_stream
+        w = conv._kernel_weight(conv.weight)
+        kernels = []
+        for op in grad_ops:
+            k = conv._grad_kernel(op, idx)
+            if k is None:
+                continue
+            if op == "dgrad":
+                dx = torch.empty(pk.in_shape, device="cuda", dtype=pk.dtype).contiguous(memory_format=pk.fmt)
+                ptrs = (dx.data_ptr(), dy.data_ptr(), w.data_ptr(), 0)
+            else:
+                dw = torch.empty_like(w)
+                db = torch.empty(pk.p["k"], device="cuda", dtype=torch.float32) if pk.p["bias"] else None
+                ptrs = (dw.data_ptr(), x.data_ptr(), dy.data_ptr(), 0 if db is None else db.data_ptr())
+            launch = lambda k=k, ptrs=ptrs: k.launch(stream, *ptrs)
+            for _ in range(5):
+                launch()
+            kernels.append(f"{op} {events_ms(launch, 20, inner=inner):.4f} ms ({k.image}, {k.kernel})")
+        extra = "; kernels alone: " + ", ".join(kernels)
+    base = figures.pop("module")
+    report(pk.name, "(g) forward + backward timing", ok,
+           f"module {base:.4f} ms per forward + backward (dinput, dweight" + (", dbias" if pk.p["bias"] else "")
+           + "); " + ", ".join(f"{k} {v:.4f} ms ({v / base:.2f}x the module's time)" for k, v in figures.items())
+           + f"; {path}" + extra + ("" if ok else "; the gradient kernels did not run"))
+    set_tf32(True)
+
+
 CHECKS = {"a": check_forward, "b": check_gradients, "c": check_training, "d": check_kernelbench,
-          "e": check_timing, "f": check_api}
+          "e": check_timing, "f": check_api, "g": check_backward_timing}
 
 
 def main():
     ap = argparse.ArgumentParser(description="Checks convgen PyTorch modules on a GPU.")
-    ap.add_argument("-k", default="abcdef", help="the checks to run, e.g. abf (default: all)")
+    ap.add_argument("-k", default="abcdefg", help="the checks to run, e.g. abf (default: all)")
     ap.add_argument("dirs", nargs="+", help="module directories (convgen -torch DIR)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
