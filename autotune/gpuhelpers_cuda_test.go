@@ -57,7 +57,7 @@ func eachProblem(t *testing.T, shapes []string, precs []problem.Precision, f fun
 // how many passed.
 func checkTrials(t *testing.T, p problem.Problem, trials []Trial) (passed int) {
 	t.Helper()
-	bound := p.Precision.ErrorBound()
+	bound := p.ErrorBound()
 	for _, tr := range trials {
 		switch tr.Status {
 		case StatusOK:

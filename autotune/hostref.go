@@ -35,13 +35,19 @@ func hostValue(i int64, seed uint32, symmetric bool) float64 {
 // significant bits down to 2^-14 and a fixed 2^-24 step below (subnormals),
 // BF16 has 8 significant bits. Other precisions keep FP32 elements.
 func roundTo(v float64, p problem.Precision) float64 {
-	if v == 0 || (p != problem.FP16 && p != problem.BF16) {
+	return roundToStorage(v, p.Storage())
+}
+
+// roundToStorage is roundTo for a storage type: what convgen_fill_out
+// writes for a residual of the output's type (-out-precision).
+func roundToStorage(v float64, st problem.Storage) float64 {
+	if v == 0 || !st.Half() {
 		return v
 	}
 	_, exp := math.Frexp(v) // |v| = f × 2^exp, f in [0.5, 1)
 	e := exp - 1            // |v| in [2^e, 2^(e+1))
 	bits := 7
-	if p == problem.FP16 {
+	if st == problem.StorageFP16 {
 		bits = 10
 		e = max(e, -14)
 	}
@@ -120,10 +126,11 @@ func hostScaleShift(seed uint32, k int64) (scale, shift float32) {
 }
 
 // hostResidual is residual element idx of a check with seed, as
-// convgen_fill writes it: in [-1, 1), rounded to p's element type.
+// convgen_fill (convgen_fill_out for an output type other than the
+// input's) writes it: in [-1, 1), rounded to p's output type.
 func hostResidual(p problem.Problem, seed uint32, idx int64) float64 {
 	_, _, rSeed := epilogueSeeds(seed)
-	return roundTo(hostValue(idx, rSeed, true), p.Precision)
+	return roundToStorage(hostValue(idx, rSeed, true), p.Out())
 }
 
 // hostExpected is the value the kernel must store at output element idx:

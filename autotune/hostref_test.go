@@ -210,3 +210,37 @@ func TestHostOutputBeyond32Bits(t *testing.T) {
 		}
 	}
 }
+
+// TestHostResidualOutPrecision: the residual of a problem whose output
+// type differs from the input's is rounded to the output's type (as
+// convgen_fill_out writes it), not the input's: FP32 inputs with an FP16
+// or BF16 output get 2-byte values, FP16 inputs with an FP32 output the
+// FP32 ones.
+func TestHostResidualOutPrecision(t *testing.T) {
+	s, err := problem.ParseShape("N=1,C=4,H=6,W=6,K=4,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prec problem.Precision
+		out  problem.Storage
+		like problem.Precision // the precision whose fill rounds as the output type
+	}{{problem.FP32, problem.StorageFP16, problem.FP16}, {problem.FP32, problem.StorageBF16, problem.BF16}, {problem.FP16, problem.StorageFP32, problem.FP32}} {
+		p := problem.Problem{Shape: s, Precision: tc.prec, Layout: problem.NHWC, OutPrecision: tc.out}
+		like := problem.Problem{Shape: s, Precision: tc.like, Layout: problem.NHWC}
+		plain := problem.Problem{Shape: s, Precision: tc.prec, Layout: problem.NHWC}
+		differ := 0
+		for i := range int64(64) {
+			got := hostResidual(p, 3, i)
+			if want := hostResidual(like, 3, i); got != want {
+				t.Fatalf("%s: residual %d = %v, want %v (as the output type %s stores it)", p, i, got, want, tc.out)
+			}
+			if got != hostResidual(plain, 3, i) {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Errorf("%s: every residual value is the input type's: the output type is not applied", p)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func TestOddShapes(t *testing.T) {
 					t.Error("no fallback and no reason")
 				case fb == nil:
 					t.Logf("no fallback: %s", res.FallbackNote)
-				case fb.Kernel.ArchSuffix != "" || fb.Trial.Status != StatusOK || fb.Trial.RelError > p.Precision.ErrorBound() ||
+				case fb.Kernel.ArchSuffix != "" || fb.Trial.Status != StatusOK || fb.Trial.RelError > p.ErrorBound() ||
 					fb.Trial.SharedBytes > FallbackSharedLimit || !strings.Contains(fb.PTX, ".target sm_80"):
 					t.Errorf("fallback %s (%s, error %.2e, %d B shared, arch suffix %q) does not qualify",
 						fb.Trial.ID, fb.Trial.Status, fb.Trial.RelError, fb.Trial.SharedBytes, fb.Kernel.ArchSuffix)

@@ -73,6 +73,9 @@ type worker struct {
 	// compareF32 and gatherF32 check FP32 outputs (dBias); loaded only
 	// for a problem that has one.
 	compareF32, gatherF32 gpu.Function
+	// fillOut fills a residual of the output's type when it is not the
+	// input's (-out-precision); loaded only then.
+	fillOut gpu.Function
 	// The epilogue chain's arrays (0 when the chain does not read them):
 	// scale and shift, K float32 each, and the residual, nOut elements.
 	scale, shift, residual cu.DevicePtr
@@ -196,6 +199,14 @@ func (wk *worker) init(req request) error {
 	wk.nOut, wk.nIn, wk.nFilter, wk.nBias = int64(wk.ops[0].Elems), int64(wk.ops[1].Elems), int64(wk.ops[2].Elems), int64(wk.ops[3].Elems)
 	wk.nRef = kernels.ReferenceOutputs(wk.prob)
 	eb := int64(wk.prob.Precision.ElementBytes())
+	// The output (and a residual) has the output's type, which
+	// -out-precision may make other than the input's (forward op only).
+	oeb := int64(wk.prob.OutElementBytes())
+	if wk.prob.OutDiffers() {
+		if wk.fillOut, err = wk.dev.Load(image, "convgen_fill_out", 0); err != nil {
+			return fmt.Errorf("checking kernels: %w", err)
+		}
+	}
 	biasBytes := eb
 	if wk.ops[3].FP32 {
 		biasBytes = 4
@@ -206,7 +217,7 @@ func (wk *worker) init(req request) error {
 		dst   *cu.DevicePtr
 		bytes int64
 	}{{&wk.in, wk.nIn * eb}, {&wk.filter, wk.nFilter * eb}, {&wk.bias, max(wk.nBias, 1) * biasBytes},
-		{&wk.out, wk.nOut * eb}, {&wk.refOut, wk.nRef * 8}, {&wk.sums, 3 * 8},
+		{&wk.out, wk.nOut * oeb}, {&wk.refOut, wk.nRef * 8}, {&wk.sums, 3 * 8},
 		{&wk.idx, int64(wk.maxSamples) * 8}, {&wk.gathered, int64(wk.maxSamples) * 16}, {&wk.flush, wk.flushBytes}} {
 		if *a.dst, err = wk.dev.Alloc(a.bytes); err != nil {
 			return err
@@ -232,7 +243,7 @@ func (wk *worker) init(req request) error {
 		}
 	}
 	if wk.prob.Epilogue.NeedsResidual() {
-		if wk.residual, err = wk.dev.Alloc(wk.nOut * eb); err != nil {
+		if wk.residual, err = wk.dev.Alloc(wk.nOut * oeb); err != nil {
 			return err
 		}
 	}
@@ -291,7 +302,11 @@ func (wk *worker) prepareEpilogue(seed uint32) error {
 	c := wk.prob.Epilogue
 	if c.NeedsResidual() {
 		_, _, rSeed := epilogueSeeds(seed)
-		if err := wk.dev.Launch(wk.fill, [3]int{blocksFor(wk.nOut), 1, 1}, [3]int{256, 1, 1}, 0,
+		fill := wk.fill
+		if wk.prob.OutDiffers() {
+			fill = wk.fillOut // the residual has the output's type
+		}
+		if err := wk.dev.Launch(fill, [3]int{blocksFor(wk.nOut), 1, 1}, [3]int{256, 1, 1}, 0,
 			uint64(wk.residual), uint64(wk.nOut), uint64(rSeed), uint64(1)); err != nil {
 			return fmt.Errorf("fill residual: %w", err)
 		}
@@ -326,17 +341,18 @@ func (wk *worker) args(out cu.DevicePtr) []uint64 {
 	return a
 }
 
-// poison fills the outputs with NaN bits, so unwritten elements show.
+// poison fills the outputs with NaN bits of their types, so unwritten
+// elements show.
 func (wk *worker) poison() error {
 	for _, o := range wk.outputs[1:] { // FP32 (dBias)
 		if err := cu.MemsetD32Async(o.buf, 0x7fc00000, o.n, wk.dev.Stream); err != nil {
 			return err
 		}
 	}
-	switch wk.prob.Precision {
-	case problem.FP16:
+	switch wk.prob.Out() {
+	case problem.StorageFP16:
 		return cu.MemsetD16Async(wk.out, 0x7e00, wk.nOut, wk.dev.Stream)
-	case problem.BF16:
+	case problem.StorageBF16:
 		return cu.MemsetD16Async(wk.out, 0x7fc0, wk.nOut, wk.dev.Stream)
 	}
 	return cu.MemsetD32Async(wk.out, 0x7fc00000, wk.nOut, wk.dev.Stream)
@@ -478,7 +494,7 @@ func (wk *worker) measure(req request) response {
 	if err := wk.dev.Sync(); err != nil {
 		return fault("run", err)
 	}
-	bound := wk.prob.Precision.ErrorBound()
+	bound := wk.prob.ErrorBound() // the output type's, when looser
 	if resp.RelError, resp.NonFinite, err = wk.check(); err != nil {
 		return fault("compare", err)
 	}
