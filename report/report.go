@@ -52,7 +52,10 @@ type Data struct {
 	Epilogue string `json:"epilogue,omitempty"`
 	// Op is the computation's name ("dgrad", "wgrad"; problem.Op); absent
 	// for the forward convolution.
-	Op             string           `json:"op,omitempty"`
+	Op string `json:"op,omitempty"`
+	// OutPrecision is the output's element type ("fp32", "fp16", "bf16")
+	// when it is not the input's (-out-precision); absent otherwise.
+	OutPrecision   string           `json:"out_precision,omitempty"`
 	Device         Device           `json:"device"`
 	NVRTC          string           `json:"nvrtc"`
 	ConvgenVersion string           `json:"convgen_version"` // the convgen that tuned it
@@ -107,25 +110,12 @@ func New(rec tunecache.Record, p problem.Problem, command string) Data {
 	if p.Op != problem.OpFprop {
 		d.Op = p.Op.String()
 	}
-	// Every operand read or written once: the forward op's, or a
-	// gradient's (problem.Operands; dBias is FP32).
-	bytes := 0.0
-	for _, o := range p.Operands() {
-		eb := p.Precision.ElementBytes()
-		if o.FP32 {
-			eb = 4
-		}
-		bytes += float64(o.Elems) * float64(eb)
+	if p.OutDiffers() {
+		d.OutPrecision = string(p.OutPrecision)
 	}
-	_, _, _, out := p.Shape.Elements()
-	if p.Epilogue.NeedsResidual() { // read once, like the input
-		bytes += float64(out) * float64(p.Precision.ElementBytes())
-	}
-	if p.Epilogue.NeedsScaleShift() {
-		bytes += float64(2*p.Shape.K) * 4
-	}
-	d.GFLOP = p.Shape.FLOPs() / 1e9
+	bytes := Bytes(p)
 	d.MBytes = bytes / 1e6
+	d.GFLOP = p.Shape.FLOPs() / 1e9
 	peak, src := Peak(p.Precision, d.Device)
 	d.PeakTFLOPS, d.PeakSource = peak/1e12, src
 	if peak > 0 {
@@ -154,6 +144,33 @@ func New(rec tunecache.Record, p problem.Problem, command string) Data {
 			SharedBytes: fb.SharedBytes, MedianMS: fb.Timing.MedianMS, RelError: fb.Timing.RelError}
 	}
 	return d
+}
+
+// Bytes is the fewest bytes a kernel for p moves: every operand read or
+// written once, the forward op's or a gradient's (problem.Operands; dBias
+// is FP32, the forward output and a residual of the output's type, which
+// -out-precision may make other than the input's), and the epilogue's
+// scale and shift.
+func Bytes(p problem.Problem) float64 {
+	bytes := 0.0
+	for i, o := range p.Operands() {
+		eb := p.Precision.ElementBytes()
+		switch {
+		case o.FP32:
+			eb = 4
+		case i == 0 && p.Op == problem.OpFprop:
+			eb = p.OutElementBytes()
+		}
+		bytes += float64(o.Elems) * float64(eb)
+	}
+	_, _, _, out := p.Shape.Elements()
+	if p.Epilogue.NeedsResidual() { // read once, like the input
+		bytes += float64(out) * float64(p.OutElementBytes())
+	}
+	if p.Epilogue.NeedsScaleShift() {
+		bytes += float64(2*p.Shape.K) * 4
+	}
+	return bytes
 }
 
 // Peak is the arithmetic peak, in FLOP/s, of the units a precision uses,
@@ -209,6 +226,9 @@ func (d Data) Markdown() []byte {
 	if d.Epilogue != "" {
 		fmt.Fprintf(&b, "- epilogue: `%s`, applied to each output after the bias, in FP32\n", d.Epilogue)
 	}
+	if d.OutPrecision != "" {
+		fmt.Fprintf(&b, "- output precision: %s (computed in %s arithmetic, rounded once to %s at the store; error bound %.0e)\n", d.OutPrecision, d.Precision, d.OutPrecision, d.errorBound())
+	}
 	if d.Untuned != "" {
 		fmt.Fprintf(&b, "- untuned: no measurement. %s\n- reproduce: `%s`\n", d.Untuned, d.Command)
 		return b.Bytes()
@@ -223,7 +243,7 @@ func (d Data) Markdown() []byte {
 	if hasWinner {
 		fmt.Fprintf(&b, "- winner: `%s`: median %.3f ms (p10 %.3f, p90 %.3f, %d runs), %.1f TFLOP/s, %.0f%% of roofline, rel. error %.2e (bound %.0e), %d registers, %d B spills, %d B shared memory\n",
 			w.ID, w.MedianMS, w.P10MS, w.P90MS, w.Runs, w.GFLOPS/1e3, 100*w.Roofline, w.RelError,
-			mustPrecision(d.Precision).ErrorBound(), w.Registers, w.SpillStores, w.SharedBytes)
+			d.errorBound(), w.Registers, w.SpillStores, w.SharedBytes)
 	}
 	var runners []string
 	for _, r := range d.Top {
@@ -356,6 +376,13 @@ func (d Data) executedNote() string {
 		"(%.2f× fewer): %.1f TFLOP/s of its own arithmetic, %.0f%% of the %.1f TFLOP/s peak. GFLOP/s and \"of roofline\" "+
 		"in this report count the direct convolution's FLOPs, so for it they are effective rates, not what the units do.",
 		w.Family(), flops/1e9, d.GFLOP, d.GFLOP*1e9/flops, rate, 100*rate/d.PeakTFLOPS, d.PeakTFLOPS)
+}
+
+// errorBound is the report's problem's error bound (problem.Problem.ErrorBound):
+// the precision's, or the looser of it and the output type's.
+func (d Data) errorBound() float64 {
+	p := problem.Problem{Precision: mustPrecision(d.Precision), OutPrecision: problem.Storage(d.OutPrecision)}
+	return p.ErrorBound()
 }
 
 func mustPrecision(s string) problem.Precision {
