@@ -407,6 +407,17 @@ def backward_checks():
                 for i in range(len(launches))] if "dgrad" in grad_ops else [fake.fake_log_param(0, 2)]
         check(launches and all(p != dy.data_ptr() and p % 16 == 0 for p in ptrs) and formats_ok(conv, xg),
               "grad_output in the other memory format: the kernels read a copy in the kernel's")
+    # A weight in the other memory format: dgrad reads forward's copy of
+    # it, and backward leaves that copy to forward's fast path.
+    if P["c"] > 1 and "dgrad" in grad_ops:
+        c = new_conv()
+        c.weight.data = c.weight.data.contiguous(memory_format=other)
+        launches, xg, dy = run(c, (True, False, False))
+        copy_ = c._weight_copy
+        check(launches[:1] == [image("dgrad")["kernel"]] and copy_ is not None
+              and fake.fake_log_param(0, 2) == copy_[1].data_ptr() != c.weight.data_ptr()
+              and torch.equal(copy_[1], c.weight) and c._fast[7] == copy_[1].data_ptr(),
+              "a weight in the other memory format: dgrad reads forward's copy in the kernel's, which stays")
     # PyTorch's path: the constructor's keyword and the class switch.
     for what, c in (("use_convgen_backward=False", new_conv(use_convgen_backward=False)), ("class switch", None)):
         if c is None:
