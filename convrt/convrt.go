@@ -112,6 +112,12 @@ func (s *Spec) Validate() error {
 	if !s.Problem.Op.Valid() || (s.Problem.Op != problem.OpFprop && len(s.Problem.Epilogue) > 0) {
 		return fmt.Errorf("%s: op %s with epilogue %q: %w", s.Package, s.Problem.Op, s.Problem.Epilogue, problem.ErrEpilogueOp)
 	}
+	if o := s.Problem.OutPrecision; o != "" && (!o.Valid() || !s.Problem.OutDiffers()) {
+		return fmt.Errorf("%s: output precision %q: must be fp32, fp16 or bf16, and not the precision's own type (%s)", s.Package, o, s.Problem.Precision)
+	}
+	if s.Problem.Op != problem.OpFprop && s.Problem.OutDiffers() {
+		return fmt.Errorf("%s: op %s with output precision %s: %w", s.Package, s.Problem.Op, s.Problem.OutPrecision, problem.ErrOutPrecisionOp)
+	}
 	if err := s.CUBIN.Launch.check(); err != nil {
 		return fmt.Errorf("%s: CUBIN: %w", s.Package, err)
 	}

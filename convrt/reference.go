@@ -133,7 +133,8 @@ func Corners(p problem.Problem) []At {
 // EpilogueHost holds host copies of the arrays an epilogue chain reads
 // (Epilogue), for the reference: Scale and Shift (K values each, the
 // float32 values the device holds, widened) and Residual (the output's
-// shape, layout and element type). Those the chain does not read may be
+// shape, layout and element type: E is the output's, which
+// problem.Problem.OutPrecision may make other than the input's). Those the chain does not read may be
 // nil.
 type EpilogueHost[E Element] struct {
 	Scale, Shift []float64
@@ -143,9 +144,20 @@ type EpilogueHost[E Element] struct {
 // ReferenceEpilogue is Reference with p's epilogue chain applied in
 // float64 (epilogue.Apply) to the output at a: the value a generated
 // kernel stores there. It is NaN when the chain reads an array of ep that
-// is too short.
+// is too short. The residual has the input's element type E: for a
+// problem whose output type differs (problem.Problem.OutPrecision), use
+// ReferenceOutput.
 func ReferenceEpilogue[E Element](p problem.Problem, decode func(E) float64, in, filter, bias []E, ep EpilogueHost[E], a At) float64 {
-	y := Reference(p, decode, in, filter, bias, a)
+	return ReferenceOutput(p, decode, decode, in, filter, bias, ep, a)
+}
+
+// ReferenceOutput is ReferenceEpilogue for a kernel whose output, and so
+// its residual, has the element type O, which may differ from the input's
+// E (problem.Problem.OutPrecision): decodeOut reads the residual. The
+// value is float64, not rounded to O; the output type's rounding is part
+// of the error bound (problem.Problem.ErrorBound).
+func ReferenceOutput[E, O Element](p problem.Problem, decodeIn func(E) float64, decodeOut func(O) float64, in, filter, bias []E, ep EpilogueHost[O], a At) float64 {
+	y := Reference(p, decodeIn, in, filter, bias, a)
 	if len(p.Epilogue) == 0 {
 		return y
 	}
@@ -155,7 +167,7 @@ func ReferenceEpilogue[E Element](p problem.Problem, decode func(E) float64, in,
 		if i >= len(ep.Residual) {
 			return math.NaN()
 		}
-		z = decode(ep.Residual[i])
+		z = decodeOut(ep.Residual[i])
 	}
 	if p.Epilogue.NeedsScaleShift() && (a.K >= len(ep.Scale) || a.K >= len(ep.Shift)) {
 		return math.NaN()
@@ -175,10 +187,17 @@ func RelError[E Element](p problem.Problem, decode func(E) float64, out, in, fil
 // whose epilogue chain reads arrays (RelError passes none, and its error
 // is then NaN).
 func RelErrorEpilogue[E Element](p problem.Problem, decode func(E) float64, out, in, filter, bias []E, ep EpilogueHost[E], points []At) (rel float64, worst At) {
+	return RelErrorOutput(p, decode, decode, out, in, filter, bias, ep, points)
+}
+
+// RelErrorOutput is RelErrorEpilogue against ReferenceOutput: for a
+// kernel whose output (and residual) has the element type O, read with
+// decodeOut, and whose inputs have the element type E.
+func RelErrorOutput[E, O Element](p problem.Problem, decodeIn func(E) float64, decodeOut func(O) float64, out []O, in, filter, bias []E, ep EpilogueHost[O], points []At) (rel float64, worst At) {
 	var diff2, ref2, worstDiff float64
 	for _, a := range points {
-		want := ReferenceEpilogue(p, decode, in, filter, bias, ep, a)
-		d := decode(out[OutputAt(p, a)]) - want
+		want := ReferenceOutput(p, decodeIn, decodeOut, in, filter, bias, ep, a)
+		d := decodeOut(out[OutputAt(p, a)]) - want
 		diff2 += d * d
 		ref2 += want * want
 		if math.Abs(d) > worstDiff || math.IsNaN(d) && !math.IsNaN(worstDiff) {

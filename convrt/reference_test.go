@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -187,5 +188,47 @@ func TestOffsetsBeyond32Bits(t *testing.T) {
 		if got := InputAt(p, 1, 2, H-1, 5); int64(got) != want || want < 1<<32 {
 			t.Errorf("%s: InputAt(1, 2, H-1, 5) = %d, want %d (past 2^32)", lay, got, want)
 		}
+	}
+}
+
+// TestReferenceOutput: with another output type, ReferenceOutput reads the
+// residual with the output's decoder and RelErrorOutput the output; with
+// the same type they are ReferenceEpilogue and RelErrorEpilogue.
+func TestReferenceOutput(t *testing.T) {
+	s, err := problem.ParseShape("N=1,C=2,H=3,W=3,K=2,R=1,S=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := epilogue.Parse("residual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: s, Precision: problem.FP32, Layout: problem.NHWC, Epilogue: c, OutPrecision: problem.StorageFP16}
+	in := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+	filter := []float32{1, 0, 0, 1}
+	bias := []float32{0.5, -0.5}
+	f32 := Float32Codec().Decode
+	res := make([]uint16, 18)
+	for i := range res {
+		res[i] = FP16FromFloat32(float32(i) / 4)
+	}
+	a := At{N: 0, K: 1, P: 1, Q: 2}
+	i := OutputAt(p, a)
+	want := float64(in[InputAt(p, 0, 1, 1, 2)]) - 0.5 + float64(i)/4
+	got := ReferenceOutput(p, f32, FP16ToFloat64, in, filter, bias, EpilogueHost[uint16]{Residual: res}, a)
+	if got != want {
+		t.Errorf("ReferenceOutput = %v, want %v (the residual read as fp16)", got, want)
+	}
+	out := make([]uint16, 18)
+	pts := []At{a, {K: 0}}
+	for _, pt := range pts {
+		out[OutputAt(p, pt)] = FP16FromFloat32(float32(ReferenceOutput(p, f32, FP16ToFloat64, in, filter, bias, EpilogueHost[uint16]{Residual: res}, pt)))
+	}
+	if rel, _ := RelErrorOutput(p, f32, FP16ToFloat64, out, in, filter, bias, EpilogueHost[uint16]{Residual: res}, pts); rel > 1e-3 {
+		t.Errorf("RelErrorOutput = %v on outputs rounded to fp16", rel)
+	}
+	out[OutputAt(p, a)] = FP16FromFloat32(float32(want + 1))
+	if rel, w := RelErrorOutput(p, f32, FP16ToFloat64, out, in, filter, bias, EpilogueHost[uint16]{Residual: res}, pts); rel < 1e-2 || w != a {
+		t.Errorf("RelErrorOutput = %v at %v, want a large error at %v", rel, w, a)
 	}
 }

@@ -35,18 +35,45 @@ const Goroutines = 4
 // corners, is at most bound. A kernel with an epilogue chain runs through
 // ForwardEpilogue with the arrays its chain reads (scale in [0.5,1.5),
 // shift and residual in [-1,1)), and the reference applies the chain
-// (convrt.ReferenceEpilogue).
+// (convrt.ReferenceEpilogue). A kernel whose output type differs from the
+// input's (problem.Problem.OutPrecision) writes, and its residual holds,
+// elements of the output's type, which the check reads as such
+// (convrt.ReferenceOutput).
 func Forward(t *testing.T, load func() (*convrt.Kernel, error), bound float64) {
 	withKernel(t, load, func(ctx cu.CUContext, k *convrt.Kernel) {
-		switch k.Info().Problem.Precision {
-		case problem.FP16:
-			forward(t, k, convrt.FP16Codec(), bound)
-		case problem.BF16:
-			forward(t, k, convrt.BF16Codec(), bound)
+		switch k.Info().Problem.Precision.Storage() {
+		case problem.StorageFP16:
+			forwardIn(t, k, convrt.FP16Codec(), bound)
+		case problem.StorageBF16:
+			forwardIn(t, k, convrt.BF16Codec(), bound)
 		default:
-			forward(t, k, convrt.Float32Codec(), bound)
+			forwardIn(t, k, convrt.Float32Codec(), bound)
 		}
 	})
+}
+
+// forwardIn is Forward for inputs of type E: it picks the output's type.
+func forwardIn[E convrt.Element](t *testing.T, k *convrt.Kernel, in convrt.Codec[E], bound float64) {
+	switch k.Info().Problem.Out() {
+	case problem.StorageFP16:
+		forward(t, k, in, convrt.FP16Codec(), bound)
+	case problem.StorageBF16:
+		forward(t, k, in, convrt.BF16Codec(), bound)
+	default:
+		forward(t, k, in, convrt.Float32Codec(), bound)
+	}
+}
+
+// concurrentIn is concurrent for inputs of type E: it picks the output's
+// type.
+func concurrentIn[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, in convrt.Codec[E], bound float64) error {
+	switch k.Info().Problem.Out() {
+	case problem.StorageFP16:
+		return concurrent(ctx, k, in, convrt.FP16Codec(), bound)
+	case problem.StorageBF16:
+		return concurrent(ctx, k, in, convrt.BF16Codec(), bound)
+	}
+	return concurrent(ctx, k, in, convrt.Float32Codec(), bound)
 }
 
 // Concurrent loads a kernel with load on GPU 0 and calls Forward on it from
@@ -58,13 +85,13 @@ func Forward(t *testing.T, load func() (*convrt.Kernel, error), bound float64) {
 func Concurrent(t *testing.T, load func() (*convrt.Kernel, error), bound float64) {
 	withKernel(t, load, func(ctx cu.CUContext, k *convrt.Kernel) {
 		var err error
-		switch k.Info().Problem.Precision {
-		case problem.FP16:
-			err = concurrent(ctx, k, convrt.FP16Codec(), bound)
-		case problem.BF16:
-			err = concurrent(ctx, k, convrt.BF16Codec(), bound)
+		switch k.Info().Problem.Precision.Storage() {
+		case problem.StorageFP16:
+			err = concurrentIn(ctx, k, convrt.FP16Codec(), bound)
+		case problem.StorageBF16:
+			err = concurrentIn(ctx, k, convrt.BF16Codec(), bound)
 		default:
-			err = concurrent(ctx, k, convrt.Float32Codec(), bound)
+			err = concurrentIn(ctx, k, convrt.Float32Codec(), bound)
 		}
 		if err != nil {
 			t.Error(err)
@@ -124,10 +151,11 @@ func withKernel(t *testing.T, load func() (*convrt.Kernel, error), f func(cu.CUC
 	f(ctx, k)
 }
 
-// forward does Forward's work with elements of type E.
-func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Codec[E], bound float64) {
+// forward does Forward's work with input elements of type E and output
+// (and residual) elements of type O.
+func forward[E, O convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Codec[E], outCodec convrt.Codec[O], bound float64) {
 	p := k.Info().Problem
-	if err := checkSize[E](p); err != nil {
+	if err := checkSizes[E, O](p); err != nil {
 		t.Fatal(err)
 	}
 	nIn, nFilter, nBias, nOut := p.Shape.Elements()
@@ -150,26 +178,30 @@ func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Code
 	t.Logf("random seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	filter, bias := random(rng, codec, nFilter, -1, 1), random(rng, codec, nBias, -1, 1)
-	d, err := allocElems[E](&mem, nFilter, nBias, nIn, nOut)
+	d, err := allocElems[E](&mem, nFilter, nBias, nIn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dFilter, dBias, dIn, dOut := d[0], d[1], d[2], d[3]
+	do, err := allocElems[O](&mem, nOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dFilter, dBias, dIn, dOut := d[0], d[1], d[2], do[0]
 	if err := errors.Join(toDevice(dFilter, filter), toDevice(dBias, bias)); err != nil {
 		t.Fatal(err)
 	}
-	ep, dEp, err := epilogueArrays(&mem, rng, codec, p)
+	ep, dEp, err := epilogueArrays(&mem, rng, outCodec, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]E, nOut)
+	out := make([]O, nOut)
 	// Two runs with fresh inputs: the output must follow the input.
 	for run := 1; run <= 2; run++ {
 		in := random(rng, codec, nIn, 0, 1)
 		if err := toDevice(dIn, in); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		if err := poison(dOut, codec, nOut); err != nil {
+		if err := poison(dOut, outCodec, nOut); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
 		// The copies and the memset ran on the legacy default stream, which
@@ -186,7 +218,7 @@ func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Code
 		if err := fromDevice(out, dOut); err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		rel, err := check(p, codec, rng, Samples, bound, out, in, filter, bias, ep)
+		rel, err := check(p, codec, outCodec, rng, Samples, bound, out, in, filter, bias, ep)
 		t.Logf("run %d: relative L2 error %.3g (bound %g)", run, rel, bound)
 		if err != nil {
 			t.Errorf("run %d: %v", run, err)
@@ -194,11 +226,11 @@ func forward[E convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.Code
 	}
 }
 
-// concurrent does Concurrent's work with elements of type E; it returns
-// what went wrong in any goroutine.
-func concurrent[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convrt.Codec[E], bound float64) error {
+// concurrent does Concurrent's work with input elements of type E and
+// output elements of type O; it returns what went wrong in any goroutine.
+func concurrent[E, O convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convrt.Codec[E], outCodec convrt.Codec[O], bound float64) error {
 	p := k.Info().Problem
-	if err := checkSize[E](p); err != nil {
+	if err := checkSizes[E, O](p); err != nil {
 		return err
 	}
 	nIn, _, _, _ := p.Shape.Elements()
@@ -219,7 +251,7 @@ func concurrent[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec conv
 	var wg sync.WaitGroup
 	for g := range Goroutines {
 		wg.Go(func() {
-			errs[g] = oneStream(ctx, k, codec, bound, g, in, dIn, start)
+			errs[g] = oneStream(ctx, k, codec, outCodec, bound, g, in, dIn, start)
 			if errs[g] != nil {
 				errs[g] = fmt.Errorf("goroutine %d: %w", g, errs[g])
 			}
@@ -233,7 +265,7 @@ func concurrent[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec conv
 // oneStream is goroutine g of concurrent: on its own locked thread with ctx
 // current and its own stream, filter, bias and output, it waits for start,
 // calls Forward twice and checks the output.
-func oneStream[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convrt.Codec[E], bound float64, g int, in []E, dIn cu.DevicePtr, start <-chan struct{}) (err error) {
+func oneStream[E, O convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convrt.Codec[E], outCodec convrt.Codec[O], bound float64, g int, in []E, dIn cu.DevicePtr, start <-chan struct{}) (err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cu.SetCurrentContext(ctx); err != nil {
@@ -245,11 +277,15 @@ func oneStream[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convr
 	filter, bias := random(rng, codec, nFilter, -1, 1), random(rng, codec, nBias, -1, 1)
 	var mem memory
 	defer func() { err = errors.Join(err, mem.free()) }()
-	d, err := allocElems[E](&mem, nFilter, nBias, nOut)
+	d, err := allocElems[E](&mem, nFilter, nBias)
 	if err != nil {
 		return err
 	}
-	dFilter, dBias, dOut := d[0], d[1], d[2]
+	do, err := allocElems[O](&mem, nOut)
+	if err != nil {
+		return err
+	}
+	dFilter, dBias, dOut := d[0], d[1], do[0]
 	stream, err := cu.MakeStream(cu.NonBlocking)
 	if err != nil {
 		return fmt.Errorf("make stream: %w", err)
@@ -259,11 +295,11 @@ func oneStream[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convr
 			err = errors.Join(err, fmt.Errorf("destroy stream: %w", derr))
 		}
 	}()
-	ep, dEp, err := epilogueArrays(&mem, rng, codec, p)
+	ep, dEp, err := epilogueArrays(&mem, rng, outCodec, p)
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(toDevice(dFilter, filter), toDevice(dBias, bias), poison(dOut, codec, nOut), cu.Synchronize()); err != nil {
+	if err := errors.Join(toDevice(dFilter, filter), toDevice(dBias, bias), poison(dOut, outCodec, nOut), cu.Synchronize()); err != nil {
 		return err
 	}
 	<-start
@@ -275,12 +311,25 @@ func oneStream[E convrt.Element](ctx cu.CUContext, k *convrt.Kernel, codec convr
 	if err := stream.Synchronize(); err != nil {
 		return fmt.Errorf("synchronize the stream: %w", err)
 	}
-	out := make([]E, nOut)
+	out := make([]O, nOut)
 	if err := fromDevice(out, dOut); err != nil {
 		return err
 	}
-	_, err = check(p, codec, rng, Samples/4, bound, out, in, filter, bias, ep)
+	_, err = check(p, codec, outCodec, rng, Samples/4, bound, out, in, filter, bias, ep)
 	return err
+}
+
+// checkSizes checks that E is as large as p's input elements and O as
+// its output's (problem.Problem.OutElementBytes).
+func checkSizes[E, O convrt.Element](p problem.Problem) error {
+	if err := checkSize[E](p); err != nil {
+		return err
+	}
+	var o O
+	if size := int(unsafe.Sizeof(o)); size != p.OutElementBytes() {
+		return fmt.Errorf("output type %s has %d-byte elements, the host type %T %d", p.Out(), p.OutElementBytes(), o, size)
+	}
+	return nil
 }
 
 // checkSize checks that E is as large as p's elements.
@@ -295,10 +344,10 @@ func checkSize[E convrt.Element](p problem.Problem) error {
 // check fails when an output is not finite (a NaN left from the poison means
 // the kernel skipped it) or when the relative L2 error over samples random
 // outputs and the corners exceeds bound; it returns that error.
-func check[E convrt.Element](p problem.Problem, codec convrt.Codec[E], rng *rand.Rand, samples int, bound float64, out, in, filter, bias []E, ep convrt.EpilogueHost[E]) (float64, error) {
+func check[E, O convrt.Element](p problem.Problem, codec convrt.Codec[E], outCodec convrt.Codec[O], rng *rand.Rand, samples int, bound float64, out []O, in, filter, bias []E, ep convrt.EpilogueHost[O]) (float64, error) {
 	bad, first := 0, -1
 	for i, e := range out {
-		if v := codec.Decode(e); math.IsNaN(v) || math.IsInf(v, 0) {
+		if v := outCodec.Decode(e); math.IsNaN(v) || math.IsInf(v, 0) {
 			if bad == 0 {
 				first = i
 			}
@@ -306,18 +355,18 @@ func check[E convrt.Element](p problem.Problem, codec convrt.Codec[E], rng *rand
 		}
 	}
 	if bad > 0 {
-		return math.NaN(), fmt.Errorf("%d of %d outputs are not finite, the first out[%d] = %v: the kernel left them unwritten or overflowed", bad, len(out), first, codec.Decode(out[first]))
+		return math.NaN(), fmt.Errorf("%d of %d outputs are not finite, the first out[%d] = %v: the kernel left them unwritten or overflowed", bad, len(out), first, outCodec.Decode(out[first]))
 	}
 	s := p.Shape
 	points := convrt.Corners(p)
 	for range samples {
 		points = append(points, convrt.At{N: rng.IntN(s.N), K: rng.IntN(s.K), P: rng.IntN(s.P()), Q: rng.IntN(s.Q())})
 	}
-	rel, w := convrt.RelErrorEpilogue(p, codec.Decode, out, in, filter, bias, ep, points)
+	rel, w := convrt.RelErrorOutput(p, codec.Decode, outCodec.Decode, out, in, filter, bias, ep, points)
 	// Written so that a NaN error fails too.
 	if !(rel <= bound) {
 		return rel, fmt.Errorf("relative L2 error %.3g over %d outputs exceeds %g; the worst output out[n=%d][k=%d][p=%d][q=%d] is %v, the reference %v",
-			rel, len(points), bound, w.N, w.K, w.P, w.Q, codec.Decode(out[convrt.OutputAt(p, w)]), convrt.ReferenceEpilogue(p, codec.Decode, in, filter, bias, ep, w))
+			rel, len(points), bound, w.N, w.K, w.P, w.Q, outCodec.Decode(out[convrt.OutputAt(p, w)]), convrt.ReferenceOutput(p, codec.Decode, outCodec.Decode, in, filter, bias, ep, w))
 	}
 	return rel, nil
 }
@@ -335,7 +384,8 @@ func random[E convrt.Element](rng *rand.Rand, codec convrt.Codec[E], n int, lo, 
 // epilogueArrays makes the arrays p's epilogue chain reads, on the host (for
 // the reference) and on the device (for ForwardEpilogue), each from rng:
 // scale in [0.5, 1.5) and shift in [-1, 1), K float32 values each, and the
-// residual, the output's elements, in [-1, 1). Those the chain does not
+// residual, the output's elements (of E, the output's type), in [-1, 1).
+// Those the chain does not
 // read stay nil and 0.
 func epilogueArrays[E convrt.Element](mem *memory, rng *rand.Rand, codec convrt.Codec[E], p problem.Problem) (convrt.EpilogueHost[E], convrt.Epilogue, error) {
 	var host convrt.EpilogueHost[E]
