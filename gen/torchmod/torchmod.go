@@ -502,6 +502,8 @@ type initData struct {
 	// Grad either; Grads are their docstring lines (op: images; summary).
 	Dgrad, Wgrad, Grad bool
 	Grads              []string
+	// Bias says that the problem has a bias.
+	Bias bool
 }
 
 // num writes a chain constant as the chain's canonical text does.
@@ -553,7 +555,7 @@ func renderInit(m Meta, chain epilogue.Chain, name string, grads []string) ([]by
 		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC), Class: m.Class, Grads: grads}
 	_, d.Dgrad = m.Ops["dgrad"]
 	_, d.Wgrad = m.Ops["wgrad"]
-	d.Grad = d.Dgrad || d.Wgrad
+	d.Grad, d.Bias = d.Dgrad || d.Wgrad, m.Problem.Bias
 	if c := chain; len(c) > 0 {
 		d.Alias, d.Chain, d.ScaleShift, d.Residual = alias(c), c.String(), c.NeedsScaleShift(), c.NeedsResidual()
 		for _, e := range c {
