@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/autotune"
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/internal/testfs"
@@ -118,5 +119,33 @@ func TestTorchBackwardKernels(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTorchBackwardKernelsFused: the module of a forward record with an
+// epilogue chain takes the gradient records of the problem without it.
+func TestTorchBackwardKernelsFused(t *testing.T) {
+	needNoGPU(t)
+	chain, err := epilogue.Parse("scale_shift,relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := fixture(t, h200, 132)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache.json")
+	putRecords(t, cache, fusedFixture(t, chain), gradFixture(t, fwd, problem.OpDgrad), gradFixture(t, fwd, problem.OpWgrad))
+	r := testRequest(t, filepath.Join(dir, "alexnet"), cache)
+	r.Problem.Epilogue = chain
+	r.Torch = filepath.Join(dir, "alexnet_torch")
+	res, err := Run(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.TorchBackward, []string{"dgrad", "wgrad"}) {
+		t.Errorf("TorchBackward %v, want [dgrad wgrad]", res.TorchBackward)
+	}
+	init := testfs.ReadTree(t, r.Torch)[torchmod.InitFile]
+	if !bytes.Contains(init, []byte("class Conv2dFused(")) || !bytes.Contains(init, []byte("conv._gradients(")) {
+		t.Error("the fused module does not run its convolution's gradients through the kernels")
 	}
 }
