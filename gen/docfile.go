@@ -93,6 +93,9 @@ func genDoc(s *spec) *jen.File {
 	if len(ep) > 0 {
 		header = append(header, epilogueLine(ep))
 	}
+	if p := s.Problem; p.OutDiffers() {
+		header = append(header, fmt.Sprintf("output     %s: each output stored as %s, rounded once from its FP32 value (the input is %s)", p.OutPrecision, p.OutPrecision, p.Precision.Storage()))
+	}
 	if op := s.Problem.Op; op != problem.OpFprop {
 		header = append(header[:1], append([]string{"op         " + op.String() + ": " + gradMethod(op)}, header[1:]...)...)
 	}
@@ -133,7 +136,15 @@ func genDoc(s *spec) *jen.File {
 	para("%s", sum)
 
 	b.WriteString("# Memory\n\n")
-	para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
+	if p := s.Problem; p.OutDiffers() {
+		what := "out"
+		if ep.NeedsResidual() {
+			what = "out and the residual"
+		}
+		para("Every tensor is one dense array in device memory, in the layout's order, outermost index first: in, filter and bias of %s, %s of %s:", s.elem.memDoc, what, outMemDoc(p.OutPrecision))
+	} else {
+		para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
+	}
 	mem := []string{
 		fmt.Sprintf("in      %s  InputElems  = %d", in, input),
 		fmt.Sprintf("filter  %s  FilterElems = %d", filter, filt),
@@ -182,7 +193,7 @@ func genDoc(s *spec) *jen.File {
 	if s.ptx != "" {
 		check += ", the PTX's kernel too,"
 	}
-	para(check+" and Forward from several goroutines at once (run it with -race).", s.Problem.Precision.ErrorBound())
+	para(check+" and Forward from several goroutines at once (run it with -race).", s.Problem.ErrorBound())
 	f.PackageComment(docText(b.String()))
 	return f
 }

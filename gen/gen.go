@@ -209,6 +209,13 @@ func newSpec(b Binding) (*spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.Problem = b.Problem.Canonical() // an out-precision of the input's own type is none
+	if o := b.Problem.OutPrecision; o != "" && !o.Valid() {
+		return nil, fmt.Errorf("gen: output precision %q: must be one of fp32, fp16, bf16", o)
+	}
+	if b.Problem.Op != problem.OpFprop && b.Problem.OutDiffers() {
+		return nil, fmt.Errorf("gen: op %s with output precision %s: %w", b.Problem.Op, b.Problem.OutPrecision, problem.ErrOutPrecisionOp)
+	}
 	if err := b.Problem.Epilogue.Validate(); err != nil {
 		return nil, fmt.Errorf("gen: epilogue: %w", err)
 	}

@@ -151,7 +151,7 @@ func wgradOdd(t testing.TB) Binding {
 
 // allBindings lists every test binding.
 func allBindings(t testing.TB) []Binding {
-	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t), fusedFP16(t), dgradFP16(t), wgradTF32(t), wgradOdd(t)}
+	return []Binding{alexNet(t), oddShape(t), fp16NHWC(t), oddBF16(t), fusedFP16(t), dgradFP16(t), wgradTF32(t), wgradOdd(t), outFP32(t)}
 }
 
 func files(t *testing.T, b Binding) map[string][]byte {
@@ -182,6 +182,7 @@ func TestGolden(t *testing.T) {
 		{fusedFP16(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 		{dgradFP16(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 		{wgradTF32(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
+		{outFP32(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 	} {
 		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
 	}

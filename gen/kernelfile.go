@@ -141,6 +141,9 @@ func genKernel(s *spec) *jen.File {
 	if op := s.Problem.Op; op != problem.OpFprop {
 		prob = append(prob, "Op", problemQ(opConst(op)))
 	}
+	if s.Problem.OutDiffers() {
+		prob = append(prob, "OutPrecision", jen.Id("OutPrecision"))
+	}
 	tuned := launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes)
 	if s.cubinName != "" {
 		tuned = inline(convrt("Image"), "Code", jen.Id("cubin"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)

@@ -70,8 +70,16 @@ func genShape(s *spec) *jen.File {
 		genGradShape(f, s)
 		return f
 	}
-	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", []constant{
-		{name: "ElementBytes", doc: "bytes of one element of every tensor", value: lit(s.elem.bytes)},
+	elemDoc, outConsts := "bytes of one element of every tensor", []constant(nil)
+	if p := s.Problem; p.OutDiffers() {
+		elemDoc = "bytes of one element of in, filter and bias (out has OutputElementBytes)"
+		outConsts = []constant{
+			{name: "OutputElementBytes", doc: "bytes of one element of out (and of a residual): the output precision's", value: lit(p.OutElementBytes())},
+			{name: "OutPrecision", doc: "the output's element type, not the input's: the result is rounded once to it at the store", value: problemQ(storageConst(p.OutPrecision)), typ: jen.Qual(problemPath, "Storage")},
+		}
+	}
+	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", append([]constant{
+		{name: "ElementBytes", doc: elemDoc, value: lit(s.elem.bytes)},
 		{name: "InputElems", doc: "N*C*H*W", value: lit(in)},
 		{name: "FilterElems", doc: "K*(C/Groups)*R*S", value: lit(filter)},
 		{name: "BiasElems", doc: "K, or 0 without bias", value: lit(bias)},
@@ -82,7 +90,7 @@ func genShape(s *spec) *jen.File {
 		{name: "Layout", doc: "filter " + s.Problem.Layout.FilterLayout(), value: lit(string(s.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
 		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
 		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
-	})
+	}, outConsts...))
 	return f
 }
 
@@ -132,8 +140,24 @@ func genShapeTest(s *spec) *jen.File {
 				Id("Precision").Dot("ElementBytes").Call().Op("!=").Id("ElementBytes")).Block(
 				errorfT("the spec's problem %+v disagrees with the constants", jen.Id("spec").Dot("Problem")),
 			),
+			outCheck(s),
 		))
 	return f
+}
+
+// outCheck is TestSpec's check of the output's element type and size
+// against the constants, for a package whose output type differs from
+// the input's; nothing otherwise.
+func outCheck(s *spec) jen.Code {
+	if !s.Problem.OutDiffers() {
+		return jen.Null()
+	}
+	p := jen.Id("spec").Dot("Problem")
+	return jen.If(p.Clone().Dot("Out").Call().Op("!=").Id("OutPrecision").Op("||").
+		Add(p.Clone()).Dot("OutElementBytes").Call().Op("!=").Id("OutputElementBytes")).Block(
+		errorfT("the spec's output type %s (%d bytes) disagrees with OutPrecision %s (%d bytes)",
+			p.Clone().Dot("Out").Call(), p.Clone().Dot("OutElementBytes").Call(), jen.Id("OutPrecision"), jen.Id("OutputElementBytes")),
+	)
 }
 
 // tunedArchDoc documents TunedArch.

@@ -25,8 +25,11 @@ func genKernelTest(s *spec) *jen.File {
 	harness := func(name, load string) *jen.Statement {
 		return jen.Qual(convrttestPath, name).Call(id("t"), id(load), id("errorBound"))
 	}
-	decl(f, fmt.Sprintf("errorBound is the relative L2 error that precision %s allows.", s.Problem.Precision),
-		jen.Const().Id("errorBound").Op("=").Add(floatLit(s.Problem.Precision.ErrorBound())))
+	boundDoc := fmt.Sprintf("errorBound is the relative L2 error that precision %s allows.", s.Problem.Precision)
+	if s.Problem.OutDiffers() {
+		boundDoc = fmt.Sprintf("errorBound is the relative L2 error that precision %s stored as %s allows (the looser of the two bounds).", s.Problem.Precision, s.Problem.OutPrecision)
+	}
+	decl(f, boundDoc, jen.Const().Id("errorBound").Op("=").Add(floatLit(s.Problem.ErrorBound())))
 	if op := s.Problem.Op; op != problem.OpFprop {
 		genGradTest(f, s, gradMethod(op), harness)
 		return f
