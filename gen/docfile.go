@@ -83,18 +83,19 @@ func genDoc(s *spec) *jen.File {
 		para("Package %s runs one CUDA convolution kernel that convgen generated and tuned for a single problem, fixed when the package was generated:", s.Package)
 	}
 	ep := s.Problem.Epilogue
+	outData := ""
+	if p := s.Problem; p.OutDiffers() {
+		outData = fmt.Sprintf(", %s output (rounded once from FP32)", p.OutPrecision)
+	}
 	header := []string{
 		"shape      " + sh.String(),
-		fmt.Sprintf("precision  %s: %s, %s data", s.Problem.Precision, s.elem.arith, s.elem.data),
+		fmt.Sprintf("precision  %s: %s, %s data%s", s.Problem.Precision, s.elem.arith, s.elem.data, outData),
 		fmt.Sprintf("layout     %s: input %s, filter %s, output %s", s.Problem.Layout, in, filter, out),
 		fmt.Sprintf("kernel     %s, grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory",
 			s.Kernel, s.Grid[0], s.Grid[1], s.Grid[2], s.Block[0], s.Block[1], s.Block[2], s.SharedBytes),
 	}
 	if len(ep) > 0 {
 		header = append(header, epilogueLine(ep))
-	}
-	if p := s.Problem; p.OutDiffers() {
-		header = append(header, fmt.Sprintf("output     %s: each output stored as %s, rounded once from its FP32 value (the input is %s)", p.OutPrecision, p.OutPrecision, p.Precision.Storage()))
 	}
 	if op := s.Problem.Op; op != problem.OpFprop {
 		header = append(header[:1], append([]string{"op         " + op.String() + ": " + gradMethod(op)}, header[1:]...)...)
@@ -141,7 +142,7 @@ func genDoc(s *spec) *jen.File {
 		if ep.NeedsResidual() {
 			what = "out and the residual"
 		}
-		para("Every tensor is one dense array in device memory, in the layout's order, outermost index first: in, filter and bias of %s, %s of %s:", s.elem.memDoc, what, outMemDoc(p.OutPrecision))
+		para("Every tensor is one dense array of %s in device memory (%s: %s), in the layout's order, outermost index first:", s.elem.memDoc, what, outMemDoc(p.OutPrecision))
 	} else {
 		para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
 	}

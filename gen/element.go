@@ -55,16 +55,16 @@ func half(p problem.Precision, data, upper, convert string) element {
 }
 
 // outMemDoc is how the doc's Memory section names one output element and
-// its size when the output's type differs from the input's
+// its size (the input's element type names the conversions) when the output's type differs from the input's
 // (problem.Problem.OutPrecision).
 func outMemDoc(st problem.Storage) string {
 	switch st {
 	case problem.StorageFP16:
-		return "fp16 (IEEE binary16; OutputElementBytes = 2 bytes each; in Go the uint16 of its bits: convrt.FP16FromFloat32 and convrt.FP16ToFloat64)"
+		return "fp16, OutputElementBytes = 2 bytes each"
 	case problem.StorageBF16:
-		return "bf16 (bfloat16; OutputElementBytes = 2 bytes each; in Go the uint16 of its bits: convrt.BF16FromFloat32 and convrt.BF16ToFloat64)"
+		return "bf16, OutputElementBytes = 2 bytes each"
 	}
-	return "float32 (OutputElementBytes = 4 bytes each)"
+	return "float32, OutputElementBytes = 4 bytes each"
 }
 
 // storageConst is the name of st's constant in package problem.

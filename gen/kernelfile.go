@@ -142,7 +142,7 @@ func genKernel(s *spec) *jen.File {
 		prob = append(prob, "Op", problemQ(opConst(op)))
 	}
 	if s.Problem.OutDiffers() {
-		prob = append(prob, "OutPrecision", jen.Id("OutPrecision"))
+		prob = append(prob, "OutPrecision", problemQ(storageConst(s.Problem.OutPrecision)))
 	}
 	tuned := launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes)
 	if s.cubinName != "" {
