@@ -71,6 +71,7 @@ const DefaultArch = "sm_90"
 // how many compiled, failed and were rejected; it fails when any failed
 // to compile.
 func CompileOnly(ctx context.Context, r CompileRequest) error {
+	r.Problem = r.Problem.Canonical()
 	if err := checkOp(r.Problem); err != nil {
 		return err
 	}

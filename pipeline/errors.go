@@ -49,9 +49,13 @@ func Served(p problem.Problem) error {
 
 // checkOp refuses, as an invalid request (ErrInvalid), what no kernel
 // could be asked for: an epilogue chain on a gradient op
-// (problem.ErrEpilogueOp). Other invalid problems are Served's to refuse.
+// (problem.ErrEpilogueOp), an output precision that is not a storage type
+// or, other than the input's, on a gradient op (problem.ErrOutPrecisionOp).
+// Other invalid problems are Served's to refuse.
 func checkOp(p problem.Problem) error {
-	if err := p.Validate(); errors.Is(err, problem.ErrEpilogueOp) {
+	err := p.Validate()
+	if errors.Is(err, problem.ErrEpilogueOp) || errors.Is(err, problem.ErrOutPrecisionOp) ||
+		(err != nil && p.OutPrecision != "" && !p.OutPrecision.Valid()) {
 		return mark(ErrInvalid, err)
 	}
 	return nil

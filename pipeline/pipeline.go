@@ -128,6 +128,7 @@ type Result struct {
 // directories are checked before anything is tuned, and a fresh tuning
 // record is saved before the package is written (keepAndWrite).
 func Run(ctx context.Context, r Request) (Result, error) {
+	r.Problem = r.Problem.Canonical() // an out-precision of the input's own type is none
 	if err := checkOp(r.Problem); err != nil {
 		return Result{}, err
 	}
@@ -136,6 +137,9 @@ func Run(ctx context.Context, r Request) (Result, error) {
 	}
 	if r.Torch != "" && r.Problem.Op != problem.OpFprop {
 		return Result{}, mark(ErrInvalid, fmt.Errorf("-torch: the PyTorch module is written from a forward (op=fprop) record, not op=%s", r.Problem.Op))
+	}
+	if r.Torch != "" && r.Problem.OutDiffers() {
+		return Result{}, mark(ErrInvalid, fmt.Errorf("-torch: the PyTorch module returns a tensor of the input's dtype (%s), not the output precision %s: write the Go package alone", r.Problem.Precision, r.Problem.OutPrecision))
 	}
 	if r.Torch != "" {
 		if err := torchmod.Serves(r.Problem); err != nil {

@@ -14,12 +14,16 @@ import (
 )
 
 // baseKey is the problem's part of r's cache key; the op is left out for
-// the forward op (tunecache.Key.Op).
+// the forward op (tunecache.Key.Op), the output precision when it is the
+// input's type (tunecache.Key.OutPrecision).
 func baseKey(r Request) tunecache.Key {
 	k := tunecache.Key{Shape: r.Problem.Shape.String(), Precision: string(r.Problem.Precision), Layout: string(r.Problem.Layout),
 		Epilogue: r.Problem.Epilogue.Key()}
 	if r.Problem.Op != problem.OpFprop {
 		k.Op = r.Problem.Op.String()
+	}
+	if r.Problem.OutDiffers() {
+		k.OutPrecision = string(r.Problem.OutPrecision)
 	}
 	return k
 }
@@ -74,7 +78,7 @@ func sameKernel(p problem.Problem, t tunecache.Timing, want, name string, l laun
 // when nothing matches, ErrInvalid when several device models do.
 func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) {
 	k := baseKey(c)
-	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Epilogue: k.Epilogue, Op: k.Op, Arch: c.Arch, Device: c.Device,
+	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Epilogue: k.Epilogue, Op: k.Op, OutPrecision: k.OutPrecision, Arch: c.Arch, Device: c.Device,
 		Current: func(r tunecache.Record) error { return currentKernels(c.Problem, r) }}
 	recs := cache.Replay(q)
 	if n := len(cache.Match(q)); n > len(recs) && len(recs) == 1 {
@@ -112,7 +116,7 @@ records:
 		var why []string
 		for _, m := range q.Mismatches(r) { // the problem's fields come first
 			switch m.Field {
-			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout, tunecache.FieldEpilogue, tunecache.FieldOp:
+			case tunecache.FieldShape, tunecache.FieldPrecision, tunecache.FieldLayout, tunecache.FieldEpilogue, tunecache.FieldOp, tunecache.FieldOut:
 				continue records // another problem
 			case tunecache.FieldKernel:
 				stale = true

@@ -83,6 +83,9 @@ func writeUntuned(r Request) (Result, error) {
 	if r.Problem.Op != problem.OpFprop {
 		data.Op = r.Problem.Op.String()
 	}
+	if r.Problem.OutDiffers() {
+		data.OutPrecision = string(r.Problem.OutPrecision)
+	}
 	logf(r.Log, "no record and no GPU: writing an untuned package (%s, PTX for %s)\n", cand.ID(), autotune.FallbackArch)
 	res := Result{Outcome: Untuned}
 	err = writeFiles(r, b, data, nil, &res)

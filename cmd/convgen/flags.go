@@ -159,7 +159,7 @@ func flagError(err error) error {
 // parseArgs is parseFlags without the bound on its errors' length.
 func parseArgs(args []string, stdout io.Writer) (config, error) {
 	var c config
-	var precision, layout, chain, op string
+	var precision, layout, chain, op, outPrec string
 	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
@@ -168,6 +168,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
 	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX) or wgrad (the filter and bias gradients dW, dBias); docs/families.md#ops")
 	once(fs, &chain, "epilogue", "", "", "chain applied to each output after the bias, in order, e.g. scale_shift,relu or residual(0.5),gelu (docs/epilogue.md)")
+	once(fs, &outPrec, "out-precision", "", "", "the output's element type when it is not the input's: fp32, fp16 or bf16 (e.g. tf32 stored as bf16, fp16 stored as fp32); forward op only (docs/epilogue.md#output-precision)")
 	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
 	once(fs, &c.reportDir, "report", "", "", "write the reports (REPORT.md, report.json, candidates.csv, candidates.svg) to this directory instead of the package")
 	once(fs, &c.torch, "torch", "", "", "also write the kernel as a PyTorch module (a Python package, imported by this directory's name) to this directory")
@@ -225,11 +226,22 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	if c.problem.Op, err = problem.ParseOp(op); err != nil {
 		return c, usageError{fmt.Errorf("-op: %w", err)}
 	}
+	if outPrec != "" {
+		if c.problem.OutPrecision, err = problem.ParseStorage(outPrec); err != nil {
+			return c, usageError{fmt.Errorf("-out-precision: %w", err)}
+		}
+		// The input's own type is no out-precision: the same problem, key
+		// and package as without the flag.
+		c.problem = c.problem.Canonical()
+	}
 	if err := c.problem.Validate(); err != nil {
 		return c, usageError{fmt.Errorf("-op %s: %w", c.problem.Op, err)}
 	}
 	if c.torch != "" && c.problem.Op != problem.OpFprop {
 		return c, usageError{fmt.Errorf("-torch goes with -op fprop (the PyTorch module runs the forward kernel), not -op %s", c.problem.Op)}
+	}
+	if c.torch != "" && c.problem.OutDiffers() {
+		return c, usageError{fmt.Errorf("-torch does not go with -out-precision %s yet: the PyTorch module returns a tensor of the input's dtype (%s); write the Go package alone", c.problem.OutPrecision, c.problem.Precision)}
 	}
 	if c.sourceDir != "" && !c.compile {
 		return c, usageError{errors.New("-source-dir needs -compile-only (the sources of the compiled candidates)")}
@@ -386,6 +398,9 @@ func (c config) command() string {
 	}
 	if len(c.problem.Epilogue) > 0 {
 		parts = append(parts, "-epilogue", c.problem.Epilogue.String())
+	}
+	if c.problem.OutDiffers() {
+		parts = append(parts, "-out-precision", string(c.problem.OutPrecision))
 	}
 	if c.arch != "" {
 		parts = append(parts, "-arch", c.arch)
