@@ -192,6 +192,8 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
 	case k.Stage == 1 && g.Staging.Reject(g.Acc, 2, 128).Rule != "": // each staged dY value with its row offset
 		return g.Staging.Reject(g.Acc, 2, 128)
+	case g.SharedBytes > 48*1024:
+		return family.Hard("shared memory", "%d B per block > 48 KiB", g.SharedBytes)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case g.TilesM > 65535:
@@ -223,6 +225,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	s := p.Shape
+	if g.SharedBytes > 48*1024 {
+		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: %d B of shared memory per block > 48 KiB (no opt-in)", cfg, g.SharedBytes)
+	}
 	if k.Stage == 1 && !g.Staging.Even {
 		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
 	}

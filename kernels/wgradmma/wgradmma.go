@@ -206,6 +206,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
 	}
+	if g.SharedBytes > 48*1024 {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > 48 KiB (no opt-in)", cfg, g.SharedBytes)
+	}
 	if k.Stage == 1 && !g.Staging.Even {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
 	}
