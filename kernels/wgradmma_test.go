@@ -9,12 +9,12 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestWGradMMAServes: wgradmma serves op=wgrad in tf32, 3xtf32, fp16 and bf16 with
+// TestWGradMMAServes: wgradmma serves op=wgrad in tf32, fp16 and bf16 (not 3xtf32) with
 // groups=1, keeps candidates for sm_90 and none for sm_80 (clusters), and
 // declines the other ops, precisions and grouped shapes with a reason.
 func TestWGradMMAServes(t *testing.T) {
 	f := WgradMMA{}
-	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
+	for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
 		for _, lay := range problem.Layouts {
 			p := gradProblem(t, flagshipSpec, prec, lay, problem.OpWgrad)
 			if err := f.Serves(p); err != nil {
@@ -32,6 +32,7 @@ func TestWGradMMAServes(t *testing.T) {
 		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpDgrad),
 		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpFprop),
 		gradProblem(t, flagshipSpec, problem.FP32, problem.NHWC, problem.OpWgrad),
+		gradProblem(t, flagshipSpec, problem.TF32x3, problem.NCHW, problem.OpWgrad),
 		gradProblem(t, "N=2,C=8,H=9,W=9,K=8,R=3,S=3,groups=2", problem.TF32, problem.NCHW, problem.OpWgrad),
 	} {
 		if f.Serves(p) == nil {
@@ -59,7 +60,7 @@ func TestWGradMMACompile(t *testing.T) {
 		{"BM": 128, "BN": 32, "WM": 4, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 1},
 	}
 	for _, spec := range specs {
-		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
+		for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
 				for _, cfg := range cfgs {
