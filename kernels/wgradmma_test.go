@@ -43,8 +43,9 @@ func TestWGradMMAServes(t *testing.T) {
 
 // TestWGradMMACompile renders wgradmma configurations for the flagship and
 // odd shapes (bias and none, stride, dilation, asymmetric pads) in tf32 and
-// 3xtf32, fp16 and bf16, both layouts, and compiles them for sm_90: the PTX
-// must hold the precision's mma and, for a cluster (Split > 1), the cluster barrier and the
+// fp16 and bf16, both layouts (one configuration per problem in turn; all
+// under the full sweep), and compiles them for sm_90: the PTX must hold the
+// precision's mma and, for a cluster (Split > 1), the cluster barrier and the
 // distributed shared-memory loads. Their results are checked on the GPU
 // (autotune's TestGradShapes and TestWGradMMAShapes).
 func TestWGradMMACompile(t *testing.T) {
@@ -59,11 +60,12 @@ func TestWGradMMACompile(t *testing.T) {
 		{"BM": 64, "BN": 64, "WM": 4, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 0},
 		{"BM": 128, "BN": 32, "WM": 4, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 1},
 	}
+	turn := 0
 	for _, spec := range specs {
 		for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
-				for _, cfg := range cfgs {
+				for _, cfg := range sampleConfigs(cfgs, &turn) {
 					k, err := WgradMMA{}.Render(p, cfg)
 					if err != nil {
 						t.Fatalf("%s %v: %v", p, cfg, err)
@@ -94,7 +96,8 @@ func TestWGradMMACompile(t *testing.T) {
 
 // TestDgradMMA renders dgradmma for the flagship (16 stride phases of 3 or
 // 2 taps per axis), a dilated shape whose phases have no taps at all, and
-// odd shapes, in every tensor-core precision and both layouts, and
+// odd shapes, in every tensor-core precision and both layouts (one
+// configuration per problem in turn; all under the full sweep), and
 // compiles them for sm_80: the PTX must hold the
 // precision's mma. Their results are checked on the GPU (autotune's
 // TestGradShapes).
@@ -109,6 +112,7 @@ func TestDgradMMA(t *testing.T) {
 		{"BM": 128, "BN": 8, "WM": 4, "WN": 1, "Unroll": 1, "Stage": 1},
 		{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Unroll": 1, "Stage": 1},
 	}
+	turn := 0
 	for _, spec := range specs {
 		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
@@ -116,7 +120,7 @@ func TestDgradMMA(t *testing.T) {
 				if err := (DgradMMA{}).Serves(p); err != nil {
 					t.Fatalf("%s: %v", p, err)
 				}
-				for _, cfg := range cfgs {
+				for _, cfg := range sampleConfigs(cfgs, &turn) {
 					k, err := DgradMMA{}.Render(p, cfg)
 					if err != nil {
 						t.Fatalf("%s %v: %v", p, cfg, err)
@@ -146,4 +150,16 @@ func TestDgradMMA(t *testing.T) {
 			t.Errorf("dgradmma serves %s", p)
 		}
 	}
+}
+
+// sampleConfigs is the configurations a compile test renders for its next
+// problem: all of them under the full sweep, else the next one in turn (so
+// that every configuration meets several precisions and layouts).
+func sampleConfigs(cfgs []Config, turn *int) []Config {
+	if fullSweep() {
+		return cfgs
+	}
+	c := cfgs[*turn%len(cfgs)]
+	*turn++
+	return []Config{c}
 }
