@@ -219,7 +219,8 @@ var gradCPUConfigs = map[string][]Config{
 
 // TestGradOnCPU runs dgrad and wgrad kernels of gradShapes on the CPU and
 // checks every output against the float64 gradients: each shape and op in
-// FP32 in one layout and FP16 in the other (alternating), with the
+// one of FP32 and FP16 and one layout, in turn (each op meets both
+// precisions in both layouts over the shapes), with the
 // configurations of gradCPUConfigs in turn; under CONVGEN_FULL_SWEEP=1
 // every precision, both layouts and every configuration. It needs g++ 12
 // or newer.
@@ -243,11 +244,11 @@ func TestGradOnCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
+		for o, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
 			for j, prec := range precs {
 				for l, lay := range problem.Layouts {
-					if !full && (i+j+l)%2 != 0 {
-						continue // FP32 in one layout, FP16 in the other
+					if !full && (j != (i+o)%2 || l != (i/2+o)%2) {
+						continue // one precision and layout per shape and op, in turn: each op meets FP32 and FP16 in both layouts
 					}
 					p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: op}
 					f, err := FamilyByName(op.String())
