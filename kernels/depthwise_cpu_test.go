@@ -39,10 +39,26 @@ using std::isnan;
 #define __restrict__ __restrict
 #define __align__(x) alignas(x)
 struct cpu_dim3 { int x, y, z; };
-static thread_local cpu_dim3 threadIdx, blockIdx;
+static thread_local cpu_dim3 threadIdx, blockIdx, gridDim;
 static thread_local float* cpu_smem;
 static thread_local std::barrier<>* cpu_barrier;
 static inline void __syncthreads() { cpu_barrier->arrive_and_wait(); }
+// cpu_launch runs kernel() on a 1-D grid of blocks, block after block, one
+// std::thread per CUDA thread, with NaN-filled shared memory and a barrier.
+template <class F> static void cpu_launch(int blocks, int threads, int shared, F kernel) {
+    for (int b = 0; b < blocks; ++b) {
+        std::vector<float> smem(shared / 4 + 4, NAN);
+        std::barrier<> bar(threads);
+        std::vector<std::thread> ts;
+        for (int t = 0; t < threads; ++t)
+            ts.emplace_back([&, t, b] {
+                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; gridDim = {blocks, 1, 1};
+                cpu_smem = smem.data(); cpu_barrier = &bar;
+                kernel();
+            });
+        for (auto& th : ts) th.join();
+    }
+}
 struct float2 { float x, y; };
 struct float4 { float x, y, z, w; };
 struct uint2 { unsigned int x, y; };
@@ -71,18 +87,7 @@ int main() {
     for (auto& v : bias) v = from_float((float)cpu_rnd(seed));
 %[6]s
     for (auto& v : out) v = from_float(NAN);
-    const int threads = %[2]d, blocks = %[3]d, shared = %[4]d;
-    for (int b = 0; b < blocks; ++b) {
-        std::vector<float> smem(shared / 4 + 4, NAN);
-        std::barrier<> bar(threads);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t, b] {
-                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; cpu_smem = smem.data(); cpu_barrier = &bar;
-                %[1]s(out.data(), in.data(), flt.data(), bias.data()%[7]s);
-            });
-        for (auto& th : ts) th.join();
-    }
+    cpu_launch(%[3]d, %[2]d, %[4]d, [&] { %[1]s(out.data(), in.data(), flt.data(), bias.data()%[7]s); });
     const int mult = K / C;
     double max_err = 0, max_ref = 0;
     long bad = 0;

@@ -50,19 +50,7 @@ int main() {
     cpu_read("in.bin", in);
     cpu_read("flt.bin", flt);
     for (auto& v : out) v = from_float(NAN);
-    const int threads = %[2]d, grid = %[3]d, shared = %[4]d;
-    for (int b = 0; b < grid; ++b) {
-        std::vector<float> smem(shared / 4 + 4, NAN);
-        std::barrier<> bar(threads);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t, b] {
-                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; gridDim = {grid, 1, 1};
-                cpu_smem = smem.data(); cpu_barrier = &bar;
-                %[1]s(out.data(), in.data(), flt.data(), (%[9]s*)(%[8]d ? bias.data() : nullptr));
-            });
-        for (auto& th : ts) th.join();
-    }
+    cpu_launch(%[3]d, %[2]d, %[4]d, [&] { %[1]s(out.data(), in.data(), flt.data(), (%[9]s*)(%[8]d ? bias.data() : nullptr)); });
     cpu_write("out.bin", out);
     bias.pop_back();
     cpu_write("bias.bin", bias);
@@ -315,7 +303,7 @@ func runGradOnCPU(gxx, dir string, p problem.Problem, k Kernel, bound float64, s
 	// Half the blocks, so that each thread's grid-stride loop takes a
 	// second step.
 	grid := max(1, (k.Grid[0]+1)/2)
-	src = cpuShim + "static thread_local cpu_dim3 gridDim;\n" + src + fmt.Sprintf(gradMain, k.Name, k.Block[0], grid, k.SharedBytes,
+	src = cpuShim + src + fmt.Sprintf(gradMain, k.Name, k.Block[0], grid, k.SharedBytes,
 		ops[0].Elems, ops[1].Elems, ops[2].Elems, ops[3].Elems, biasType)
 	cpp := filepath.Join(dir, "k.cpp")
 	if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {

@@ -94,18 +94,7 @@ int main() {
     for (auto& v : bias) v = from_float((float)cpu_rnd(seed));
 %[6]s
     for (auto& v : out) v = to_out(NAN);
-    const int threads = %[2]d, blocks = %[3]d, shared = %[4]d;
-    for (int b = 0; b < blocks; ++b) {
-        std::vector<float> smem(shared / 4 + 4, NAN);
-        std::barrier<> bar(threads);
-        std::vector<std::thread> ts;
-        for (int t = 0; t < threads; ++t)
-            ts.emplace_back([&, t, b] {
-                threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0}; cpu_smem = smem.data(); cpu_barrier = &bar;
-                %[1]s(out.data(), in.data(), flt.data(), bias.data()%[7]s);
-            });
-        for (auto& th : ts) th.join();
-    }
+    cpu_launch(%[3]d, %[2]d, %[4]d, [&] { %[1]s(out.data(), in.data(), flt.data(), bias.data()%[7]s); });
     const int cg = C / GROUPS, kg = K / GROUPS;
     double max_err = 0, max_ref = 0;
     long bad = 0;
