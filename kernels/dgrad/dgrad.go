@@ -42,8 +42,8 @@ func (Family) Template() string { return "dgrad.cu.tmpl" }
 
 // Serves implements family.Family: every valid problem of op dgrad.
 func (Family) Serves(p problem.Problem) error {
-	if p.Op != problem.OpDgrad {
-		return fmt.Errorf("dgrad computes only op=dgrad, not op=%s", p.Op)
+	if err := family.OnlyOp("dgrad", problem.OpDgrad, p); err != nil {
+		return err
 	}
 	return p.Validate()
 }

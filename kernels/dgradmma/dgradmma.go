@@ -47,8 +47,8 @@ func (Family) Template() string { return "dgradmma.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
-	if p.Op != problem.OpDgrad {
-		return fmt.Errorf("dgradmma computes only op=dgrad, not op=%s", p.Op)
+	if err := family.OnlyOp("dgradmma", problem.OpDgrad, p); err != nil {
+		return err
 	}
 	if err := p.Validate(); err != nil {
 		return err

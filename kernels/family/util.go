@@ -97,6 +97,14 @@ func PrecisionTag(p problem.Precision) string {
 	return string(p)
 }
 
+// OnlyOp is a gradient family's refusal of every op but its own.
+func OnlyOp(family string, op problem.Op, p problem.Problem) error {
+	if p.Op != op {
+		return fmt.Errorf("%s computes only op=%s, not op=%s", family, op, p.Op)
+	}
+	return nil
+}
+
 // Forward is the forward families' refusal of a gradient op
 // (problem.Op): their kernels compute the forward convolution only; the
 // dgrad and wgrad families serve the gradients.

@@ -45,8 +45,8 @@ func (Family) Template() string { return "wgrad.cu.tmpl" }
 
 // Serves implements family.Family: every valid problem of op wgrad.
 func (Family) Serves(p problem.Problem) error {
-	if p.Op != problem.OpWgrad {
-		return fmt.Errorf("wgrad computes only op=wgrad, not op=%s", p.Op)
+	if err := family.OnlyOp("wgrad", problem.OpWgrad, p); err != nil {
+		return err
 	}
 	return p.Validate()
 }

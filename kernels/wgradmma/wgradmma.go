@@ -52,8 +52,8 @@ func (Family) Template() string { return "wgradmma.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
-	if p.Op != problem.OpWgrad {
-		return fmt.Errorf("wgradmma computes only op=wgrad, not op=%s", p.Op)
+	if err := family.OnlyOp("wgradmma", problem.OpWgrad, p); err != nil {
+		return err
 	}
 	if err := p.Validate(); err != nil {
 		return err
