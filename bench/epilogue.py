@@ -41,6 +41,8 @@ usage: bench/epilogue.py [--cases a,b] [--time 15s] [--runs 50] [--work DIR]
 import argparse, datetime, importlib.util, json, math, os, re, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import suite  # noqa: E402  (bench/suite.py: cuda_times)
 ROOT = os.path.dirname(HERE)
 BOUNDS = {"fp32": 1e-5, "3xtf32": 1e-5, "tf32": 1e-3, "fp16": 2e-3, "bf16": 1e-2}
 FLUSH_BYTES = 256 << 20
@@ -216,20 +218,7 @@ class Bench:
             torch.backends.cudnn.allow_tf32 = allowed
 
     def time_it(self, fn, warmup=5):
-        torch = self.torch
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for i in range(self.runs):
-            self.flush.fill_(i & 0xFF)
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return statistics.median(times)
+        return statistics.median(suite.cuda_times(self.torch, self.flush, self.runs, fn, warmup))
 
     def poisoned(self, fn, shape, dtype, fmt):
         """fn() right after a NaN block of the output's size was freed: the

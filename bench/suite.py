@@ -297,6 +297,24 @@ def find_record(records, shape, prec, layout, device, kernel_sha256=None, op="fp
 # ------------------------------------------------------------ the GPU side
 
 
+def cuda_times(torch, flush, runs, fn, warmup=5):
+    """fn()'s times in ms, sorted: CUDA events around each of runs calls after
+    warmup ones, the L2 flushed (flush, a large buffer, filled) before each."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for i in range(runs):
+        flush.fill_(i & 0xFF)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)
+
+
 class GPU:
     """PyTorch and CuPy, imported only for a real run."""
 
@@ -309,20 +327,7 @@ class GPU:
         torch.backends.cudnn.benchmark = True
 
     def time_it(self, fn, warmup=5):
-        torch = self.torch
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for i in range(self.runs):
-            self.flush.fill_(i & 0xFF)
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        times.sort()
+        times = cuda_times(self.torch, self.flush, self.runs, fn, warmup)
         q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]
         return statistics.median(times), q(0.1), q(0.9)
 
