@@ -7,6 +7,7 @@ import (
 
 	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -203,4 +204,129 @@ func goldenIGEMM(t *testing.T) Kernel {
 
 func TestIGEMMGoldenSource(t *testing.T) {
 	checkGolden(t, "TestIGEMMGoldenSource", goldenPath("igemm", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMM(t).Source)
+}
+
+// igemmDgradShapes are the dgrad shapes igemm's CPU tests render and
+// compile: ResNet-50's 3x3 stride-1 layers at 56² and 14², a 1x1 (C=64 →
+// K=256) at 56², an odd dilated shape (element loads along C, 8-byte loads
+// along K), a strided one whose row phases 2 and 3 have no tap, and an
+// asymmetric strided, padded, dilated one.
+var igemmDgradShapes = []string{
+	"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1",
+	"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1",
+	"N=32,C=64,H=56,W=56,K=256,R=1,S=1",
+	"N=3,C=13,H=9,W=11,K=24,R=3,S=3,pad=1,dilation=2",
+	"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false",
+	"N=3,C=24,H=19,W=23,K=17,R=3,S=5,stride_h=2,pad_h=1,pad_w=2,dilation_w=2",
+}
+
+// TestIGEMMDgradServes: igemm serves op=dgrad in its four precisions and
+// both layouts with kept candidates (a grid z of one layer per stride
+// phase, named for the op), and declines wgrad, fp32 and a dgrad epilogue chain, naming why.
+func TestIGEMMDgradServes(t *testing.T) {
+	for _, s := range parseShapes(t, igemmDgradShapes) {
+		for _, lay := range problem.Layouts {
+			for _, prec := range igemmPrecisions {
+				p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
+				if err := (IGEMM{}).Serves(p); err != nil {
+					t.Errorf("%s: %v", p, err)
+					continue
+				}
+				keep := igemmKept(p, DefaultLimits(90))
+				if len(keep) == 0 {
+					t.Errorf("%s: no kept candidate", p)
+					continue
+				}
+				k, err := RenderCandidate(p, keep[0])
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, keep[0].ID(), err)
+				}
+				if k.Grid[2] != s.StrideH*s.StrideW || !strings.HasPrefix(k.Name, "convgen_igemm_dgrad_") {
+					t.Errorf("%s %s: kernel %s, grid %v, want z = %d phases", p, keep[0].ID(), k.Name, k.Grid, s.StrideH*s.StrideW)
+				}
+			}
+		}
+	}
+	s := parseShapes(t, igemmDgradShapes[:1])[0]
+	for _, tc := range []struct {
+		p    problem.Problem
+		want string
+	}{
+		{problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpWgrad}, "op=wgrad"},
+		{problem.Problem{Shape: s, Precision: problem.FP32, Layout: problem.NHWC, Op: problem.OpDgrad}, "fp32"},
+		{problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad, Epilogue: mustChain(t, "relu")}, "epilogue"},
+	} {
+		if err := (IGEMM{}).Serves(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Serves(%s) = %v, want a refusal naming %q", tc.p, err, tc.want)
+		}
+	}
+}
+
+// TestIGEMMDgradCompile NVRTC-compiles for sm_80 one kept dgrad candidate
+// per shape, layout and two precisions of igemmDgradShapes (the
+// precisions rotate: each precision meets each layout), and the golden
+// dgrad kernel for sm_80 and sm_90, and checks that the PTX holds the
+// mma.sync of the precision and, for fp16/bf16, the transposing ldmatrix.
+func TestIGEMMDgradCompile(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	rng := rand.New(rand.NewPCG(23, 1))
+	var jobs []compileJob
+	for i, s := range parseShapes(t, igemmDgradShapes) {
+		for li, lay := range problem.Layouts {
+			for j := range 2 {
+				prec := igemmPrecisions[(i+li+2*j)%len(igemmPrecisions)]
+				p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
+				keep := igemmKept(p, DefaultLimits(80))
+				c := keep[rng.IntN(len(keep))]
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
+			}
+		}
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_80"})
+		if err != nil {
+			return err.Error()
+		}
+		mma := "m16n8k8.row.col.f32.tf32.tf32.f32"
+		if strings.Contains(j.id, "fp16") {
+			mma = "m16n8k16.row.col.f32.f16.f16.f32"
+		} else if strings.Contains(j.id, "bf16") {
+			mma = "m16n8k16.row.col.f32.bf16.bf16.f32"
+		}
+		switch {
+		case !strings.Contains(res.PTX, ".entry "+j.kernel.Name) || !strings.Contains(res.PTX, "mma.sync.aligned."+mma):
+			return "PTX lacks the entry or mma.sync." + mma
+		case mma != "m16n8k8.row.col.f32.tf32.tf32.f32" && !strings.Contains(res.PTX, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"):
+			return "PTX lacks ldmatrix .trans"
+		case !strings.Contains(res.PTX, "cp.async"):
+			return "PTX lacks cp.async"
+		}
+		return ""
+	})
+	compileForArchs(t, lib, []compileJob{{"golden igemm dgrad", goldenIGEMMDgrad(t)}})
+}
+
+// goldenIGEMMDgrad is the igemm dgrad kernel whose source is kept in
+// testdata: fp16 NHWC with C=13 (element loads of W), K=11 (element loads
+// of dY), a row stride of 2 (phase tables) and a dilated, padded 3x3 filter.
+func goldenIGEMMDgrad(t *testing.T) Kernel {
+	t.Helper()
+	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
+	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestIGEMMDgradGoldenSource(t *testing.T) {
+	checkGolden(t, "TestIGEMMDgradGoldenSource", goldenPath("igemm", "igemm_dgrad_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMMDgrad(t).Source)
 }

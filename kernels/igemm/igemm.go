@@ -1,11 +1,13 @@
 // Package igemm is the multistage mma.sync implicit-GEMM (FP16, BF16, TF32,
-// 3xTF32) kernel family: its knobs, search space, static rules and template
-// (igemm.cu.tmpl), rendered through package kernels/family.
+// 3xTF32) kernel family for the forward convolution and its data gradient:
+// its knobs, search space, static rules and template (igemm.cu.tmpl),
+// rendered through package kernels/family.
 package igemm
 
 import (
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
@@ -34,9 +36,20 @@ var templateFS embed.FS
 // 4-byte copies otherwise, and element loads for 2-byte data where not even
 // 4 bytes are contiguous.
 //
+// It also serves op=dgrad (problem.Op), the same pipeline on the data
+// gradient's GEMM: M = the dX pixels of one stride phase (h mod stride_h,
+// w mod stride_w; grid z), N = C input channels, and a reduction over the
+// phase's valid taps × K output channels (tap-major, k fastest), so no
+// stride hole is visited. A gathers dY (K contiguous channels in NHWC), B
+// is the filter W[k][c] of each tap, contiguous along c (MN-major): B
+// tiles are [BK][BN] in shared memory, read by ldmatrix.trans (fp16, bf16)
+// or scalar loads (tf32). No bias, epilogue chain or other output type.
+//
 // Knobs:
-//   - BM, BN: output pixels and output channels per block tile;
-//   - BK: taps per pipeline stage (k-tile);
+//   - BM, BN: output pixels and output channels per block tile (dgrad:
+//     dX pixels of a phase and input channels);
+//   - BK: taps (dgrad: tap × output-channel entries) per pipeline stage
+//     (k-tile);
 //   - WarpsM, WarpsN: the block's warps along pixels and channels;
 //   - Stages: k-tiles in flight (2 to 4).
 type Family struct{}
@@ -47,13 +60,21 @@ func (Family) Name() string { return "igemm" }
 // Template implements family.Family.
 func (Family) Template() string { return "igemm.cu.tmpl" }
 
-// Serves implements family.Family: groups=1 in fp16, bf16, tf32 and 3xtf32.
+// Serves implements family.Family: op fprop or dgrad, groups=1 in fp16,
+// bf16, tf32 and 3xtf32.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.Forward("igemm", p); err != nil {
-		return err
-	}
-	if err := p.Shape.Validate(); err != nil {
-		return err
+	switch p.Op {
+	case problem.OpFprop:
+		if err := p.Shape.Validate(); err != nil {
+			return err
+		}
+	case problem.OpDgrad:
+		// Validate refuses a gradient's epilogue chain and output type.
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("igemm dgrad: %w", err)
+		}
+	default:
+		return fmt.Errorf("igemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
 	}
 	if err := family.OneGroup("igemm", p.Shape); err != nil {
 		return err
@@ -97,12 +118,18 @@ func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
 
 // igemmGeometry holds a configuration's derived sizes; the template asserts
 // each one it uses.
+//
+// For dgrad, M is the pixels of one stride phase (N·HP·WP), TilesN covers
+// C, KRed and KTiles are the longest phase's, Pitch is A's row (BK + pad),
+// BPitch B's (BN + 8: [BK][BPitch], channel-contiguous), VecA counts dY
+// channels per A load and VecB filter channels per B load.
 type igemmGeometry struct {
 	M, KRed, KTiles, TilesM, TilesN int
 	Threads, WTM, WTN, ElemBytes    int
 	Pitch, VecA, VecB               int // tile row in elements; taps per A and B load
 	SharedBytes, Registers          int // per block; a per-thread estimate
 	Split3                          bool
+	HP, WP, Phases, BPitch          int // dgrad: phase rows and columns, phases, B's row
 }
 
 // igemmVec is the number of elements of one load: the widest of 16, 8 and 4
@@ -136,6 +163,25 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 	}
 	g.VecB = igemmVec(g.KRed, eb)
 	g.SharedBytes = c.Stages*(c.BM+c.BN)*g.Pitch*eb + 16*c.BM
+	if p.Op == problem.OpDgrad {
+		g.HP, g.WP = family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
+		g.Phases = s.StrideH * s.StrideW
+		g.M = s.N * g.HP * g.WP
+		rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
+		cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
+		g.KRed = rows.most * cols.most * s.K
+		g.KTiles = family.CeilDiv(g.KRed, c.BK)
+		g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(s.C, c.BN)
+		// 8 elements of padding: 16 bytes (fp16, bf16: ldmatrix rows in
+		// distinct bank groups), 32 bytes (tf32: rows t of a fragment 8
+		// banks apart).
+		g.BPitch = c.BN + 8
+		g.VecA, g.VecB = 1, 1
+		if p.Layout == problem.NHWC {
+			g.VecA, g.VecB = igemmVec(s.K, eb), igemmVec(s.C, eb)
+		}
+		g.SharedBytes = c.Stages*(c.BM*g.Pitch+c.BK*g.BPitch)*eb + 16*c.BM
+	}
 	g.Split3 = p.Precision == problem.TF32x3
 	fm, fn := g.WTM/16, g.WTN/8
 	acc := fm * fn * 4
@@ -193,6 +239,14 @@ func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.
 		return family.Hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.Threads > lim.RegistersPerSM:
 		return family.Hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
+	case g.Phases > 65535:
+		return family.Hard("grid", "%d stride phases > 65535 (gridDim.z)", g.Phases)
+	case p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
+		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)
+	case p.Op == problem.OpDgrad && c.BM > 64 && 2*g.M <= c.BM:
+		return family.Soft("waste", "BM=%d is more than twice the %d pixels of a phase", c.BM, g.M)
+	case p.Op == problem.OpDgrad:
+		return family.Rejection{}
 	case c.BN > 64 && 2*p.Shape.K <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
 	case c.BM > 64 && 2*g.M <= c.BM:
@@ -215,6 +269,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Threads > 1024 {
 		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d threads per block > 1024", cfg, g.Threads)
 	}
+	if g.Phases > 65535 {
+		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d stride phases > 65535 (gridDim.z)", cfg, g.Phases)
+	}
 	var doc string
 	switch p.Precision {
 	case problem.FP16:
@@ -227,25 +284,109 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		doc = "3xTF32: FP32 data split into TF32 big and small parts, three products, FP32 accumulation and output"
 	}
 	name := fmt.Sprintf("convgen_igemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
+	grid := [3]int{g.TilesM, g.TilesN, 1}
+	var taps phaseTables
+	if p.Op == problem.OpDgrad {
+		name = fmt.Sprintf("convgen_igemm_dgrad_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
+		grid[2] = g.Phases
+		taps = newPhaseTables(p.Shape)
+	}
 	data := struct {
 		family.ShapeData
 		igemmGeometry
 		igemmKnobs
+		phaseTables
 		Name, Config, PrecisionDoc, FilterLayout string
-	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout()}
+		Dgrad                                    bool
+	}{family.NewShapeData(p), g, c, taps, name, cfg.String(), doc, p.Layout.FilterLayout(), p.Op == problem.OpDgrad}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
-		return family.Kernel{}, err
+		return family.Kernel{}, fmt.Errorf("igemm: config %s: %w", cfg, err)
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: family.Launch{Grid: [3]int{g.TilesM, g.TilesN, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: family.Launch{Grid: grid, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}
+
+// taps are one axis's stride phases for dgrad: for phase ph (dX index ≡
+// ph mod the stride), the filter taps t that land on an output index, and
+// the offset each adds to the pixel's index within its phase.
+type taps struct {
+	tap, off [][]int
+	most     int // the most taps of a phase, at least 1 (table width)
+}
+
+// phaseTaps lists, for each of stride phases, the taps t < n with
+// ph + pad - t·dil divisible by stride, and (ph + pad - t·dil) / stride
+// (exact): dX index ph + stride·i meets output index i + off.
+func phaseTaps(n, stride, pad, dil int) taps {
+	ts := taps{most: 1}
+	for ph := range stride {
+		var tap, off []int
+		for t := range n {
+			if d := ph + pad - t*dil; d%stride == 0 {
+				tap, off = append(tap, t), append(off, d/stride)
+			}
+		}
+		ts.tap, ts.off = append(ts.tap, tap), append(ts.off, off)
+		ts.most = max(ts.most, len(tap))
+	}
+	return ts
+}
+
+// count is the C initialiser of the taps per phase.
+func (ts taps) count() string {
+	var b []string
+	for _, t := range ts.tap {
+		b = append(b, fmt.Sprint(len(t)))
+	}
+	return strings.Join(b, ", ")
+}
+
+// table is the C initialiser of a [phases][most] table of v, zero-padded.
+func (ts taps) table(v [][]int) string {
+	rows := make([]string, len(v))
+	for i, row := range v {
+		cells := make([]string, ts.most)
+		for j := range cells {
+			cells[j] = "0"
+			if j < len(row) {
+				cells[j] = fmt.Sprint(row[j])
+			}
+		}
+		rows[i] = "{" + strings.Join(cells, ", ") + "}"
+	}
+	return strings.Join(rows, ", ")
+}
+
+// phaseTables are dgrad's tap tables as the template's constant-memory
+// initialisers (rendered only for a strided axis): per row phase NTR taps
+// r = TRR[ph][i] with output row offset TRDP[ph][i], per column phase NTS
+// taps s = TSS[pw][j] with offset TSDQ[pw][j].
+type phaseTables struct {
+	MaxTR, MaxTS                   int
+	NTR, TRR, TRDP, NTS, TSS, TSDQ string
+}
+
+func newPhaseTables(s problem.Shape) phaseTables {
+	rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
+	cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
+	return phaseTables{MaxTR: rows.most, MaxTS: cols.most,
+		NTR: rows.count(), TRR: rows.table(rows.tap), TRDP: rows.table(rows.off),
+		NTS: cols.count(), TSS: cols.table(cols.tap), TSDQ: cols.table(cols.off)}
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
-// every chain at its store (family.Epilogue).
+// every chain at its forward store (family.Epilogue); a dgrad problem with
+// a chain is refused by Serves (problem.ErrEpilogueOp).
 func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
 
-// SupportsOutPrecision implements family.OutPrecisionSupport: the
+// SupportsOutPrecision implements family.OutPrecisionSupport: the forward
 // epilogue stores every output type (family.Output), two channels at a
-// time in NHWC when K is even, as it stores the input's.
-func (Family) SupportsOutPrecision(problem.Problem) error { return nil }
+// time in NHWC when K is even, as it stores the input's; dgrad stores dX
+// in the input's type only.
+func (Family) SupportsOutPrecision(p problem.Problem) error {
+	if p.Op != problem.OpFprop {
+		return fmt.Errorf("igemm stores op=%s's output in the input's type only", p.Op)
+	}
+	return nil
+}
