@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/nvrtc"
@@ -140,8 +141,8 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 // whose C the copies allow, wgmmaigemm serves fp16, bf16 and tf32 on
 // sm_90a, keeps at least one candidate (after the soft rules, as
 // Enumerate admits them), and every kept candidate renders with a launch
-// that covers the output (channel tiles along x, pixel tiles along y)
-// within the device's limits.
+// that covers the output (channel tiles along x, pixel tiles along y, the
+// SplitK blocks of a cluster along z) within the device's limits.
 func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 1))
 	lim := DefaultLimits(90)
@@ -172,7 +173,7 @@ func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 			}
 			bm, bn := c.Config["BM"], c.Config["BN"]
 			threads := k.Block[0] * k.Block[1] * k.Block[2]
-			if k.Grid[0] != family.CeilDiv(s.K, bn) || k.Grid[1] != family.CeilDiv(m, bm) || k.Grid[2] != 1 {
+			if k.Grid[0] != family.CeilDiv(s.K, bn) || k.Grid[1] != family.CeilDiv(m, bm) || k.Grid[2] != max(1, c.Config["SplitK"]) {
 				t.Errorf("%s %s: grid %v does not cover %d x %d outputs in %d x %d tiles", p, c.ID(), k.Grid, m, s.K, bm, bn)
 			}
 			if threads != 128*(c.Config["Warpgroups"]+c.Config["Producer"]) || threads > lim.MaxThreadsPerBlock ||
@@ -200,4 +201,186 @@ func TestWGMMAIGEMMRenderGridLimit(t *testing.T) {
 	if k, err := (WGMMAIGEMM{}).Render(p, big); err != nil || k.Grid[1] != 32768 {
 		t.Errorf("BM=128: %v, grid %v; want 32768 pixel tiles", err, k.Grid)
 	}
+}
+
+// s4x3 is ResNet-50's s4-3x3 layer at N=32: 13 x 4 tiles of 128 x 128 for
+// 132 SMs, 72 k-tiles of 64 fp16 taps (144 of 32 in tf32).
+const s4x3 = "N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1"
+
+// splitConfig is a configuration of 128-byte tile rows in prec.
+func splitConfig(prec problem.Precision, bm, wgs, bn, blocksPerSM, stages, split int) Config {
+	return Config{"BM": bm, "BN": bn, "BK": 128 / prec.ElementBytes(), "Warpgroups": wgs, "Stages": stages,
+		"BlocksPerSM": blocksPerSM, "Producer": 0, "Swizzle": 1, "SplitK": split}
+}
+
+// TestWGMMAIGEMMSplitKSpace: split-K candidates are listed, and some kept,
+// for s4-3x3 (52 tiles of 128 x 128) and s3-3x3 (98) in every precision,
+// each a grid of TilesN x TilesM x SplitK with the partial tile in its
+// shared memory; none for a shape whose plain grid fills the SMs (s1-3x3:
+// 3136 tiles of 128 x 64). The unsplit configurations keep their IDs
+// (no SplitK knob), and SplitK=1 renders the unsplit kernel.
+func TestWGMMAIGEMMSplitKSpace(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	f := WGMMAIGEMM{}
+	for _, spec := range []string{s4x3, "N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", "N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1"} {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := s.C == 64
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC}
+			listed, keptSplit := 0, map[int]int{}
+			for _, c := range f.Space(p, lim) {
+				sk, ok := c.Config["SplitK"]
+				if !ok {
+					continue
+				}
+				listed++
+				if c.Rejected != "" {
+					continue
+				}
+				keptSplit[sk]++
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				bm, bn := c.Config["BM"], c.Config["BN"]
+				tiles := family.CeilDiv(s.K, bn) * family.CeilDiv(s.N*s.P()*s.Q(), bm)
+				if k.Grid != [3]int{family.CeilDiv(s.K, bn), family.CeilDiv(s.N*s.P()*s.Q(), bm), sk} || tiles >= lim.SMs {
+					t.Errorf("%s %s: grid %v (%d tiles), want z = SplitK and fewer tiles than %d SMs", p, c.ID(), k.Grid, tiles, lim.SMs)
+				}
+				if k.SharedBytes < bm*(bn+8)*4 || !strings.Contains(k.Source, fmt.Sprintf("__cluster_dims__(1, 1, SPLITK)")) ||
+					!strings.Contains(k.Source, fmt.Sprintf("#define SPLITK %d ", sk)) {
+					t.Errorf("%s %s: %d B shared for a %d x %d partial tile, or no cluster of %d in the source", p, c.ID(), k.SharedBytes, bm, bn, sk)
+				}
+			}
+			switch {
+			case big && listed > 0:
+				t.Errorf("%s: %d split-K candidates for a grid that fills the SMs", p, listed)
+			case !big && (keptSplit[2] == 0 || keptSplit[4] == 0):
+				t.Errorf("%s: kept split-K candidates %v, want SplitK 2 and 4", p, keptSplit)
+			}
+		}
+	}
+	s, err := problem.ParseShape(s4x3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
+	one, err := f.Render(p, splitConfig(problem.FP16, 128, 2, 128, 1, 4, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := splitConfig(problem.FP16, 128, 2, 128, 1, 4, 0)
+	delete(plain, "SplitK")
+	none, err := f.Render(p, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Source != none.Source || one.Launch != none.Launch || one.Config.String() != plain.String() || strings.Contains(none.Source, "SPLITK") {
+		t.Errorf("SplitK=1 renders %s (%v), the unsplit kernel %s (%v); want the same unsplit kernel", one.Config, one.Launch, none.Config, none.Launch)
+	}
+	for _, bad := range []struct {
+		cfg  Config
+		want string
+	}{
+		{splitConfig(problem.FP16, 128, 2, 128, 1, 4, 3), "SplitK must be"},
+		{splitConfig(problem.FP16, 128, 2, 128, 1, 4, 16), "SplitK must be"},
+		{func() Config { c := splitConfig(problem.FP16, 128, 2, 128, 1, 4, 2); c["Producer"] = 1; return c }(), "Producer=0"},
+	} {
+		if _, err := f.Render(p, bad.cfg); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: err %v, want %q", bad.cfg, err, bad.want)
+		}
+	}
+	// Fewer than two k-tiles a block: 216 taps are 4 k-tiles of 64 fp16.
+	s, err = problem.ParseShape("N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
+	if _, err := f.Render(p, splitConfig(problem.FP16, 64, 1, 64, 1, 4, 4)); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Errorf("SplitK=4 over 4 k-tiles: err %v, want a refusal", err)
+	}
+	if _, err := f.Render(p, splitConfig(problem.FP16, 64, 1, 64, 1, 4, 2)); err != nil {
+		t.Errorf("SplitK=2 over 4 k-tiles: %v", err)
+	}
+}
+
+// TestWGMMAIGEMMSplitKFrontEnd runs split-K kernels through NVRTC's front end
+// for sm_90a: s4-3x3 in fp16, bf16 and tf32 with SplitK 2 and 4, without
+// a chain, with scale_shift,relu and residual,relu, and storing another
+// output type; SplitK=8 on 64 x 64 tiles; an odd K (41: single-channel
+// stores) and a partial pixel tile. Each PTX must declare the cluster
+// (.reqnctapercluster) and read the other blocks' partial tiles
+// (ld.shared::cluster) between cluster barriers.
+func TestWGMMAIGEMMSplitKFrontEnd(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	s4, err := problem.ParseShape(s4x3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd, err := problem.ParseShape("N=3,C=24,H=9,W=11,K=41,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := func(spec string) epilogue.Chain {
+		c, err := epilogue.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	outOther := map[problem.Precision]problem.Storage{problem.FP16: problem.StorageFP32, problem.BF16: problem.StorageFP16, problem.TF32: problem.StorageBF16}
+	type job struct {
+		p   problem.Problem
+		cfg Config
+	}
+	var todo []job
+	for i, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+		variants := []problem.Problem{
+			{Shape: s4, Precision: prec, Layout: problem.NHWC},
+			{Shape: s4, Precision: prec, Layout: problem.NHWC, Epilogue: chain("scale_shift,relu")},
+			{Shape: s4, Precision: prec, Layout: problem.NHWC, Epilogue: chain("residual,relu")},
+			{Shape: s4, Precision: prec, Layout: problem.NHWC, OutPrecision: outOther[prec]},
+		}
+		for j, p := range variants {
+			cfg := splitConfig(prec, 128, 2, 128, 1, 4, 4)
+			if (i+j)%2 == 1 {
+				cfg = splitConfig(prec, 64, 1, 128, 2, 4, 2)
+			}
+			todo = append(todo, job{p, cfg})
+		}
+	}
+	todo = append(todo,
+		job{problem.Problem{Shape: s4, Precision: problem.FP16, Layout: problem.NHWC, Epilogue: chain("residual,relu")}, splitConfig(problem.FP16, 64, 1, 64, 1, 4, 8)},
+		job{problem.Problem{Shape: odd, Precision: problem.TF32, Layout: problem.NHWC, Epilogue: chain("scale_shift,relu")}, splitConfig(problem.TF32, 128, 1, 64, 1, 3, 2)},
+		job{problem.Problem{Shape: odd, Precision: problem.BF16, Layout: problem.NHWC, OutPrecision: problem.StorageFP32}, splitConfig(problem.BF16, 64, 1, 64, 2, 3, 2)},
+	)
+	var jobs []compileJob
+	for _, j := range todo {
+		k, err := RenderCandidate(j.p, Candidate{Family: "wgmmaigemm", Config: j.cfg})
+		if err != nil {
+			t.Fatalf("%s %s: %v", j.p, j.cfg, err)
+		}
+		if k.Grid[2] != j.cfg["SplitK"] {
+			t.Errorf("%s %s: grid %v, want z = SplitK", j.p, j.cfg, k.Grid)
+		}
+		jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", j.p, j.cfg), k})
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			return "front end: " + err.Error()
+		}
+		want := []string{fmt.Sprintf(".reqnctapercluster 1, 1, %d", j.kernel.Config["SplitK"]), "ld.shared::cluster.v4.f32",
+			"barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned", "mapa.shared::cluster.u32", "wgmma.mma_async"}
+		for _, w := range want {
+			if !strings.Contains(res.PTX, w) {
+				return fmt.Sprintf("PTX lacks %q", w)
+			}
+		}
+		return ""
+	})
 }

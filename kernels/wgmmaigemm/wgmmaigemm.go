@@ -44,7 +44,14 @@ var templateFS embed.FS
 //     (needs 128-byte tile rows);
 //   - Producer: 0, every thread copies and computes, a block barrier per
 //     k-tile; 1, one more warpgroup only copies, handing stages over through
-//     mbarriers (warp specialisation).
+//     mbarriers (warp specialisation);
+//   - SplitK: blocks of a thread-block cluster (grid z, __cluster_dims__)
+//     that split the k-tiles of one output tile in contiguous, balanced
+//     ranges and add their FP32 partial tiles up in distributed shared
+//     memory, in rank order (deterministic, no workspace, no atomics): 2, 4
+//     or 8 (a portable cluster), at least 2 k-tiles a block, Producer=0;
+//     absent (or 1) for none. Searched (2 and 4) only where the unsplit
+//     grid has fewer tiles than the device has SMs.
 type Family struct{}
 
 // Name implements family.Family.
@@ -82,9 +89,11 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// knobs are a configuration's knobs (see Family).
+// knobs are a configuration's knobs (see Family). SplitK is optional (0:
+// no split), so that the unsplit configurations keep their IDs and kernels.
 type knobs struct {
 	BM, BN, BK, Warpgroups, Stages, BlocksPerSM, Producer, Swizzle int
+	SplitK                                                         int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -109,6 +118,13 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: Producer must be 0 or 1", cfg)
 	case c.BlocksPerSM < 1 || c.BlocksPerSM > 4:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BlocksPerSM must be 1 to 4", cfg)
+	case c.SplitK != 0 && c.SplitK != 1 && c.SplitK != 2 && c.SplitK != 4 && c.SplitK != 8:
+		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK must be 1, 2, 4 or 8 (a portable cluster)", cfg)
+	case c.SplitK > 1 && c.Producer != 0:
+		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK needs Producer=0", cfg)
+	}
+	if c.SplitK == 1 {
+		c.SplitK = 0 // SplitK=1 is the unsplit kernel, under its ID
 	}
 	return c, nil
 }
@@ -121,6 +137,10 @@ type geometry struct {
 	ElemBytes, Vec, Chunks          int // bytes per element, elements per 16-byte copy, copies per tile row
 	StageBytes, SharedBytes         int
 	KStep                           int // taps per wgmma (k16 or k8: 32 bytes)
+	// Split-K: blocks per cluster (1: none), the fewest k-tiles a block
+	// gets, the partial tile's row pitch in floats (BN + 8: conflict-free
+	// fragment stores) and bytes (BM rows), its rows reduced per block.
+	Split, RankKTiles, Pitch, PartBytes, RankRows int
 }
 
 func geom(p problem.Problem, c knobs) geometry {
@@ -139,6 +159,15 @@ func geom(p problem.Problem, c knobs) geometry {
 	g.KStep = 32 / g.ElemBytes
 	g.StageBytes = (c.BM + c.BN) * c.BK * g.ElemBytes
 	g.SharedBytes = c.Stages*g.StageBytes + c.Producer*16*c.Stages // + the full and empty mbarriers
+	g.Split = max(1, c.SplitK)
+	g.RankKTiles = g.KTiles / g.Split
+	if g.Split > 1 {
+		// The partial tile reuses the stages once the main loop is done.
+		g.Pitch = c.BN + 8
+		g.PartBytes = c.BM * g.Pitch * 4
+		g.RankRows = c.BM / g.Split
+		g.SharedBytes = max(g.SharedBytes, g.PartBytes)
+	}
 	return g
 }
 
@@ -151,18 +180,35 @@ var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
 	spaceOccupancy    = [][2]int{{1, 4}, {1, 6}, {2, 3}, {2, 4}}
+	// Split-K is searched for small grids only, on these tiles (BM,
+	// Warpgroups, BN, BlocksPerSM, Stages): two warpgroups on 128 x 128
+	// and 128 x 256, one on 64 x 128 two blocks per SM.
+	spaceSplitK     = []int{2, 4}
+	spaceSplitTiles = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
-// is listed as rejected.
+// is listed as rejected. Split-K candidates (spaceSplitTiles × spaceSplitK)
+// are listed only where the tile's unsplit grid has fewer blocks than the
+// device has SMs and the reduction has at least 4 k-tiles per block.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
+	bk := 128 / p.Precision.ElementBytes()
 	for _, mw := range spaceBMWarpgroups {
 		for _, bn := range spaceBN {
 			for _, oc := range spaceOccupancy {
-				c := knobs{BM: mw[0], BN: bn, BK: 128 / p.Precision.ElementBytes(), Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1}
+				c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1}
 				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 			}
+		}
+	}
+	for _, t := range spaceSplitTiles {
+		for _, sk := range spaceSplitK {
+			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk}
+			if g := geom(p, c); lim.SMs == 0 || g.TilesM*g.TilesN >= lim.SMs || g.KTiles < 4*sk {
+				continue
+			}
+			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 		}
 	}
 	return out
@@ -178,12 +224,14 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	if r := hopper.ResourceReject(c.BN, g.Threads, g.Acc, lim); r.Rule != "" {
 		return r
 	}
-	blocks := g.TilesM * g.TilesN
+	blocks := g.TilesM * g.TilesN * g.Split
 	switch {
 	case c.Swizzle == 1 && c.BK*g.ElemBytes != 128:
 		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d pixel tiles > 65535 (gridDim.y)", g.TilesM)
+	case g.Split > 1 && g.RankKTiles < 2:
+		return family.Hard("split", "SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", g.Split, g.RankKTiles, g.KTiles)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case c.BlocksPerSM*(g.SharedBytes+1024) > lim.MaxSharedPerBlock+1024:
@@ -197,10 +245,12 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
 	case c.BM > 64 && 2*g.M <= c.BM:
 		return family.Soft("waste", "BM=%d is more than twice M=%d", c.BM, g.M)
-	case c.Stages > 4 && g.KTiles < 2*c.Stages:
-		return family.Soft("stages", "%d stages for %d k-tiles", c.Stages, g.KTiles)
+	case c.Stages > 4 && g.RankKTiles < 2*c.Stages:
+		return family.Soft("stages", "%d stages for %d k-tiles", c.Stages, g.RankKTiles)
 	case lim.SMs > 0 && blocks < lim.SMs/2 && (c.BM > 64 || c.BN > 64):
 		return family.Soft("occupancy", "%d blocks for %d SMs", blocks, lim.SMs)
+	case lim.SMs > 0 && g.Split > 1 && blocks/2 >= lim.SMs:
+		return family.Soft("split", "SplitK=%d/2 already gives %d blocks for %d SMs", g.Split, blocks/2, lim.SMs)
 	}
 	return family.Rejection{}
 }
@@ -219,6 +269,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
 			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
+	}
+	if g.Split > 1 && g.RankKTiles < 2 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", cfg, g.Split, g.RankKTiles, g.KTiles)
 	}
 	if g.TilesM > 65535 {
 		// The pixel tiles run along gridDim.y: a launch past its limit
@@ -253,7 +306,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, 1}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, g.Split}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
