@@ -9,7 +9,8 @@ For each case (a shape, a precision and layout, a chain; see CASES):
      as bench/epilogue-cache.json, and tunes otherwise), then write the same
      kernel configuration without the chain: `convgen ... -pin WINNER -o
      WORK/go/NAME_plain -torch WORK/torch/NAME_plain` (a pinned run
-     measures that one candidate and writes no cache record);
+     measures that one candidate and writes no cache record; WINNER less
+     the knobs that exist only with a chain, CHAIN_KNOBS);
   2. in this process, on fresh random inputs (the residual, scale and shift
      too), check every contender's output against PyTorch's float64 conv2d
      followed by the chain in float64 (the fused module's chain()), relative
@@ -105,8 +106,21 @@ def fused_command(convgen, c, work, cache, tune_time):
     return cmd + (["-time", tune_time] if tune_time else [])
 
 
+# Knobs a configuration has only because of its chain (wgmmarow and
+# wgmmahalf's ResidualPrefetch, with a residual): the plain pin leaves them
+# out (their value without the chain is 0, which IDs omit).
+CHAIN_KNOBS = ("ResidualPrefetch",)
+
+
+def plain_pin(winner):
+    """The fused winner's ID without the knobs that exist only with a chain."""
+    fam, _, knobs = winner.partition("/")
+    kept = [kv for kv in knobs.split(",") if kv and kv.split("=", 1)[0] not in CHAIN_KNOBS]
+    return fam + "/" + ",".join(kept)
+
+
 def plain_command(convgen, c, work, cache, winner):
-    return [convgen, "-shape", c.shape, "-precision", c.precision, "-layout", c.layout, "-pin", winner,
+    return [convgen, "-shape", c.shape, "-precision", c.precision, "-layout", c.layout, "-pin", plain_pin(winner),
             "-o", os.path.join(work, "go", pyname(c.name) + "_plain"), "-pkg", "plain",
             "-torch", os.path.join(work, "torch", pyname(c.name) + "_plain"), "-cache", cache, "-q"]
 
@@ -430,6 +444,11 @@ def self_check(suite):
     pc = plain_command(".dev/convgen", cs[0], "/w", "c.json", "mma/TileK=48")
     check("-epilogue" not in pc and pc[pc.index("-pin") + 1] == "mma/TileK=48" and "-time" not in pc,
           "the plain command pins the winner, without the chain")
+    w = "wgmmarow/Lag=1,ResidualPrefetch=1,RowsPerBlock=214,Slots=8,TileK=48,Warpgroups=2"
+    pc = plain_command(".dev/convgen", cs[1], "/w", "c.json", w)
+    check(pc[pc.index("-pin") + 1] == "wgmmarow/Lag=1,RowsPerBlock=214,Slots=8,TileK=48,Warpgroups=2"
+          and plain_pin("wgmmahalf/Overlap=0,ResidualPrefetch=2") == "wgmmahalf/Overlap=0",
+          "the plain pin drops ResidualPrefetch (a knob of residual chains only)")
     rows = []
     for i, c in enumerate(cs):
         r = {"name": c.name, "group": c.group, "shape": c.shape, "precision": c.precision, "layout": c.layout,

@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -334,4 +336,196 @@ func TestEpilogueReferenceKernel(t *testing.T) {
 		jobs = append(jobs, compileJob{"reference " + p.String(), k})
 	}
 	compileForArchs(t, lib, jobs)
+}
+
+// residualPrefetchProblems are the flagship problems with a residual chain
+// of the two families that read the residual early (ResidualPrefetch):
+// wgmmarow in tf32 NCHW, wgmmahalf in every precision and layout it serves.
+func residualPrefetchProblems(t *testing.T) []epilogueCase {
+	t.Helper()
+	var out []epilogueCase
+	for _, c := range []struct {
+		family string
+		prec   problem.Precision
+		layout problem.Layout
+	}{
+		{"wgmmarow", problem.TF32, problem.NCHW},
+		{"wgmmahalf", problem.FP16, problem.NHWC}, {"wgmmahalf", problem.BF16, problem.NCHW},
+		{"wgmmahalf", problem.BF16, problem.NHWC}, {"wgmmahalf", problem.FP16, problem.NCHW},
+	} {
+		p := flagship(t, c.prec, c.layout)
+		p.Epilogue = mustChain(t, "residual(0.5),relu")
+		out = append(out, epilogueCase{c.family, p})
+	}
+	return out
+}
+
+// residualAtStore and residualLoaded match the chain's application to an
+// output value (wgmmahalf's acc[...], wgmmarow's w[u]) reading the residual
+// at the store (convgen_ep) or given it read beforehand (convgen_epilogue).
+var (
+	residualAtStore = regexp.MustCompile(`convgen_ep\((acc\[|w\[u\])`)
+	residualLoaded  = regexp.MustCompile(`convgen_epilogue\((acc\[|w\[u\])`)
+)
+
+// TestResidualPrefetchSpace: ResidualPrefetch is in the space only with a
+// residual in the chain (1 and 2 beside every kept configuration's 0, 1
+// only where its registers fit), a configuration without the knob (the
+// records that predate it) renders as with 0, and Render refuses a value
+// out of range or one without a residual. The sources read the residual
+// as each value says.
+func TestResidualPrefetchSpace(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	for _, c := range residualPrefetchProblems(t) {
+		f, _ := FamilyByName(c.family)
+		plain := c.p
+		plain.Epilogue = mustChain(t, "scale_shift,relu")
+		for _, cand := range f.Space(plain, lim) {
+			if _, ok := cand.Config["ResidualPrefetch"]; ok {
+				t.Fatalf("%s %s: ResidualPrefetch without a residual", plain, cand.ID())
+			}
+		}
+		counts := map[int]int{}
+		var pick [3]*Candidate
+		for _, cand := range kept(f.Space(c.p, lim)) {
+			rp := cand.Config["ResidualPrefetch"]
+			counts[rp]++
+			if pick[rp] == nil {
+				pick[rp] = &cand
+			}
+		}
+		if counts[0] == 0 || counts[2] != counts[0] || counts[1] == 0 || counts[1] > counts[0] {
+			t.Fatalf("%s %s: kept candidates per ResidualPrefetch %v, want 0 and 2 alike, 1 at most as many", c.family, c.p, counts)
+		}
+		base := pick[0].Config
+		for rp := range 3 {
+			cfg := Config{"ResidualPrefetch": rp}
+			for k, v := range base {
+				cfg[k] = v
+			}
+			k, err := f.Render(c.p, cfg)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.family, cfg, err)
+			}
+			src := k.Source
+			regs := strings.Contains(src, "load_residual(z,") && strings.Contains(src, "ld.global.cs.") &&
+				residualLoaded.MatchString(src)
+			l2 := strings.Contains(src, "prefetch_residual(ep_residual,") && strings.Contains(src, "prefetch.L2 [")
+			atStore := residualAtStore.MatchString(src)
+			if regs != (rp == 1) || l2 != (rp == 2) || atStore == (rp == 1) {
+				t.Errorf("%s %s: registers %v, L2 prefetch %v, read at the store %v", c.family, cfg, regs, l2, atStore)
+			}
+			if rp == 0 {
+				old, err := f.Render(c.p, base) // no ResidualPrefetch: an old record
+				if err != nil || old.Source != src || k.Config.String() != base.String() {
+					t.Errorf("%s %s: without the knob: %v, same source %v, config %s", c.family, base, err, err == nil && old.Source == src, k.Config)
+				}
+			}
+		}
+		for _, bad := range []struct {
+			p  problem.Problem
+			rp int
+		}{{c.p, 3}, {c.p, -1}, {plain, 1}, {plain, 2}} {
+			cfg := Config{"ResidualPrefetch": bad.rp}
+			for k, v := range base {
+				cfg[k] = v
+			}
+			if _, err := f.Render(bad.p, cfg); err == nil || !strings.Contains(err.Error(), "ResidualPrefetch") {
+				t.Errorf("%s %s %s: Render error %v, want one naming ResidualPrefetch", c.family, bad.p.Epilogue, cfg, err)
+			}
+		}
+	}
+}
+
+// residualHelperMarker is where each family's residual helpers end in its
+// source: the next definition after them.
+var residualHelperMarker = map[string]string{"wgmmarow": "// store_row adds the bias", "wgmmahalf": "template <bool PRED>"}
+
+// TestResidualPrefetchCompile puts the ResidualPrefetch variants of both
+// families through NVRTC with a residual chain: every kept variant 1 and 2
+// of each store path (Overlap x PredicatedStores) of every problem,
+// compiled for sm_90a where this NVRTC targets it, else through the front
+// end (whose PTX must hold the early reads: inline PTX is not checked
+// there). Since the front end leaves the inline PTX unchecked, the
+// rendered helpers (the source up to its store function, with a kernel
+// that calls them) are also compiled to CUBIN for sm_80, through ptxas.
+func TestResidualPrefetchCompile(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	var jobs []compileJob
+	probs := map[string]problem.Problem{}
+	for _, c := range residualPrefetchProblems(t) {
+		f, _ := FamilyByName(c.family)
+		seen := map[string]bool{}
+		for _, cand := range kept(f.Space(c.p, lim)) {
+			rp := cand.Config["ResidualPrefetch"]
+			key := fmt.Sprintf("%d/%d/%d", rp, cand.Config["Overlap"], cand.Config["PredicatedStores"])
+			if rp == 0 || seen[key] {
+				continue
+			}
+			seen[key] = true
+			k, err := RenderCandidate(c.p, cand)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.p, cand.ID(), err)
+			}
+			id := c.p.String() + " " + cand.ID()
+			jobs = append(jobs, compileJob{id, k})
+			probs[id] = c.p
+			if len(seen) <= 2 { // the helpers of the first of each value
+				jobs = append(jobs, compileJob{"helpers " + id, residualHelpers(t, c.family, c.p, k, rp)})
+			}
+		}
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		if strings.HasPrefix(j.id, "helpers ") {
+			return compileOne(lib, "sm_80", DefaultLimits(80), j)
+		}
+		if lib.SupportsArch("sm_90a") {
+			return compileOne(lib, "sm_90", lim, j)
+		}
+		if msg := frontEndOne(lib, j.kernel, probs[j.id], true); msg != "" {
+			return msg
+		}
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			return err.Error()
+		}
+		want := "ld.global.cs."
+		if j.kernel.Config["ResidualPrefetch"] == 2 {
+			want = "prefetch.L2 ["
+		}
+		if !strings.Contains(res.PTX, want) {
+			return "PTX lacks " + want
+		}
+		return ""
+	})
+}
+
+// residualHelpers is kernel k's source up to the end of its residual
+// helpers, with a kernel that calls them (load_residual for variant 1,
+// prefetch_residual for 2) on one tile, as a sm_80 kernel.
+func residualHelpers(t *testing.T, family string, p problem.Problem, k Kernel, rp int) Kernel {
+	t.Helper()
+	src, _, ok := strings.Cut(k.Source, residualHelperMarker[family])
+	if !ok {
+		t.Fatalf("%s: no %q in the source", k.Name, residualHelperMarker[family])
+	}
+	elem, n := "float", "ACC"
+	if family == "wgmmahalf" {
+		elem, n = "elem_t", "1"
+	}
+	name := "residual_helpers_" + family
+	var call string
+	switch {
+	case rp == 1 && family == "wgmmarow":
+		call = "    float z[ACC];\n    load_residual(z, r, blockIdx.x, 0, threadIdx.x);\n    for (int i = 0; i < ACC; ++i) out[threadIdx.x * ACC + i] = z[i];\n"
+	case rp == 1:
+		call = "    residual z;\n    load_residual(z, r, blockIdx.x, 0, threadIdx.x, true);\n    out[threadIdx.x] = res_float(z, RES_PAIRS - 1, 1) + res_float(z, 0, 0);\n"
+	default:
+		call = "    prefetch_residual(r, blockIdx.x, 0, threadIdx.x);\n"
+	}
+	src += fmt.Sprintf("extern \"C\" __global__ void %s(float* out, const %s* __restrict__ r)\n{\n    (void)out; (void)%s;\n%s}\n", name, elem, n, call)
+	return Kernel{Family: "residual-helpers", Config: k.Config, Name: name, Source: src, Launch: Launch{Block: [3]int{128, 1, 1}, Grid: [3]int{1, 1, 1}}}
 }

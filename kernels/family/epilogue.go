@@ -28,6 +28,8 @@ import (
 //	{{.Epilogue.Apply "v" "k" "off"}}  at the store: the value v (FP32, bias
 //	                         included) with the chain applied, k its output
 //	                         channel, off its element offset in the output
+//	                         (or ApplyLoaded "v" "k" "z", with the residual
+//	                         element z read by the template beforehand)
 type Epilogue struct {
 	// Chain is the chain to apply; empty for none.
 	Chain epilogue.Chain
@@ -92,6 +94,25 @@ func (e Epilogue) Apply(v, k, off string) string {
 		return v
 	}
 	return fmt.Sprintf("convgen_ep(%s, %s, %s%s)", v, k, off, e.Args())
+}
+
+// ApplyLoaded is Apply for a template that has read the residual element
+// itself (early, to hide the load's latency): the chain applied to the
+// float value v at channel k, with z (a float expression) the residual
+// element at v's output offset. z is not evaluated by a chain without
+// residual (0 is passed in its place). v itself for the empty chain.
+func (e Epilogue) ApplyLoaded(v, k, z string) string {
+	if !e.On() {
+		return v
+	}
+	if !e.Chain.NeedsResidual() {
+		z = "0.0f"
+	}
+	scale, shift := "nullptr", "nullptr"
+	if e.Chain.NeedsScaleShift() {
+		scale, shift = "ep_scale", "ep_shift"
+	}
+	return fmt.Sprintf("%s(%s, %s, %s, %s, %s)", epilogue.FuncName, v, k, scale, shift, z)
 }
 
 // Defs is the chain's device code, to render before the kernel and the

@@ -42,7 +42,16 @@ var templateFS embed.FS
 //   - Overlap: 1, two accumulator sets per thread, a tile's outputs stored
 //     while the next tile's wgmmas run;
 //   - PredicatedStores: 1, the epilogue's stores are predicated instead of
-//     branched around (always so with Overlap).
+//     branched around (always so with Overlap);
+//   - ResidualPrefetch (only with a residual in the epilogue chain): when a
+//     tile's residual is read. 0: in the epilogue, each element right
+//     before its store; 1: into registers (ResidualWords more per thread)
+//     with streaming loads, all issued before the tile's stores: with
+//     Overlap=0 right after its wgmmas, landing while they run, with
+//     Overlap=1 (where the stores already run beside the next tile's
+//     wgmmas) right before the stores; 2: prefetched into L2 a tile ahead
+//     (prefetch.L2 per 128-byte line, spread over the warpgroup), read in
+//     the epilogue as with 0.
 type Family struct{}
 
 // Name implements family.Family.
@@ -92,9 +101,21 @@ func pixElems(p problem.Problem) int {
 }
 
 // wgmmaHalfKnobs are a wgmmahalf configuration's knobs (see Family).
+// ResidualPrefetch is optional: 0, the only value without a residual, is
+// left out of configurations (and of the records that predate it).
 type wgmmaHalfKnobs struct {
 	hopper.Tile
 	Warpgroups, TilesPerWarpgroup, Stages, Producer, Overlap, PredicatedStores int
+	ResidualPrefetch                                                           int `knob:",optional"`
+}
+
+// residualPrefetches is the ResidualPrefetch values the search tries for
+// p: 0 to 2 when p's chain reads a residual, else only 0.
+func residualPrefetches(p problem.Problem) []int {
+	if p.Epilogue.NeedsResidual() {
+		return []int{0, 1, 2}
+	}
+	return []int{0}
 }
 
 // wgmmaHalfSpace is the values the search space takes.
@@ -107,6 +128,10 @@ type wgmmaHalfGeometry struct {
 	ThreadsPerBlock, S8, TapBlocks, KSteps, TilesP, TilesQ int
 	PatchRows, Windows, Head                               int
 	GridTiles, SharedBytes, Accumulators                   int
+	// ResidualWords is the registers a computing thread holds the
+	// residual of a tile in with ResidualPrefetch=1: a 4-byte word per
+	// channel pair and pixel in NHWC, one per element in NCHW.
+	ResidualWords int
 	// StagedWords is the 4-byte registers a producer thread holds for the
 	// tiles it has loading (its jobs' image segments).
 	StagedWords int
@@ -126,6 +151,12 @@ func wgmmaHalfGeom(p problem.Problem, c wgmmaHalfKnobs) wgmmaHalfGeometry {
 	g.Head = ((-s.PadW*pix/2)%4 + 4) % 4
 	g.GridTiles = family.CeilDiv(s.N*g.TilesP*g.TilesQ, c.Warpgroups*c.TilesPerWarpgroup)
 	g.Accumulators = c.TileP / 8 * c.TileQ / 8 * c.TileK / 2 * (1 + c.Overlap)
+	if c.ResidualPrefetch == 1 {
+		g.ResidualWords = c.TileP / 8 * c.TileQ / 8 * c.TileK / 2 // per sub-tile: 2 rows x TileK/8 groups x 2 elements
+		if p.Layout == problem.NHWC {
+			g.ResidualWords /= 2
+		}
+	}
 	rows := g.PatchRows
 	if p.Layout == problem.NCHW {
 		rows *= s.C
@@ -155,10 +186,12 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 							for _, st := range []int{wg, 2 * wg} {
 								for ov := 0; ov <= 1; ov++ {
 									for ps := ov; ps <= 1; ps++ { // Overlap needs predicated stores
-										kn := wgmmaHalfKnobs{Tile: hopper.Tile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
-											TilesPerWarpgroup: tpw, Stages: st, Producer: pr,
-											Overlap: ov, PredicatedStores: ps}
-										out = append(out, family.NewCandidate(f.Name(), kn, f.reject(p, kn, lim)))
+										for _, rp := range residualPrefetches(p) {
+											kn := wgmmaHalfKnobs{Tile: hopper.Tile{TileP: tp, TileQ: tq, TileK: tk}, Warpgroups: wg,
+												TilesPerWarpgroup: tpw, Stages: st, Producer: pr,
+												Overlap: ov, PredicatedStores: ps, ResidualPrefetch: rp}
+											out = append(out, family.NewCandidate(f.Name(), kn, f.reject(p, kn, lim)))
+										}
 									}
 								}
 							}
@@ -181,6 +214,9 @@ func (Family) reject(p problem.Problem, c wgmmaHalfKnobs, lim family.Limits) fam
 		return res
 	}
 	switch {
+	case g.ResidualWords > 0 && g.Accumulators+g.ResidualWords+hopper.SpareRegs > share:
+		return family.Hard("registers", "%d accumulators + %d residual words + %d per thread exceed the %d that %d threads leave each",
+			g.Accumulators, g.ResidualWords, hopper.SpareRegs, share, g.ThreadsPerBlock)
 	case g.StagedWords+16 > share:
 		return family.Hard("registers", "a producer thread holds %d words of loading tiles, + 16 more than the %d that %d threads leave each",
 			g.StagedWords, share, g.ThreadsPerBlock)
@@ -208,6 +244,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if pr, st, wg := k.Producer, k.Stages, k.Warpgroups; pr < 1 || pr > 2 || wg < 1 || st < wg || st%wg != 0 || st > 7 {
 		return family.Kernel{}, fmt.Errorf("wgmmahalf: config %s: Producer is 1 or 2, and Stages a multiple of Warpgroups up to 7", cfg)
 	}
+	if rp := k.ResidualPrefetch; rp < 0 || rp > 2 || (rp != 0 && !p.Epilogue.NeedsResidual()) {
+		return family.Kernel{}, fmt.Errorf("wgmmahalf: config %s: ResidualPrefetch is 0, 1 or 2, and 0 without a residual in the epilogue chain", cfg)
+	}
 	if err := hopper.TileCheck(f.Name(), cfg, k.Tile, p.Shape.K); err != nil {
 		return family.Kernel{}, err
 	}
@@ -227,8 +266,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Name, Config, FilterLayout, PrecisionDoc, TypeName string
 		AccOperands, AccConstraints                        string
 		DescAOperand, DescBOperand, ScaleOperand           int
+		// ResidualRegs and ResidualL2: ResidualPrefetch 1 and 2.
+		ResidualRegs, ResidualL2 bool
 	}{family.NewShapeData(p), g, k, name, cfg.String(), p.Layout.FilterLayout(), doc, typeName,
-		accOps, accCons, acc, acc + 1, acc + 2}
+		accOps, accCons, acc, acc + 1, acc + 2, k.ResidualPrefetch == 1, k.ResidualPrefetch == 2}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err

@@ -48,7 +48,15 @@ var templateFS embed.FS
 //     block per SM, given by the search from Limits.SMs);
 //   - Slots: ring slots (as many as fit beside the filter slice, up to 8,
 //     given by the search from Limits.MaxSharedPerBlock; at least the
-//     groups a row reads plus Lag, so that the producer can always go on).
+//     groups a row reads plus Lag, so that the producer can always go on);
+//   - ResidualPrefetch (only with a residual in the epilogue chain): when
+//     a row's residual is read. 0: in the epilogue, each element right
+//     before its store (the load latency exposed at the end of every row);
+//     1: into registers (TileK/2 more per thread) with streaming loads
+//     issued right after the row's wgmmas, so that they land while the
+//     wgmmas run; 2: prefetched into L2 a row ahead (prefetch.L2 per
+//     128-byte line, spread over the warpgroup), read in the epilogue as
+//     with 0.
 type Family struct{}
 
 // Name implements family.Family.
@@ -89,8 +97,20 @@ func (Family) Serves(p problem.Problem) error {
 
 // wgmmaRowKnobs are a wgmmarow configuration's knobs (see Family).
 // While the search derives Slots, it is 0 (wgmmaRowGeom fits the most).
+// ResidualPrefetch is optional: 0, the only value without a residual, is
+// left out of configurations (and of the records that predate it).
 type wgmmaRowKnobs struct {
 	TileK, Warpgroups, Lag, RowsPerBlock, Slots int
+	ResidualPrefetch                            int `knob:",optional"`
+}
+
+// residualPrefetches is the ResidualPrefetch values the search tries for
+// p: 0 to 2 when p's chain reads a residual, else only 0.
+func residualPrefetches(p problem.Problem) []int {
+	if p.Epilogue.NeedsResidual() {
+		return []int{0, 1, 2}
+	}
+	return []int{0}
 }
 
 // wgmmaRowSpace is the values the search space takes.
@@ -209,9 +229,11 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	for _, tk := range family.ChannelTiles(p.Shape.K, wgmmaRowSpace.TileK, 8) {
 		for _, wg := range wgmmaRowSpace.Warpgroups {
 			for _, lag := range wgmmaRowSpace.Lag {
-				k := wgmmaRowKnobs{TileK: tk, Warpgroups: wg, Lag: lag, RowsPerBlock: wgmmaRowRowsPerBlock(p, lim, tk)}
-				k.Slots = wgmmaRowGeom(p, k, lim).Slots
-				out = append(out, family.NewCandidate(f.Name(), k, f.reject(p, k, lim)))
+				for _, rp := range residualPrefetches(p) {
+					k := wgmmaRowKnobs{TileK: tk, Warpgroups: wg, Lag: lag, RowsPerBlock: wgmmaRowRowsPerBlock(p, lim, tk), ResidualPrefetch: rp}
+					k.Slots = wgmmaRowGeom(p, k, lim).Slots
+					out = append(out, family.NewCandidate(f.Name(), k, f.reject(p, k, lim)))
+				}
 			}
 		}
 	}
@@ -222,8 +244,14 @@ func (Family) reject(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) fami
 	s := p.Shape
 	g := wgmmaRowGeom(p, c, lim)
 	share := lim.RegistersPerSM / g.ThreadsPerBlock / 8 * 8
-	// Accumulators, the bias of the thread's channels, and wgmmaSpareRegs.
+	// Accumulators, the bias of the thread's channels, and wgmmaSpareRegs
+	// (and with ResidualPrefetch=1 the row's residual, one per accumulator).
 	regs := c.TileK/2 + c.TileK/4 + hopper.SpareRegs
+	resid := 0
+	if c.ResidualPrefetch == 1 {
+		resid = c.TileK / 2
+	}
+	regs += resid
 	switch {
 	case !lim.SM90a:
 		return family.Hard("arch", "wgmmarow needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
@@ -231,6 +259,9 @@ func (Family) reject(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) fami
 		return family.Hard("shape", "wgmma's N is at most 256, not TileK=%d", c.TileK)
 	case g.ThreadsPerBlock > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.ThreadsPerBlock, lim.MaxThreadsPerBlock)
+	case regs > share && resid > 0:
+		return family.Hard("registers", "%d accumulators + %d bias + %d residual + %d per thread exceed the %d that %d threads leave each",
+			c.TileK/2, c.TileK/4, resid, hopper.SpareRegs, share, g.ThreadsPerBlock)
 	case regs > share:
 		return family.Hard("registers", "%d accumulators + %d bias + %d per thread exceed the %d that %d threads leave each",
 			c.TileK/2, c.TileK/4, hopper.SpareRegs, share, g.ThreadsPerBlock)
@@ -266,6 +297,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if wg < 1 || wg > 7 || lag < 1 || k.RowsPerBlock < 1 {
 		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: Warpgroups is 1 to 7, Lag and RowsPerBlock at least 1", cfg)
+	}
+	if rp := k.ResidualPrefetch; rp < 0 || rp > 2 || (rp != 0 && !p.Epilogue.NeedsResidual()) {
+		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: ResidualPrefetch is 0, 1 or 2, and 0 without a residual in the epilogue chain", cfg)
 	}
 	if k.Slots < 1 {
 		return family.Kernel{}, fmt.Errorf("wgmmarow: config %s: Slots must be at least the groups a row reads plus Lag", cfg)

@@ -1,0 +1,81 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestTuneResidualPrefetch checks on the GPU the early residual reads of
+// wgmmarow and wgmmahalf (ResidualPrefetch 1: into registers, 2: into L2
+// a tile ahead) against the reference, beside today's read at the store
+// (0): for a residual chain on a stride-4 shape whose rows and tiles end
+// inside the output (Q=15), each family's first kept candidate of every
+// (ResidualPrefetch, Overlap, PredicatedStores) in every precision and
+// layout it serves, pinned. Needs an sm_90 device and NVRTC 12 or newer.
+func TestTuneResidualPrefetch(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmarow and wgmmahalf need sm_90a")
+	}
+	sh, err := problem.ParseShape("N=3,C=3,H=64,W=64,K=96,R=11,S=11,stride=4,pad=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := epilogue.Parse("residual(0.5),relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, fam := range []string{"wgmmarow", "wgmmahalf"} {
+		f, err := kernels.FamilyByName(fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prec := range problem.Precisions {
+			for _, lay := range problem.Layouts {
+				p := problem.Problem{Shape: sh, Precision: prec, Layout: lay, Epilogue: chain}
+				if f.Serves(p) != nil {
+					continue
+				}
+				seen := map[string]bool{}
+				var pins []string
+				for _, c := range family.AdmitSoft(f.Space(p, lim)) {
+					key := fmt.Sprintf("%d/%d/%d", c.Config["ResidualPrefetch"], c.Config["Overlap"], c.Config["PredicatedStores"])
+					if c.Rejected == "" && !seen[key] {
+						seen[key] = true
+						pins = append(pins, c.ID())
+					}
+				}
+				for rp := range 3 {
+					if !seen[fmt.Sprintf("%d/0/1", rp)] && !seen[fmt.Sprintf("%d/0/0", rp)] {
+						t.Errorf("%s %s: no kept candidate with ResidualPrefetch=%d", fam, p, rp)
+					}
+				}
+				runs++
+				start := time.Now()
+				res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+					Trials: 0, Warmup: 1, Runs: 3, Seed: 24, Timeout: 60 * time.Second})
+				if err != nil {
+					t.Errorf("%s: tune %v: %v", p, pins, err)
+					continue
+				}
+				if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+					t.Errorf("%s: %d of %d pinned candidates passed (%v)", p, passed, len(pins), pins)
+				}
+				t.Logf("%s %s %s: %d pins passed (%.1fs)", fam, prec, lay, len(pins), time.Since(start).Seconds())
+			}
+		}
+	}
+	if runs != 5 {
+		t.Errorf("%d problems served, want 5 (wgmmarow tf32 nchw, wgmmahalf fp16 and bf16 in both layouts)", runs)
+	}
+}
