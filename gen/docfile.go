@@ -111,26 +111,8 @@ func genDoc(s *spec) *jen.File {
 	b.WriteString("# What it computes\n\n")
 	para("The forward 2-D convolution (cross-correlation, as in cuDNN and PyTorch) of an N×C×H×W = %d×%d×%d×%d input with a K×(C/Groups)×R×S = %d×%d×%d×%d filter into an N×K×P×Q = %d×%d×%d×%d output, with the constants of this package:",
 		sh.N, sh.C, sh.H, sh.W, sh.K, sh.C/sh.Groups, sh.R, sh.S, sh.N, sh.K, sh.P(), sh.Q())
-	biasTerm, channel, open, closing := "", "c", "", ""
-	if len(ep) > 0 {
-		open, closing = "epilogue(", ")"
-	}
-	if sh.Bias {
-		biasTerm = "bias[k] + "
-	}
-	if sh.Groups > 1 {
-		channel = "g*(C/Groups)+c"
-	}
-	code(
-		fmt.Sprintf("out[n][k][p][q] = %s%sΣ in[n][%s][h][w] * filter[k][c][r][s]%s", open, biasTerm, channel, closing),
-		"h = p*StrideH - PadH + r*DilationH",
-		"w = q*StrideW - PadW + s*DilationW",
-	)
-	sum := "summed over c < C/Groups, r < R and s < S"
-	if sh.Groups > 1 {
-		sum += ", where g = k/(K/Groups) is k's channel group"
-	}
-	sum += ". Input positions outside the H×W image read as zero (padding)."
+	code(forwardFormula(sh, ep)...)
+	sum := forwardSum(sh)
 	if !sh.Bias {
 		sum += " The problem has no bias: Forward ignores its bias argument."
 	}
@@ -215,10 +197,7 @@ func gradDoc(s *spec, para func(string, ...any), code func(...string), b *string
 	var usage string
 	switch s.Problem.Op {
 	case problem.OpDgrad:
-		code("dX[n][c][h][w] = Σ dY[n][k][p][q] * W[k][c'][r][s]",
-			"over the k of c's group and the taps (r, s) with",
-			"p*StrideH = h + PadH - r*DilationH and q*StrideW = w + PadW - s*DilationW,",
-			"p < P and q < Q (c' = c mod C/Groups)")
+		code(dgradFormula()...)
 		para("the input gradient dX = conv^T(dY, W), written whole (not accumulated into dX). Arithmetic: %s.", s.elem.arith)
 		b.WriteString("# Memory\n\n")
 		para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
@@ -227,8 +206,7 @@ func gradDoc(s *spec, para func(string, ...any), code func(...string), b *string
 			fmt.Sprintf("dX  %s  InputElems  = %d  (written)", in, input))
 		usage = "err = k.BackwardData(convrt.StreamOf(stream), convrt.PtrOf(dY), convrt.PtrOf(w), convrt.PtrOf(dX))"
 	default:
-		code("dW[k][c][r][s] = Σ dY[n][k][p][q] * X[n][g*(C/Groups)+c][h][w] over n, p, q",
-			"dBias[k]       = Σ dY[n][k][p][q] over n, p, q   (with a bias)")
+		code(wgradFormula()...)
 		para("the filter gradient dW, and with a bias the bias gradient dBias in FP32, written whole (not accumulated) and deterministically: the same inputs give the same bits. Arithmetic: %s.", s.elem.arith)
 		b.WriteString("# Memory\n\n")
 		para("Every tensor is one dense array in device memory, in the layout's order, outermost index first, of %s except dBias:", s.elem.memDoc)
@@ -251,4 +229,49 @@ func gradDoc(s *spec, para func(string, ...any), code func(...string), b *string
 	method := gradMethod(s.Problem.Op)
 	para("%s only enqueues the kernel; a Kernel is safe for concurrent use (package convrt states the contract). Load picks the embedded CUBIN on a %s device and otherwise, where a PTX is embedded, has the driver compile it (LoadPTX). go test -tags cuda checks %s on GPU 0 against a float64 reference (relative L2 error at most %g), the PTX's kernel too where there is one.",
 		method, s.Arch, method, s.Problem.Precision.ErrorBound())
+}
+
+// forwardFormula is the forward convolution of sh with the chain ep, as
+// the lines of a code block.
+func forwardFormula(sh problem.Shape, ep epilogue.Chain) []string {
+	biasTerm, channel, open, closing := "", "c", "", ""
+	if len(ep) > 0 {
+		open, closing = "epilogue(", ")"
+	}
+	if sh.Bias {
+		biasTerm = "bias[k] + "
+	}
+	if sh.Groups > 1 {
+		channel = "g*(C/Groups)+c"
+	}
+	return []string{
+		fmt.Sprintf("out[n][k][p][q] = %s%sΣ in[n][%s][h][w] * filter[k][c][r][s]%s", open, biasTerm, channel, closing),
+		"h = p*StrideH - PadH + r*DilationH",
+		"w = q*StrideW - PadW + s*DilationW",
+	}
+}
+
+// forwardSum is the sentence after forwardFormula: what the sum runs over
+// and what the padding reads.
+func forwardSum(sh problem.Shape) string {
+	sum := "summed over c < C/Groups, r < R and s < S"
+	if sh.Groups > 1 {
+		sum += ", where g = k/(K/Groups) is k's channel group"
+	}
+	return sum + ". Input positions outside the H×W image read as zero (padding)."
+}
+
+// dgradFormula is the input gradient, as the lines of a code block.
+func dgradFormula() []string {
+	return []string{"dX[n][c][h][w] = Σ dY[n][k][p][q] * W[k][c'][r][s]",
+		"over the k of c's group and the taps (r, s) with",
+		"p*StrideH = h + PadH - r*DilationH and q*StrideW = w + PadW - s*DilationW,",
+		"p < P and q < Q (c' = c mod C/Groups)"}
+}
+
+// wgradFormula is the filter and bias gradients, as the lines of a code
+// block.
+func wgradFormula() []string {
+	return []string{"dW[k][c][r][s] = Σ dY[n][k][p][q] * X[n][g*(C/Groups)+c][h][w] over n, p, q",
+		"dBias[k]       = Σ dY[n][k][p][q] over n, p, q   (with a bias)"}
 }

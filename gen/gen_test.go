@@ -184,15 +184,15 @@ func TestGolden(t *testing.T) {
 		{wgradTF32(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90.cubin", "shape.go", "shape_test.go"}},
 		{outFP32(t), []string{"doc.go", "kernel.go", "kernel.ptx", "kernel_cuda_test.go", "kernel_sm_90a.cubin", "shape.go", "shape_test.go"}},
 	} {
-		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b, tc.want) })
+		t.Run(tc.b.Package, func(t *testing.T) { golden(t, tc.b.Package, files(t, tc.b), tc.want) })
 	}
 }
 
-// golden compares the files of b with testdata/golden/<package>, or rewrites
-// them there with -update.
-func golden(t *testing.T, b Binding, want []string) {
-	got := files(t, b)
-	dir := filepath.Join("testdata", "golden", b.Package)
+// golden compares the files got of the package name with
+// testdata/golden/<name>, or rewrites them there with -update; want are
+// the file names expected.
+func golden(t *testing.T, name string, got map[string][]byte, want []string) {
+	dir := filepath.Join("testdata", "golden", name)
 	if names := sortedNames(got); !slices.Equal(names, want) {
 		t.Errorf("files %v, want %v", names, want)
 	}
@@ -396,35 +396,42 @@ func TestCompile(t *testing.T) {
 		t.Fatalf("CONVGEN_REQUIRE_CUDA_HEADERS=1 but %s", cudaWhy)
 	}
 	for _, b := range allBindings(t) {
-		t.Run(b.Package, func(t *testing.T) {
-			root := t.TempDir()
-			gomod := "module example.com/gentest\n\ngo 1.26\n\nrequire (\n\tgithub.com/convgen/convgen v0.0.0\n\tgorgonia.org/cu v0.9.6\n)\n\nreplace github.com/convgen/convgen => " + moduleRoot(t) + "\n"
-			if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte(gomod), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(root, "go.sum"), gosum, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			pkg := filepath.Join(root, b.Package)
-			if err := Write(pkg, files(t, b)); err != nil {
-				t.Fatal(err)
-			}
-			base := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
-
-			// Without the tag nothing needs cgo, CUDA or gorgonia.org/cu.
-			plain := append(slices.Clone(base), "CGO_ENABLED=0")
-			goCmd(t, root, plain, "vet", "./...")
-			goCmd(t, root, plain, "test", "./...")
-
-			if cudaEnv == nil {
-				t.Logf("skipping the cuda build: %s", cudaWhy)
-				return
-			}
-			cuda := append(slices.Clone(base), cudaEnv...)
-			goCmd(t, root, cuda, "vet", "-tags", "cuda", "./...")
-			goCmd(t, pkg, cuda, "test", "-tags", "cuda", "-c", "-o", os.DevNull)
-		})
+		t.Run(b.Package, func(t *testing.T) { compilePackage(t, gosum, cudaEnv, cudaWhy, b.Package, files(t, b)) })
 	}
+}
+
+// compilePackage writes the package pkg of files into a throwaway module
+// and vets and tests it without tags, and with the cuda tag vets it and
+// compiles its tests when cudaEnv (the CUDA headers' environment) is set;
+// cudaWhy says why it is not.
+func compilePackage(t *testing.T, gosum []byte, cudaEnv []string, cudaWhy, name string, pkgFiles map[string][]byte) {
+	t.Helper()
+	root := t.TempDir()
+	gomod := "module example.com/gentest\n\ngo 1.26\n\nrequire (\n\tgithub.com/convgen/convgen v0.0.0\n\tgorgonia.org/cu v0.9.6\n)\n\nreplace github.com/convgen/convgen => " + moduleRoot(t) + "\n"
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.sum"), gosum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(root, name)
+	if err := Write(pkg, pkgFiles); err != nil {
+		t.Fatal(err)
+	}
+	base := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+
+	// Without the tag nothing needs cgo, CUDA or gorgonia.org/cu.
+	plain := append(slices.Clone(base), "CGO_ENABLED=0")
+	goCmd(t, root, plain, "vet", "./...")
+	goCmd(t, root, plain, "test", "./...")
+
+	if cudaEnv == nil {
+		t.Logf("skipping the cuda build: %s", cudaWhy)
+		return
+	}
+	cuda := append(slices.Clone(base), cudaEnv...)
+	goCmd(t, root, cuda, "vet", "-tags", "cuda", "./...")
+	goCmd(t, pkg, cuda, "test", "-tags", "cuda", "-c", "-o", os.DevNull)
 }
 
 // moduleRoot returns the directory of convgen's go.mod, which the throwaway

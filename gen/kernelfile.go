@@ -129,6 +129,18 @@ func genKernel(s *spec) *jen.File {
 	f.Var().Id("ptx").String()
 	f.Line()
 
+	decl(f, "spec is the problem and the embedded kernels, for convrt.", jen.Var().Id("spec").Op("=").Add(specLit(s, "cubin", "ptx", "TunedArch")))
+	decl(f, loadDoc(s), jen.Func().Id("Load").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(
+		jen.Return(convrt("Load").Call(jen.Op("&").Id("spec")))))
+	decl(f, loadPTXDoc(s), jen.Func().Id("LoadPTX").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(
+		jen.Return(convrt("LoadPTX").Call(jen.Op("&").Id("spec")))))
+	return f
+}
+
+// specLit is the convrt.Spec literal of s: its problem, its images from
+// the variables named cubinVar and ptxVar, into which they are embedded,
+// and its CUBIN's architecture from the constant archConst.
+func specLit(s *spec, cubinVar, ptxVar, archConst string) *jen.Statement {
 	var sh []any
 	for _, n := range []string{"N", "C", "H", "W", "K", "R", "S", "StrideH", "StrideW", "PadH", "PadW", "DilationH", "DilationW", "Groups"} {
 		sh = append(sh, n, jen.Id(n))
@@ -146,7 +158,7 @@ func genKernel(s *spec) *jen.File {
 	}
 	tuned := launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes)
 	if s.cubinName != "" {
-		tuned = inline(convrt("Image"), "Code", jen.Id("cubin"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
+		tuned = inline(convrt("Image"), "Code", jen.Id(cubinVar), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
 	} else { // untuned: no CUBIN, Load runs the PTX
 		tuned = inline(convrt("Image"), "CC", jen.Lit(s.cubinCC), "Launch", tuned)
 	}
@@ -154,20 +166,15 @@ func genKernel(s *spec) *jen.File {
 	switch fb := s.Fallback; {
 	case s.ptx == "":
 	case fb != nil:
-		ptxImage = inline(convrt("Image"), "Code", jen.Id("ptx"), "CC", jen.Lit(s.ptxCC), "Launch", launchLine(fb.Kernel, fb.Grid, fb.Block, fb.SharedBytes))
+		ptxImage = inline(convrt("Image"), "Code", jen.Id(ptxVar), "CC", jen.Lit(s.ptxCC), "Launch", launchLine(fb.Kernel, fb.Grid, fb.Block, fb.SharedBytes))
 	default:
-		ptxImage = inline(convrt("Image"), "Code", jen.Id("ptx"), "CC", jen.Lit(s.ptxCC), "Launch", launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes))
+		ptxImage = inline(convrt("Image"), "Code", jen.Id(ptxVar), "CC", jen.Lit(s.ptxCC), "Launch", launchLine(s.Kernel, s.Grid, s.Block, s.SharedBytes))
 	}
-	decl(f, "spec is the problem and the embedded kernels, for convrt.", jen.Var().Id("spec").Op("=").Add(convrt("Spec")).Values(jen.Dict{
+	return convrt("Spec").Values(jen.Dict{
 		jen.Id("Package"):   jen.Lit(s.Package),
 		jen.Id("Problem"):   inline(problemQ("Problem"), prob...),
-		jen.Id("TunedArch"): jen.Id("TunedArch"),
+		jen.Id("TunedArch"): jen.Id(archConst),
 		jen.Id("CUBIN"):     tuned,
 		jen.Id("PTX"):       ptxImage,
-	}))
-	decl(f, loadDoc(s), jen.Func().Id("Load").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(
-		jen.Return(convrt("Load").Call(jen.Op("&").Id("spec")))))
-	decl(f, loadPTXDoc(s), jen.Func().Id("LoadPTX").Params().Params(jen.Op("*").Id("Kernel"), jen.Error()).Block(
-		jen.Return(convrt("LoadPTX").Call(jen.Op("&").Id("spec")))))
-	return f
+	})
 }

@@ -47,25 +47,7 @@ func genShape(s *spec) *jen.File {
 	in, filter, bias, out := sh.Elements()
 	lit := func(v any) jen.Code { return jen.Lit(v) }
 
-	constGroup(f, "The convolution's sizes (the package documentation says what it computes).", []constant{
-		{name: "N", doc: "batch size", value: lit(sh.N)},
-		{name: "C", doc: "input channels", value: lit(sh.C)},
-		{name: "H", doc: "input height", value: lit(sh.H)},
-		{name: "W", doc: "input width", value: lit(sh.W)},
-		{name: "K", doc: "output channels (filters)", value: lit(sh.K)},
-		{name: "R", doc: "filter height", value: lit(sh.R)},
-		{name: "S", doc: "filter width", value: lit(sh.S)},
-		{name: "P", doc: "output height, (H+2*PadH-DilationH*(R-1)-1)/StrideH + 1", value: lit(sh.P())},
-		{name: "Q", doc: "output width, (W+2*PadW-DilationW*(S-1)-1)/StrideW + 1", value: lit(sh.Q())},
-		{name: "StrideH", doc: "vertical step between filter positions", value: lit(sh.StrideH)},
-		{name: "StrideW", doc: "horizontal step between filter positions", value: lit(sh.StrideW)},
-		{name: "PadH", doc: "zero rows added above and below the input", value: lit(sh.PadH)},
-		{name: "PadW", doc: "zero columns added left and right of the input", value: lit(sh.PadW)},
-		{name: "DilationH", doc: "vertical step between filter taps", value: lit(sh.DilationH)},
-		{name: "DilationW", doc: "horizontal step between filter taps", value: lit(sh.DilationW)},
-		{name: "Groups", doc: "channel groups; each filter sees C/Groups input channels", value: lit(sh.Groups)},
-		{name: "HasBias", doc: "whether a bias of K elements is added to the output", value: lit(sh.Bias)},
-	})
+	sizeConsts(f, sh)
 	if op := s.Problem.Op; op != problem.OpFprop {
 		genGradShape(f, s)
 		return f
@@ -91,6 +73,31 @@ func genShape(s *spec) *jen.File {
 		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
 	}, outConsts...))
 	return f
+}
+
+// sizeConsts adds the constants of the convolution's sizes, which every
+// package has.
+func sizeConsts(f *jen.File, sh problem.Shape) {
+	lit := func(v any) jen.Code { return jen.Lit(v) }
+	constGroup(f, "The convolution's sizes (the package documentation says what it computes).", []constant{
+		{name: "N", doc: "batch size", value: lit(sh.N)},
+		{name: "C", doc: "input channels", value: lit(sh.C)},
+		{name: "H", doc: "input height", value: lit(sh.H)},
+		{name: "W", doc: "input width", value: lit(sh.W)},
+		{name: "K", doc: "output channels (filters)", value: lit(sh.K)},
+		{name: "R", doc: "filter height", value: lit(sh.R)},
+		{name: "S", doc: "filter width", value: lit(sh.S)},
+		{name: "P", doc: "output height, (H+2*PadH-DilationH*(R-1)-1)/StrideH + 1", value: lit(sh.P())},
+		{name: "Q", doc: "output width, (W+2*PadW-DilationW*(S-1)-1)/StrideW + 1", value: lit(sh.Q())},
+		{name: "StrideH", doc: "vertical step between filter positions", value: lit(sh.StrideH)},
+		{name: "StrideW", doc: "horizontal step between filter positions", value: lit(sh.StrideW)},
+		{name: "PadH", doc: "zero rows added above and below the input", value: lit(sh.PadH)},
+		{name: "PadW", doc: "zero columns added left and right of the input", value: lit(sh.PadW)},
+		{name: "DilationH", doc: "vertical step between filter taps", value: lit(sh.DilationH)},
+		{name: "DilationW", doc: "horizontal step between filter taps", value: lit(sh.DilationW)},
+		{name: "Groups", doc: "channel groups; each filter sees C/Groups input channels", value: lit(sh.Groups)},
+		{name: "HasBias", doc: "whether a bias of K elements is added to the output", value: lit(sh.Bias)},
+	})
 }
 
 // genGradShape adds the constants of a gradient op's package: the
