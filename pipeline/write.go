@@ -159,8 +159,7 @@ func carriedReports(dir, prefix string, data report.Data) map[string][]byte {
 		return nil
 	}
 	var prev report.Data
-	if json.Unmarshal(old, &prev) != nil || data.TunedAt.IsZero() || !prev.TunedAt.Equal(data.TunedAt) ||
-		prev.KernelSHA256 != data.KernelSHA256 || prev.Device.Name != data.Device.Name || prev.NVRTC != data.NVRTC {
+	if json.Unmarshal(old, &prev) != nil || !sameSearch(prev, data) {
 		return nil
 	}
 	kept := map[string][]byte{}
@@ -170,4 +169,11 @@ func carriedReports(dir, prefix string, data report.Data) map[string][]byte {
 		}
 	}
 	return kept
+}
+
+// sameSearch says whether the reports prev and data are of the same
+// search: the same winner's kernel hash, device, NVRTC and tuning time.
+func sameSearch(prev, data report.Data) bool {
+	return !data.TunedAt.IsZero() && prev.TunedAt.Equal(data.TunedAt) &&
+		prev.KernelSHA256 == data.KernelSHA256 && prev.Device.Name == data.Device.Name && prev.NVRTC == data.NVRTC
 }

@@ -1,0 +1,261 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/convgen/convgen/gen"
+	"github.com/convgen/convgen/gen/torchmod"
+	"github.com/convgen/convgen/gpu"
+	"github.com/convgen/convgen/internal/version"
+	"github.com/convgen/convgen/problem"
+	"github.com/convgen/convgen/report"
+	"github.com/convgen/convgen/tunecache"
+)
+
+// TrainResult is what RunTrain did: one Result per op (fprop, dgrad,
+// wgrad: gen.TrainOps), each with its outcome and record, and the files
+// of the one package.
+type TrainResult struct {
+	Ops [3]Result
+	// Files, Reports and TorchFiles are as in Result.
+	Files, Reports, TorchFiles []string
+}
+
+// TrainReport is report.json of a training package: the report of each
+// op, in gen.TrainOps' order.
+type TrainReport struct {
+	Ops []report.Data `json:"ops"`
+}
+
+// RunTrain finds or makes the tuning records of the three ops of
+// r.Problem (fprop, dgrad, wgrad; r.Problem.Op is ignored), each its own
+// record, as three Runs would (replayed without a GPU; on one reused or
+// tuned, a fresh record saved to the cache at once), and writes one
+// training package (gen.TrainFiles) from them, with the reports of the
+// three and, with r.Torch, the PyTorch module with the gradient kernels in
+// its backward. An op that cannot be served (no record to replay, no
+// family, an epilogue chain or output precision, which gradients refuse)
+// fails the run with an error naming the op, before anything is written.
+// Pins and Untuned are refused.
+func RunTrain(ctx context.Context, r Request) (TrainResult, error) {
+	var res TrainResult
+	r.Problem = r.Problem.Canonical()
+	r.Problem.Op = problem.OpFprop
+	switch {
+	case len(r.Problem.Epilogue) > 0:
+		return res, mark(ErrInvalid, fmt.Errorf("a training package: op dgrad: epilogue %s: %w", r.Problem.Epilogue, problem.ErrEpilogueOp))
+	case r.Problem.OutDiffers():
+		return res, mark(ErrInvalid, fmt.Errorf("a training package: op dgrad: output precision %s: %w", r.Problem.OutPrecision, problem.ErrOutPrecisionOp))
+	case len(r.Pins) > 0:
+		return res, mark(ErrInvalid, errors.New("a training package: pinned candidates are of one op's family: pin with -op"))
+	case r.Untuned:
+		return res, mark(ErrInvalid, errors.New("a training package carries tuned kernels: -untuned writes one op's package (-op)"))
+	}
+	reqs := opRequests(r)
+	for _, o := range reqs {
+		if err := checkOp(o.Problem); err != nil {
+			return res, fmt.Errorf("op %s: %w", o.Problem.Op, err)
+		}
+		if err := Served(o.Problem); err != nil {
+			return res, fmt.Errorf("op %s: %w", o.Problem.Op, err)
+		}
+	}
+	if r.Torch != "" {
+		if err := torchmod.Serves(r.Problem); err != nil {
+			return res, mark(ErrInvalid, fmt.Errorf("-torch: %w", err))
+		}
+	}
+	if err := checkTargets(r); err != nil {
+		return res, err
+	}
+	cache, err := tunecache.Load(r.Cache)
+	if err != nil {
+		return res, err
+	}
+	logf(r.Log, "convgen %s: a training package of %s\n", version.Convgen, r.Problem)
+	var cands [3][]report.Candidate
+	for i, o := range reqs {
+		op := o.Problem.Op
+		logf(r.Log, "op %s:\n", op)
+		rec, outcome, c, err := trainRecord(ctx, o, cache)
+		if err != nil {
+			return res, fmt.Errorf("op %s: %w", op, err)
+		}
+		res.Ops[i] = Result{Outcome: outcome, Record: rec}
+		cands[i] = c
+	}
+	err = writeTrain(r, reqs, cands, &res)
+	if err != nil && slices.ContainsFunc(res.Ops[:], func(o Result) bool { return o.Outcome == Tuned }) {
+		err = fmt.Errorf("%w (the tuning records are saved in %s: run convgen again to write the package from them)", err, r.Cache)
+	}
+	return res, err
+}
+
+// opRequests are r's requests of the three ops, in gen.TrainOps' order.
+func opRequests(r Request) [3]Request {
+	var reqs [3]Request
+	for i, op := range gen.TrainOps() {
+		reqs[i] = r
+		reqs[i].Problem.Op = op
+	}
+	return reqs
+}
+
+// checkTargets refuses the output directories of r that cannot be
+// written, before anything is tuned (as Run does).
+func checkTargets(r Request) error {
+	if r.Into {
+		if err := gen.CheckInto(r.Out, gen.FilesPrefix); err != nil {
+			return err
+		}
+	} else if err := gen.CheckTarget(r.Out); err != nil {
+		return err
+	}
+	if r.ReportDir != "" {
+		if err := gen.CheckTarget(r.ReportDir); err != nil {
+			return fmt.Errorf("-report: %w", err)
+		}
+	}
+	if r.Torch != "" {
+		if err := torchmod.CheckTarget(r.Torch); err != nil {
+			return fmt.Errorf("-torch: %w", err)
+		}
+	}
+	return nil
+}
+
+// trainRecord is the record of one op of a training package: replayed
+// without a GPU; on one reused, or tuned and saved to the cache at once
+// (with the candidates of its search), so that a later op's failure loses
+// no tuning.
+func trainRecord(ctx context.Context, o Request, cache *tunecache.Cache) (tunecache.Record, Outcome, []report.Candidate, error) {
+	if !gpu.Available() {
+		rec, err := recordOffline(o, cache)
+		return rec, Replayed, nil, err
+	}
+	rec, cands, fresh, err := recordOnGPU(ctx, o, cache)
+	if err != nil || !fresh {
+		return rec, Reused, nil, err
+	}
+	if err := tunecache.Put(o.Cache, rec); err != nil {
+		return rec, Tuned, nil, fmt.Errorf("save tuning record: %w%s", err, rescue(rec))
+	}
+	logf(o.Log, "winner %s: %.3f ms median, rel. error %.2e; saved to %s\n", rec.Winner.Family, rec.Winner.MedianMS, rec.Winner.RelError, o.Cache)
+	return rec, Tuned, cands, nil
+}
+
+// writeTrain renders the training package of the three ops' records in
+// res, its reports and the PyTorch module, and writes them (as
+// writeFiles does for one op's package).
+func writeTrain(r Request, reqs [3]Request, cands [3][]report.Candidate, res *TrainResult) error {
+	prefix := "" // of the reports' names
+	t := gen.Train{Package: r.Pkg, Command: r.Command}
+	if r.Into {
+		t.FilePrefix = gen.FilesPrefix
+		if r.ReportDir == "" {
+			prefix = gen.FilesPrefix
+		}
+	}
+	var data [3]report.Data
+	for i, o := range reqs {
+		b, err := recordBinding(o, res.Ops[i].Record)
+		if err != nil {
+			return fmt.Errorf("op %s: %w", o.Problem.Op, err)
+		}
+		t.Ops[i] = b
+		data[i] = report.New(res.Ops[i].Record, o.Problem, r.Command)
+	}
+	files, err := gen.TrainFiles(t)
+	if err != nil {
+		return fmt.Errorf("generate package: %w", err)
+	}
+	var torchFiles map[string][]byte
+	if r.Torch != "" { // rendered before anything is written
+		if torchFiles, err = torchmod.Files(t.Ops[0], filepath.Base(filepath.Clean(r.Torch)), t.Ops[1], t.Ops[2]); err != nil {
+			return fmt.Errorf("generate PyTorch module: %w", err)
+		}
+	}
+	reportDir := r.ReportDir
+	if reportDir == "" {
+		reportDir = r.Out
+	}
+	reports, err := trainReports(reportDir, prefix, data, cands)
+	if err != nil {
+		return err
+	}
+	if r.ReportDir == "" {
+		maps.Copy(files, reports)
+	}
+	write := gen.Write
+	if r.Into {
+		write = func(dir string, files map[string][]byte) error { return gen.WriteInto(dir, gen.FilesPrefix, files) }
+	}
+	if err := write(r.Out, files); err != nil {
+		return fmt.Errorf("write package: %w", err)
+	}
+	res.Files = slices.Sorted(maps.Keys(files))
+	logf(r.Log, "wrote training package %s to %s (%d files)\n", r.Pkg, r.Out, len(files))
+	if torchFiles != nil {
+		if err := torchmod.WriteFiles(r.Torch, torchFiles); err != nil {
+			return fmt.Errorf("write PyTorch module: %w", err)
+		}
+		res.TorchFiles = slices.Sorted(maps.Keys(torchFiles))
+		logf(r.Log, "wrote PyTorch module %s to %s (%d files), its backward convgen's dgrad and wgrad kernels\n", filepath.Base(filepath.Clean(r.Torch)), r.Torch, len(torchFiles))
+	}
+	if r.ReportDir != "" {
+		if err := gen.WriteReports(r.ReportDir, reports); err != nil {
+			return fmt.Errorf("write reports: %w", err)
+		}
+		res.Reports = slices.Sorted(maps.Keys(reports))
+		logf(r.Log, "wrote the reports to %s (%d files)\n", r.ReportDir, len(reports))
+	}
+	return nil
+}
+
+// trainReports renders the reports of a training package: REPORT.md, the
+// three ops' reports one after the other, and report.json (TrainReport);
+// per op candidates_OP.csv and candidates_OP.svg from a search just run,
+// or on a replay those of the same search kept in dir.
+func trainReports(dir, prefix string, data [3]report.Data, cands [3][]report.Candidate) (map[string][]byte, error) {
+	var md bytes.Buffer
+	md.WriteString("# convgen training package: fprop, dgrad, wgrad\n\nThree ops, each tuned and recorded on its own; their reports follow.\n")
+	files := map[string][]byte{}
+	var prev TrainReport
+	if old, err := os.ReadFile(filepath.Join(dir, prefix+reportJSON)); err == nil && json.Unmarshal(old, &prev) == nil && len(prev.Ops) != len(data) {
+		prev = TrainReport{}
+	}
+	for i, d := range data {
+		op := gen.TrainOps()[i].String()
+		md.WriteString("\n")
+		md.Write(bytes.Replace(d.Markdown(), []byte("# convgen tuning report"), []byte("# op "+op), 1))
+		csvName, svgName := prefix+"candidates_"+op+".csv", prefix+"candidates_"+op+".svg"
+		switch {
+		case cands[i] != nil:
+			csv, err := d.CSV(cands[i])
+			if err != nil {
+				return nil, err
+			}
+			files[csvName], files[svgName] = csv, d.Chart(cands[i])
+		case prev.Ops != nil && sameSearch(prev.Ops[i], d):
+			for _, name := range []string{csvName, svgName} {
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+					files[name] = b
+				}
+			}
+		}
+	}
+	js, err := json.MarshalIndent(TrainReport{Ops: data[:]}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("report.json: %w", err)
+	}
+	files[prefix+reportMD], files[prefix+reportJSON] = md.Bytes(), append(js, '\n')
+	return files, nil
+}
