@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,4 +164,149 @@ func sampleConfigs(cfgs []Config, turn *int) []Config {
 	c := cfgs[*turn%len(cfgs)]
 	*turn++
 	return []Config{c}
+}
+
+// TestWGradMMAGoldenSource keeps the CUDA source of wgradmma kernels in
+// kernels/wgradmma/testdata (go test ./kernels -run TestWGradMMAGoldenSource
+// -update rewrites them): a Stage=0 and a Stage=1 kernel, which the
+// cp.async pipeline (Stage=2) must leave as they were (cached records
+// render them), and a Stage=2 kernel of each precision.
+func TestWGradMMAGoldenSource(t *testing.T) {
+	odd := "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1"
+	for name, c := range map[string]struct {
+		p   problem.Problem
+		cfg Config
+	}{
+		"wgradmma_tf32_nchw_s0": {gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpWgrad),
+			Config{"BM": 96, "BN": 32, "WM": 2, "WN": 2, "Split": 8, "Unroll": 2, "Stage": 0}},
+		"wgradmma_fp16_nhwc_s1": {gradProblem(t, gradShapes[3], problem.FP16, problem.NHWC, problem.OpWgrad),
+			Config{"BM": 32, "BN": 16, "WM": 1, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 1}},
+		"wgradmma_fp16_nhwc_s2": {gradProblem(t, odd, problem.FP16, problem.NHWC, problem.OpWgrad),
+			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4}},
+		"wgradmma_tf32_nhwc_s2": {gradProblem(t, odd+",bias=false", problem.TF32, problem.NHWC, problem.OpWgrad),
+			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 3}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k, err := WgradMMA{}.Render(c.p, c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, "TestWGradMMAGoldenSource", goldenPath(k.Family, name), k.Source)
+		})
+	}
+}
+
+// eightByteCopy matches an 8-byte cp.async in PTX.
+var eightByteCopy = regexp.MustCompile(`cp\.async\.ca\.shared\.global(\.L2::\w+)? \[%r\d+\], \[%rd\d+\], 8,`)
+
+// pipelineSpecs are the shapes TestWGradMMAPipeline* render Stage=2 for:
+// ResNet-50's channel-heavy layers at N=32 (3×3 at 56², 14², 7²; 1×1
+// 256→64 at 56² and 1024→256 at 14²) and an odd one (C=24, K=40: 16-byte
+// copies, partial tiles, padding).
+var pipelineSpecs = []string{
+	"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,bias=false",
+	"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1,bias=false",
+	"N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1",
+	"N=32,C=256,H=56,W=56,K=64,R=1,S=1,bias=false",
+	"N=32,C=1024,H=14,W=14,K=256,R=1,S=1,bias=false",
+	"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1",
+}
+
+// TestWGradMMAPipelineCompile renders the cp.async pipeline (Stage=2) for
+// pipelineSpecs in fp16, bf16 and tf32 NHWC, with a cluster split and
+// without (one configuration per problem in turn; all under the full
+// sweep), and compiles it for sm_90: the PTX must hold the precision's
+// mma, cp.async with its wait, ldmatrix.trans for fp16 and bf16, and the
+// cluster's barrier and DSMEM loads where Split > 1. A 4-byte-aligned
+// C=12 fp16 shape gets 8-byte copies, and a 2-byte one (C=5) none: its
+// NHWC fp16 problem is served by Stage 0 and 1.
+func TestWGradMMAPipelineCompile(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	if !lib.SupportsArch("sm_90") {
+		t.Skip("this NVRTC cannot target sm_90")
+	}
+	cfgs := []Config{
+		{"BM": 128, "BN": 128, "WM": 2, "WN": 4, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
+		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
+		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
+		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
+	}
+	turn := 0
+	for _, spec := range append(pipelineSpecs, "N=2,C=12,H=9,W=9,K=20,R=3,S=3,pad=1") {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
+			for _, cfg := range sampleConfigs(cfgs, &turn) {
+				k, err := WgradMMA{}.Render(p, cfg)
+				if err != nil {
+					t.Fatalf("%s %v: %v", p, cfg, err)
+				}
+				res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90"})
+				if err != nil {
+					t.Fatalf("%s %v: %v", p, cfg, err)
+				}
+				want := []string{".entry " + k.Name, fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-2), "cp.async.commit_group", "bar.sync"}
+				switch prec {
+				case problem.TF32:
+					want = append(want, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cp.async.cg.shared.global")
+				case problem.FP16:
+					want = append(want, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+				case problem.BF16:
+					want = append(want, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+				}
+				if cfg["Split"] > 1 {
+					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster", ".reqnctapercluster")
+				}
+				for _, w := range want {
+					if !strings.Contains(res.PTX, w) {
+						t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+					}
+				}
+				if p.Shape.C == 12 && prec != problem.TF32 && !eightByteCopy.MatchString(res.PTX) {
+					t.Errorf("%s %v: PTX lacks an 8-byte cp.async (C=12 fp16 rows are 24 bytes)", p, cfg)
+				}
+			}
+		}
+	}
+	p := gradProblem(t, "N=2,C=5,H=9,W=9,K=20,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad)
+	if _, err := (WgradMMA{}).Render(p, cfgs[1]); err == nil || !strings.Contains(err.Error(), "4 bytes") {
+		t.Errorf("%s: Stage=2 rendered (err %v), want a refusal of C=5's 10-byte rows", p, err)
+	}
+}
+
+// TestWGradMMAPipelineSpace: for the ResNet-50 layers (pipelineSpecs but
+// the last) in NHWC fp16, bf16 and tf32 the space keeps 1 to 24 candidates
+// for an H100, all Stage=2; NCHW, an NHWC fp16 shape whose C rows are 10
+// bytes, and the small odd shape (whose Stage=2 tiles leave the SMs idle)
+// keep only Stage 0 and 1.
+func TestWGradMMAPipelineSpace(t *testing.T) {
+	lim := DefaultLimits(90)
+	for _, spec := range pipelineSpecs[:len(pipelineSpecs)-1] {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
+			k := kept(WgradMMA{}.Space(p, lim))
+			if len(k) == 0 || len(k) > 24 {
+				t.Errorf("%s: %d candidates kept, want 1 to 24", p, len(k))
+			}
+			for _, c := range k {
+				if c.Config["Stage"] != 2 {
+					t.Errorf("%s: kept %s", p, c.ID())
+				}
+			}
+		}
+	}
+	for _, p := range []problem.Problem{
+		gradProblem(t, pipelineSpecs[2], problem.FP16, problem.NCHW, problem.OpWgrad),
+		gradProblem(t, "N=8,C=5,H=37,W=41,K=128,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad),
+		gradProblem(t, pipelineSpecs[len(pipelineSpecs)-1], problem.TF32, problem.NHWC, problem.OpWgrad),
+	} {
+		k := kept(WgradMMA{}.Space(p, lim))
+		if len(k) == 0 {
+			t.Errorf("%s: no candidate kept", p)
+		}
+		for _, c := range k {
+			if c.Config["Stage"] == 2 {
+				t.Errorf("%s: kept %s", p, c.ID())
+			}
+		}
+	}
 }

@@ -17,7 +17,7 @@ import (
 
 // templateFS holds the family's template.
 //
-//go:embed wgradmma.cu.tmpl
+//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl reduce.tmpl
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
@@ -41,7 +41,18 @@ var templateFS embed.FS
 //   - Stage: 0, each warp loads its fragments straight from global memory;
 //     1, the block stages chunks of 2 k steps of dY and of the gathered X in
 //     shared memory (double-buffered, each value loaded once per block) and
-//     the warps read their fragments from there.
+//     the warps read their fragments from there; 2, NHWC only, the block
+//     copies tiles of BP pixels of dY and of the im2col X with cp.async
+//     (16, 8 or 4 bytes along the channels) through a Stages-deep
+//     pipeline into pixel-major shared memory, and the warps read their
+//     fragments with ldmatrix.trans (fp16, bf16) or transposed scalar
+//     loads (tf32) (pipeline.cu.tmpl);
+//   - BP, Stages: Stage=2's pixels per tile and tiles in flight (absent,
+//     0, for Stage 0 and 1, so that their IDs are as before).
+//
+// Where Stage=2 keeps a candidate for a shape (NHWC, K and C rows of a
+// multiple of 4 bytes), Space keeps only Stage=2's: the older stages
+// render as before (cached records) but are soft-rejected.
 type Family struct{}
 
 // Name implements family.Family.
@@ -70,6 +81,8 @@ func (Family) Serves(p problem.Problem) error {
 // knobs are a configuration's knobs (see Family).
 type knobs struct {
 	BM, BN, WM, WN, Split, Unroll, Stage int
+	BP                                   int `knob:",optional"`
+	Stages                               int `knob:",optional"`
 }
 
 // geometry holds a configuration's derived sizes; the template asserts
@@ -80,6 +93,51 @@ type geometry struct {
 	Acc                                     int             // FP32 accumulators per thread
 	KStep                                   int             // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
 	Staging                                 gradmma.Staging // Stage=1
+	Pipe                                    pipe            // Stage=2
+}
+
+// pipe is a Stage=2 configuration's copy geometry.
+type pipe struct {
+	// VA, VB: dY channels and X channels (of one tap) per cp.async, the
+	// widest of 16, 8 and 4 bytes that K and C rows are whole multiples of
+	// (0: none); VABytes, VBBytes the same in bytes.
+	VA, VB, VABytes, VBBytes int
+	// Even says the threads split a tile's copies evenly: whole copies per
+	// row (BM/VA, BN/VB) dividing the threads, whose quotient (rows per
+	// pass) divides BP.
+	Even bool
+	// Bytes is the stages' shared memory: Stages tiles of BP rows of BM+8
+	// and BN+8 elements.
+	Bytes int
+}
+
+// maxShared is the dynamic shared memory Render accepts for Stage=2
+// (sm_90's opt-in limit); Space rejects by the device's.
+const maxShared = 232448
+
+// vec is the widest copy (elements, bytes) of 16, 8 and 4 bytes that rows
+// of n elements of eb bytes are whole multiples of, or zeros.
+func vec(n, eb int) (elems, bytes int) {
+	for _, b := range []int{16, 8, 4} {
+		if n*eb%b == 0 {
+			return b / eb, b
+		}
+	}
+	return 0, 0
+}
+
+// newPipe is the copy geometry of Stage=2 knobs k for p.
+func newPipe(p problem.Problem, k knobs, threads int) pipe {
+	eb := p.Precision.ElementBytes()
+	var pp pipe
+	pp.VA, pp.VABytes = vec(p.Shape.K, eb)
+	pp.VB, pp.VBBytes = vec(p.Shape.C, eb)
+	pp.Bytes = k.Stages * k.BP * (k.BM + 8 + k.BN + 8) * eb
+	if pp.VA > 0 && pp.VB > 0 && k.BM%pp.VA == 0 && k.BN%pp.VB == 0 {
+		ca, cb := k.BM/pp.VA, k.BN/pp.VB
+		pp.Even = threads%ca == 0 && threads%cb == 0 && k.BP%(threads/ca) == 0 && k.BP%(threads/cb) == 0
+	}
+	return pp
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -94,13 +152,19 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.L = s.N * s.P() * s.Q()
 	mm := gradmma.For(p, "dW")
 	g.KStep = mm.KStep
-	if k.Split > 0 {
+	if k.Stage == 2 && k.Split > 0 && k.BP > 0 {
+		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, k.BP), k.Split) * k.BP
+	} else if k.Split > 0 {
 		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), k.Split) * g.KStep
 	}
 	g.SharedBytes = 4 * k.BM * (k.BN + 1)
 	if k.Stage == 1 {
 		g.Staging = gradmma.Stage(p, mm, k.BM, k.BN, g.Threads)
 		g.SharedBytes = max(g.SharedBytes, g.Staging.Bytes)
+	}
+	if k.Stage == 2 {
+		g.Pipe = newPipe(p, k, g.Threads)
+		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
 	}
 	if k.BN > 0 && k.BM > 0 {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
@@ -119,12 +183,26 @@ var (
 	spaceSplit  = []int{1, 2, 4, 8}
 	spaceUnroll = []int{1, 2}
 	spaceStage  = []int{0, 1}
+	// Stage=2's tiles (BM × BN on WM × WN warps) and (BP, Stages).
+	spacePipeTiles  = [][4]int{{32, 32, 1, 1}, {64, 64, 2, 2}, {128, 64, 2, 2}, {64, 128, 2, 2}, {128, 128, 2, 4}}
+	spacePipeStages = [][2]int{{32, 4}, {64, 3}}
 )
 
 // Space implements family.Family. Without an sm_90 device (or limits for
 // one) every configuration is listed as rejected.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
+	piped := false // a Stage=2 candidate is kept
+	for _, tile := range spacePipeTiles {
+		for _, ps := range spacePipeStages {
+			for _, sp := range spaceSplit {
+				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1]}
+				r := reject(p, k, lim)
+				piped = piped || r.Rule == ""
+				out = append(out, family.NewCandidate(f.Name(), k, r))
+			}
+		}
+	}
 	for _, bm := range spaceBM {
 		for _, bn := range spaceBN {
 			for _, w := range spaceWarps {
@@ -135,7 +213,11 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 								continue // Unroll applies to Stage=0
 							}
 							k := knobs{BM: bm, BN: bn, WM: w[0], WN: w[1], Split: sp, Unroll: u, Stage: st}
-							out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+							r := reject(p, k, lim)
+							if r.Rule == "" && piped {
+								r = family.Soft("pipeline", "Stage=2 serves this shape")
+							}
+							out = append(out, family.NewCandidate(f.Name(), k, r))
 						}
 					}
 				}
@@ -147,11 +229,44 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 
 // check says what is wrong with a configuration's knobs, or "".
 func check(k knobs) string {
-	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, k.Stage); msg != "" {
+	if k.Stage < 0 || k.Stage > 2 {
+		return "Stage 0, 1 or 2"
+	}
+	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, min(k.Stage, 1)); msg != "" {
 		return msg
 	}
 	if k.Split < 1 || k.Split > 8 {
 		return "Split 1 to 8 (a portable cluster)"
+	}
+	if k.Stage != 2 {
+		if k.BP != 0 || k.Stages != 0 {
+			return "BP and Stages are Stage=2's"
+		}
+		return ""
+	}
+	switch {
+	case k.BP < 16 || k.BP > 128 || k.BP%16 != 0:
+		return "BP a multiple of 16 from 16 to 128 (whole k steps)"
+	case k.Stages < 2 || k.Stages > 6:
+		return "Stages 2 to 6"
+	case k.BM%32 != 0 || k.BN%32 != 0:
+		return "Stage=2: BM and BN multiples of 32 (padded shared rows read without bank conflicts)"
+	case k.BN/k.WN%16 != 0:
+		return "Stage=2: warp tiles of an even number of n8 fragments (BN a multiple of 16·WN)"
+	}
+	return ""
+}
+
+// checkPipe says what a Stage=2 configuration of geometry g lacks for p,
+// or "".
+func checkPipe(p problem.Problem, g geometry) string {
+	switch {
+	case p.Layout != problem.NHWC:
+		return "Stage=2 is NHWC's (rows of K and C contiguous elements)"
+	case g.Pipe.VA == 0 || g.Pipe.VB == 0:
+		return fmt.Sprintf("Stage=2 copies rows of a multiple of 4 bytes (K=%d, C=%d)", p.Shape.K, p.Shape.C)
+	case !g.Pipe.Even:
+		return "the threads do not split a tile's copies evenly"
 	}
 	return ""
 }
@@ -164,6 +279,14 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	}
 	g := geom(p, k)
 	accRegs := g.Acc
+	if k.Stage == 2 {
+		if msg := checkPipe(p, g); msg != "" {
+			return family.Hard("shape", "%s", msg)
+		}
+		if g.SharedBytes > lim.MaxSharedPerBlock {
+			return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
+		}
+	}
 	switch {
 	case lim.Arch != 0 && lim.Arch < 90:
 		return family.Hard("arch", "wgradmma needs thread-block clusters (sm_90), not sm_%d", lim.Arch)
@@ -173,7 +296,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return g.Staging.Reject(g.Acc, 1, 112)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
-	case g.SharedBytes > 48*1024:
+	case k.Stage < 2 && g.SharedBytes > 48*1024:
 		return family.Hard("shared memory", "%d B per block > 48 KiB", g.SharedBytes)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d channel tiles > 65535 (gridDim.y)", g.TilesM)
@@ -208,8 +331,16 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
 	}
-	if g.SharedBytes > 48*1024 {
+	if k.Stage < 2 && g.SharedBytes > 48*1024 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > 48 KiB (no opt-in)", cfg, g.SharedBytes)
+	}
+	if k.Stage == 2 {
+		if msg := checkPipe(p, g); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+		}
+		if g.SharedBytes > maxShared {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > %d", cfg, g.SharedBytes, maxShared)
+		}
 	}
 	if k.Stage == 1 && !g.Staging.Even {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d threads do not split the staged chunk evenly", cfg, g.Threads)
@@ -224,7 +355,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Name, Config, PrecisionDoc, TypeName, MMAShape string
 		Split3                                         bool
 	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3}
-	src, err := family.Render(templateFS, f.Template(), data)
+	file := f.Template()
+	if k.Stage == 2 {
+		file = "pipeline.cu.tmpl"
+	}
+	src, err := family.Render(templateFS, file, data, "reduce.tmpl")
 	if err != nil {
 		return family.Kernel{}, err
 	}
