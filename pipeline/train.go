@@ -86,6 +86,9 @@ func RunTrain(ctx context.Context, r Request) (TrainResult, error) {
 		op := o.Problem.Op
 		logf(r.Log, "op %s:\n", op)
 		rec, outcome, c, err := trainRecord(ctx, o, cache)
+		if errors.Is(err, ErrNoRecord) {
+			return res, fmt.Errorf("op %s: %w; a training package needs the records of all three ops (-untuned does not go with -train; a cuda build on a GPU tunes what is missing)", op, err)
+		}
 		if err != nil {
 			return res, fmt.Errorf("op %s: %w", op, err)
 		}

@@ -37,6 +37,7 @@ type ConfigPackage struct {
 	Pkg          string `json:"pkg,omitempty"`   // as -pkg (default: out's name)
 	Cache        string `json:"cache,omitempty"` // as -cache (default: the Config's)
 	Torch        string `json:"torch,omitempty"` // as -torch (default: none)
+	Train        bool   `json:"train,omitempty"` // as -train (default: one op's package)
 }
 
 // maxConfigBytes bounds a config file.
@@ -92,6 +93,9 @@ func (p ConfigPackage) args(c Config, path string) []string {
 	if p.Torch != "" {
 		args = append(args, "-torch", rel(p.Torch))
 	}
+	if p.Train {
+		args = append(args, "-train")
+	}
 	for _, f := range []struct{ name, v string }{{"-precision", p.Precision}, {"-layout", p.Layout}, {"-epilogue", p.Epilogue}, {"-op", p.Op}, {"-out-precision", p.OutPrecision}, {"-pkg", p.Pkg}} {
 		if f.v != "" {
 			args = append(args, f.name, f.v)
@@ -140,7 +144,7 @@ func runConfig(ctx context.Context, path string, rest []string, stdout, stderr i
 		n, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
 		case !strings.HasPrefix(a, "-"):
-		case n == "shape" || n == "o" || n == "out" || n == "pkg" || n == "precision" || n == "layout" || n == "epilogue" || n == "op" || n == "out-precision" || n == "cache":
+		case n == "shape" || n == "o" || n == "out" || n == "pkg" || n == "precision" || n == "layout" || n == "epilogue" || n == "op" || n == "train" || n == "out-precision" || n == "cache":
 			return usageError{fmt.Errorf("-config: %s belongs in the config file, one per package", clip.Text(a))}
 		case n == "report":
 			return usageError{errors.New("-config: -report would write the reports of every package to one directory, each replacing the last; leave the reports in their packages")}

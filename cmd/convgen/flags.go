@@ -48,6 +48,7 @@ type config struct {
 	torch     string // where the PyTorch module goes, beside the package ("" none)
 	untuned   bool   // without a GPU and a record: write an untuned package
 	into      bool   // -o .: convgen's files go among the user's (gen.WriteInto)
+	train     bool   // the training package: the three ops' kernels in one package (pipeline.RunTrain)
 	verbose   bool   // with list: the rejected candidates too, with their reasons
 	shapeText string
 	// tuningSet names the tuning flags given on the command line (they
@@ -167,6 +168,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
 	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX) or wgrad (the filter and bias gradients dW, dBias); docs/families.md#ops")
+	fs.BoolVar(&c.train, "train", false, "the training package: tune (or replay) fprop, dgrad and wgrad, each its own record, and write one package whose Kernel has Forward, BackwardData and BackwardFilter (not with -op, -epilogue, -out-precision)")
 	once(fs, &chain, "epilogue", "", "", "chain applied to each output after the bias, in order, e.g. scale_shift,relu or residual(0.5),gelu (docs/epilogue.md)")
 	once(fs, &outPrec, "out-precision", "", "", "the output's element type when it is not the input's: fp32, fp16 or bf16 (e.g. tf32 stored as bf16, fp16 stored as fp32); forward op only (docs/epilogue.md#output-precision)")
 	once(fs, &c.out, "out", "o", "", "directory of the generated package (written atomically)")
@@ -234,6 +236,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 		// and package as without the flag.
 		c.problem = c.problem.Canonical()
 	}
+	if err := c.checkTrain(fs.Changed("op")); err != nil {
+		return c, usageError{err}
+	}
 	if err := c.problem.Validate(); err != nil {
 		return c, usageError{fmt.Errorf("-op %s: %w", c.problem.Op, err)}
 	}
@@ -294,6 +299,30 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 		return c, usageError{errors.New("-cache must name a file")}
 	}
 	return c, nil
+}
+
+// checkTrain checks -train against the flags it does not go with: -op
+// (it makes all three), an epilogue chain and an output precision (which
+// the gradients refuse), and the flags of one op's search or package.
+func (c config) checkTrain(opGiven bool) error {
+	if !c.train {
+		return nil
+	}
+	switch {
+	case opGiven:
+		return errors.New("-train and -op: give one (-train makes the package of all three ops, fprop, dgrad and wgrad; -op one op's)")
+	case len(c.problem.Epilogue) > 0:
+		return fmt.Errorf("-train does not go with -epilogue %s: op dgrad and op wgrad refuse an epilogue chain (%w); write the fused forward with -epilogue alone", c.problem.Epilogue, problem.ErrEpilogueOp)
+	case c.problem.OutDiffers():
+		return fmt.Errorf("-train does not go with -out-precision %s: op dgrad and op wgrad refuse an output precision (%w)", c.problem.OutPrecision, problem.ErrOutPrecisionOp)
+	case c.compile || c.list:
+		return errors.New("-train goes with a package to write, not -compile-only or -list (which take one op: -op)")
+	case len(c.pin) > 0:
+		return errors.New("-train does not go with -pin: a pinned candidate is of one op's family (-op)")
+	case c.untuned:
+		return errors.New("-train does not go with -untuned: a training package carries tuned kernels (-untuned writes one op's package, -op)")
+	}
+	return nil
 }
 
 // checkTorch checks -torch: a directory of its own (not -o's or
@@ -395,6 +424,9 @@ func (c config) command() string {
 		"-pkg", c.pkg, "-o", filepath.ToSlash(c.out), "-cache", filepath.ToSlash(c.cache)}
 	if c.problem.Op != problem.OpFprop {
 		parts = append(parts, "-op", c.problem.Op.String())
+	}
+	if c.train {
+		parts = append(parts, "-train")
 	}
 	if len(c.problem.Epilogue) > 0 {
 		parts = append(parts, "-epilogue", c.problem.Epilogue.String())

@@ -11,10 +11,11 @@ import (
 	"github.com/convgen/convgen/pipeline"
 )
 
-// generate runs what the command line asks: -compile-only, -list, or the
-// package (pipeline.Run).
+// generate runs what the command line asks: -compile-only, -list, the
+// package (pipeline.Run), or with -train the training package
+// (pipeline.RunTrain).
 func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
-	if err := pipeline.Served(c.problem); err != nil {
+	if err := pipeline.Served(c.problem); err != nil && !c.train { // RunTrain checks each op, naming it
 		return err
 	}
 	var progress io.Writer = stderr
@@ -40,6 +41,10 @@ func generate(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	req, err := c.request(stdout, progress)
 	if err != nil {
+		return err
+	}
+	if c.train {
+		_, err = pipeline.RunTrain(ctx, req)
 		return err
 	}
 	_, err = pipeline.Run(ctx, req)
