@@ -51,7 +51,8 @@ var templateFS embed.FS
 //     Overlap=1 (where the stores already run beside the next tile's
 //     wgmmas) right before the stores; 2: prefetched into L2 a tile ahead
 //     (prefetch.L2 per 128-byte line, spread over the warpgroup), read in
-//     the epilogue as with 0.
+//     the epilogue as with 0. The search tries 0 and 1; 2 only renders
+//     for a pin (slower on an H100: see residualPrefetches).
 type Family struct{}
 
 // Name implements family.Family.
@@ -110,10 +111,13 @@ type wgmmaHalfKnobs struct {
 }
 
 // residualPrefetches is the ResidualPrefetch values the search tries for
-// p: 0 to 2 when p's chain reads a residual, else only 0.
+// p: 0 and 1 when p's chain reads a residual, else only 0. 2 renders (a
+// pin) but is not searched: on the flagship with residual,relu (H100, fp16
+// NHWC) it took 0.262 ms against 0's 0.224 and 1's 0.204
+// (docs/performance.md).
 func residualPrefetches(p problem.Problem) []int {
 	if p.Epilogue.NeedsResidual() {
-		return []int{0, 1, 2}
+		return []int{0, 1}
 	}
 	return []int{0}
 }

@@ -56,7 +56,8 @@ var templateFS embed.FS
 //     issued right after the row's wgmmas, so that they land while the
 //     wgmmas run; 2: prefetched into L2 a row ahead (prefetch.L2 per
 //     128-byte line, spread over the warpgroup), read in the epilogue as
-//     with 0.
+//     with 0. The search tries only 0; 1 and 2 render for a pin (slower
+//     on an H100: see residualPrefetches).
 type Family struct{}
 
 // Name implements family.Family.
@@ -105,11 +106,11 @@ type wgmmaRowKnobs struct {
 }
 
 // residualPrefetches is the ResidualPrefetch values the search tries for
-// p: 0 to 2 when p's chain reads a residual, else only 0.
-func residualPrefetches(p problem.Problem) []int {
-	if p.Epilogue.NeedsResidual() {
-		return []int{0, 1, 2}
-	}
+// p: only 0. 1 and 2 render (a pin) but are not searched: on the flagship
+// with residual,relu (H100, tf32 NCHW, TileK=48, RowsPerBlock=214) they
+// took 0.427–0.466 and 0.797–0.858 ms against 0's 0.388–0.390
+// (docs/performance.md).
+func residualPrefetches(problem.Problem) []int {
 	return []int{0}
 }
 
