@@ -31,11 +31,32 @@ func fixture(t *testing.T, device string, sms int) tunecache.Record {
 	return cachetest.Record(t, device, sms)
 }
 
+// gradFixture is fwd's record for op (dgrad or wgrad) of the same problem
+// on the same device (cachetest.OpRecord).
+func gradFixture(t *testing.T, fwd tunecache.Record, op problem.Op) tunecache.Record {
+	return cachetest.OpRecord(t, fwd, op)
+}
+
 // testRequest is the request of a package for the flagship, fp32 NCHW.
 func testRequest(t *testing.T, out, cache string) Request {
 	t.Helper()
 	return Request{Problem: flagshipProblem(t), Out: out, Pkg: "alexnet", Cache: cache,
 		Command: "convgen -shape " + flagship + " -o " + filepath.ToSlash(out), Log: io.Discard}
+}
+
+// cachedRequest is testRequest in a directory of its own: the package
+// goes to alexnet in it, the cache cache.json there holds recs, and with
+// torch the PyTorch module goes to alexnet_torch beside the package.
+func cachedRequest(t *testing.T, torch bool, recs ...tunecache.Record) Request {
+	t.Helper()
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache.json")
+	putRecords(t, cache, recs...)
+	r := testRequest(t, filepath.Join(dir, "alexnet"), cache)
+	if torch {
+		r.Torch = filepath.Join(dir, "alexnet_torch")
+	}
+	return r
 }
 
 // listDir lists the names in dir, sorted.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,16 +155,12 @@ func trainRecord(ctx context.Context, o Request, cache *tunecache.Cache) (tuneca
 }
 
 // writeTrain renders the training package of the three ops' records in
-// res, its reports and the PyTorch module, and writes them (as
-// writeFiles does for one op's package).
+// res, its reports and the PyTorch module, and writes them
+// (writeOutputs, as writeFiles does for one op's package).
 func writeTrain(r Request, reqs [3]Request, cands [3][]report.Candidate, res *TrainResult) error {
-	prefix := "" // of the reports' names
 	t := gen.Train{Package: r.Pkg, Command: r.Command}
 	if r.Into {
 		t.FilePrefix = gen.FilesPrefix
-		if r.ReportDir == "" {
-			prefix = gen.FilesPrefix
-		}
 	}
 	var data [3]report.Data
 	for i, o := range reqs {
@@ -186,41 +181,13 @@ func writeTrain(r Request, reqs [3]Request, cands [3][]report.Candidate, res *Tr
 			return fmt.Errorf("generate PyTorch module: %w", err)
 		}
 	}
-	reportDir := r.ReportDir
-	if reportDir == "" {
-		reportDir = r.Out
-	}
-	reports, err := trainReports(reportDir, prefix, data, cands)
+	reports, err := trainReports(reportDir(r), reportPrefix(r), data, cands)
 	if err != nil {
 		return err
 	}
-	if r.ReportDir == "" {
-		maps.Copy(files, reports)
-	}
-	write := gen.Write
-	if r.Into {
-		write = func(dir string, files map[string][]byte) error { return gen.WriteInto(dir, gen.FilesPrefix, files) }
-	}
-	if err := write(r.Out, files); err != nil {
-		return fmt.Errorf("write package: %w", err)
-	}
-	res.Files = slices.Sorted(maps.Keys(files))
-	logf(r.Log, "wrote training package %s to %s (%d files)\n", r.Pkg, r.Out, len(files))
-	if torchFiles != nil {
-		if err := torchmod.WriteFiles(r.Torch, torchFiles); err != nil {
-			return fmt.Errorf("write PyTorch module: %w", err)
-		}
-		res.TorchFiles = slices.Sorted(maps.Keys(torchFiles))
-		logf(r.Log, "wrote PyTorch module %s to %s (%d files), its backward convgen's dgrad and wgrad kernels\n", filepath.Base(filepath.Clean(r.Torch)), r.Torch, len(torchFiles))
-	}
-	if r.ReportDir != "" {
-		if err := gen.WriteReports(r.ReportDir, reports); err != nil {
-			return fmt.Errorf("write reports: %w", err)
-		}
-		res.Reports = slices.Sorted(maps.Keys(reports))
-		logf(r.Log, "wrote the reports to %s (%d files)\n", r.ReportDir, len(reports))
-	}
-	return nil
+	w, err := writeOutputs(r, "training package", files, torchFiles, reports, ", its backward convgen's dgrad and wgrad kernels")
+	res.Files, res.TorchFiles, res.Reports = w.files, w.torchFiles, w.reports
+	return err
 }
 
 // trainReports renders the reports of a training package: REPORT.md, the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/gen/torchmod"
+	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
 )
@@ -28,11 +30,8 @@ func trainRecords(t *testing.T) []tunecache.Record {
 // reports of the three; a second replay writes the same bytes.
 func TestRunTrainReplay(t *testing.T) {
 	needNoGPU(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache.json")
 	recs := trainRecords(t)
-	putRecords(t, cache, recs...)
-	r := testRequest(t, filepath.Join(dir, "alexnet"), cache)
+	r := cachedRequest(t, false, recs...)
 	r.Command += " -train"
 	res, err := RunTrain(context.Background(), r)
 	if err != nil {
@@ -77,11 +76,11 @@ func TestRunTrainReplay(t *testing.T) {
 			t.Errorf("REPORT.md lacks %q", h)
 		}
 	}
-	before := readAll(t, r.Out)
+	before := testfs.ReadTree(t, r.Out)
 	if _, err := RunTrain(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	if after := readAll(t, r.Out); !mapsEqual(before, after) {
+	if after := testfs.ReadTree(t, r.Out); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Error("a second replay changed the package")
 	}
 }
@@ -112,11 +111,7 @@ func TestRunTrainRefuses(t *testing.T) {
 		{"untuned", recs, func(r *Request) { r.Untuned = true }, ErrInvalid, "-untuned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			cache := filepath.Join(dir, "cache.json")
-			putRecords(t, cache, tc.recs...)
-			r := testRequest(t, filepath.Join(dir, "alexnet"), cache)
-			r.Torch = filepath.Join(dir, "alexnet_torch")
+			r := cachedRequest(t, true, tc.recs...)
 			if tc.change != nil {
 				tc.change(&r)
 			}
@@ -137,11 +132,7 @@ func TestRunTrainRefuses(t *testing.T) {
 // module the package's dgrad and wgrad kernels for its backward.
 func TestRunTrainTorch(t *testing.T) {
 	needNoGPU(t)
-	dir := t.TempDir()
-	cache := filepath.Join(dir, "cache.json")
-	putRecords(t, cache, trainRecords(t)...)
-	r := testRequest(t, filepath.Join(dir, "alexnet"), cache)
-	r.Torch = filepath.Join(dir, "alexnet_torch")
+	r := cachedRequest(t, true, trainRecords(t)...)
 	res, err := RunTrain(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
@@ -159,30 +150,4 @@ func TestRunTrainTorch(t *testing.T) {
 			t.Errorf("kernel.json lacks ops.%s (%d torch files)", op, len(res.TorchFiles))
 		}
 	}
-}
-
-// readAll reads every file in dir.
-func readAll(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	for _, name := range listDir(t, dir) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = b
-	}
-	return files
-}
-
-func mapsEqual(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }

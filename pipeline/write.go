@@ -59,14 +59,11 @@ func recordBinding(r Request, rec tunecache.Record) (gen.Binding, error) {
 }
 
 // writeFiles renders the package of b and the reports of data and writes
-// them (writePackage), naming what it wrote in res.
+// them (writeOutputs), naming what it wrote in res.
 func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candidate, res *Result) error {
-	prefix := "" // of the reports' names
+	prefix := reportPrefix(r)
 	if r.Into {
 		b.FilePrefix = gen.FilesPrefix
-		if r.ReportDir == "" {
-			prefix = gen.FilesPrefix
-		}
 	}
 	files, err := gen.Files(b)
 	if err != nil {
@@ -87,13 +84,45 @@ func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candi
 	if err != nil {
 		return err
 	}
-	reportDir := r.ReportDir
-	if reportDir == "" {
-		reportDir = r.Out
-	}
 	if cands == nil {
-		maps.Copy(reports, carriedReports(reportDir, prefix, data))
+		maps.Copy(reports, carriedReports(reportDir(r), prefix, data))
 	}
+	w, err := writeOutputs(r, "package", files, torchFiles, reports, "")
+	res.Files, res.TorchFiles, res.Reports = w.files, w.torchFiles, w.reports
+	return err
+}
+
+// reportPrefix is the prefix of the reports' names: the package's file
+// prefix where they go into a package written with Into, else none.
+func reportPrefix(r Request) string {
+	if r.Into && r.ReportDir == "" {
+		return gen.FilesPrefix
+	}
+	return ""
+}
+
+// reportDir is where the reports of r go: ReportDir, else the package.
+func reportDir(r Request) string {
+	if r.ReportDir == "" {
+		return r.Out
+	}
+	return r.ReportDir
+}
+
+// written names the files writeOutputs wrote: the package's, the PyTorch
+// module's and the reports' in their own directory, each sorted.
+type written struct {
+	files, torchFiles, reports []string
+}
+
+// writeOutputs writes what writeFiles and writeTrain rendered, in this
+// order: the package (files, with the reports unless r.ReportDir; into
+// r.Out, or beside its other files with r.Into), the PyTorch module
+// (torchFiles, where not nil) and the reports to r.ReportDir, logging each.
+// what names the package in the log ("package"), torchNote ends the
+// module's log line. It names what it wrote even when a later step fails.
+func writeOutputs(r Request, what string, files, torchFiles, reports map[string][]byte, torchNote string) (written, error) {
+	var w written
 	if r.ReportDir == "" {
 		maps.Copy(files, reports)
 	}
@@ -102,25 +131,25 @@ func writeFiles(r Request, b gen.Binding, data report.Data, cands []report.Candi
 		write = func(dir string, files map[string][]byte) error { return gen.WriteInto(dir, gen.FilesPrefix, files) }
 	}
 	if err := write(r.Out, files); err != nil {
-		return fmt.Errorf("write package: %w", err)
+		return w, fmt.Errorf("write package: %w", err)
 	}
-	res.Files = slices.Sorted(maps.Keys(files))
-	logf(r.Log, "wrote package %s to %s (%d files)\n", r.Pkg, r.Out, len(files))
+	w.files = slices.Sorted(maps.Keys(files))
+	logf(r.Log, "wrote %s %s to %s (%d files)\n", what, r.Pkg, r.Out, len(files))
 	if torchFiles != nil {
 		if err := torchmod.WriteFiles(r.Torch, torchFiles); err != nil {
-			return fmt.Errorf("write PyTorch module: %w", err)
+			return w, fmt.Errorf("write PyTorch module: %w", err)
 		}
-		res.TorchFiles = slices.Sorted(maps.Keys(torchFiles))
-		logf(r.Log, "wrote PyTorch module %s to %s (%d files)\n", filepath.Base(filepath.Clean(r.Torch)), r.Torch, len(torchFiles))
+		w.torchFiles = slices.Sorted(maps.Keys(torchFiles))
+		logf(r.Log, "wrote PyTorch module %s to %s (%d files)%s\n", filepath.Base(filepath.Clean(r.Torch)), r.Torch, len(torchFiles), torchNote)
 	}
 	if r.ReportDir != "" {
 		if err := gen.WriteReports(r.ReportDir, reports); err != nil {
-			return fmt.Errorf("write reports: %w", err)
+			return w, fmt.Errorf("write reports: %w", err)
 		}
-		res.Reports = slices.Sorted(maps.Keys(reports))
+		w.reports = slices.Sorted(maps.Keys(reports))
 		logf(r.Log, "wrote the reports to %s (%d files)\n", r.ReportDir, len(reports))
 	}
-	return nil
+	return w, nil
 }
 
 // The reports' file names.
