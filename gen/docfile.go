@@ -60,6 +60,20 @@ func epilogueLine(c epilogue.Chain) string {
 	return line
 }
 
+// docWriters are what writes a doc comment's text into b: para adds a
+// wrapped paragraph, code adds lines of a code block, and both end with a
+// blank line.
+func docWriters(b *strings.Builder) (para func(format string, args ...any), code func(lines ...string)) {
+	para = func(format string, args ...any) { b.WriteString(wrap(fmt.Sprintf(format, args...)) + "\n\n") }
+	code = func(lines ...string) {
+		for _, l := range lines {
+			b.WriteString("\t" + l + "\n")
+		}
+		b.WriteString("\n")
+	}
+	return para, code
+}
+
 // genDoc renders doc.go: the package comment is the package's manual.
 func genDoc(s *spec) *jen.File {
 	f := s.newFile("")
@@ -67,15 +81,7 @@ func genDoc(s *spec) *jen.File {
 	in, filter, out := layoutDoc(s.Problem.Layout)
 	input, filt, bias, output := sh.Elements()
 	var b strings.Builder
-	// para adds a wrapped paragraph, code adds lines of a code block, and
-	// both end with a blank line.
-	para := func(format string, args ...any) { b.WriteString(wrap(fmt.Sprintf(format, args...)) + "\n\n") }
-	code := func(lines ...string) {
-		for _, l := range lines {
-			b.WriteString("\t" + l + "\n")
-		}
-		b.WriteString("\n")
-	}
+	para, code := docWriters(&b)
 
 	if s.Untuned {
 		para("Package %s runs one CUDA convolution kernel that convgen generated for a single problem, fixed when the package was generated. UNTUNED: nothing was measured; the kernel is a heuristic default configuration, embedded as PTX only, correct but not tuned for speed. Tune it on a GPU (convgen without -untuned, in a build with the cuda tag) and commit the cache to replace it:", s.Package)

@@ -103,37 +103,57 @@ type spec struct {
 
 // Files renders every file of the package: name → content.
 func Files(b Binding) (map[string][]byte, error) {
-	if b.FilePrefix != "" && !filePrefix.MatchString(b.FilePrefix) {
-		return nil, fmt.Errorf("gen: file prefix %q: want lower-case letters, digits and underscores, starting with a letter", b.FilePrefix)
+	if err := checkFilePrefix(b.FilePrefix); err != nil {
+		return nil, err
 	}
 	s, err := newSpec(b)
 	if err != nil {
 		return nil, err
 	}
-	type fileGen struct {
-		name string
-		gen  func(*spec) *jen.File
-	}
-	gens := []fileGen{
+	files, err := renderFiles(s, b.FilePrefix, []fileGen[*spec]{
 		{docFile, genDoc},
 		{shapeFile, genShape},
 		{kernelFile, genKernel},
 		{kernelTestFile, genKernelTest},
 		{shapeTestFile, genShapeTest},
-	}
-	files := make(map[string][]byte, len(gens)+2)
-	for _, g := range gens {
-		src, err := render(g.gen(s))
-		if err != nil {
-			return nil, fmt.Errorf("gen: %s: %w", g.name, err)
-		}
-		files[b.FilePrefix+g.name] = src
+	}, 2)
+	if err != nil {
+		return nil, err
 	}
 	if s.cubinName != "" { // none in an untuned package
 		files[s.cubinName] = bytes.Clone(b.CUBIN)
 	}
 	files[b.FilePrefix+ptxFile] = []byte(s.ptx)
 	return files, nil
+}
+
+// fileGen renders one Go file of a package from its spec S.
+type fileGen[S any] struct {
+	name string
+	gen  func(S) *jen.File
+}
+
+// renderFiles renders each of gens from s, named with prefix, into a map
+// with room for extra more files.
+func renderFiles[S any](s S, prefix string, gens []fileGen[S], extra int) (map[string][]byte, error) {
+	files := make(map[string][]byte, len(gens)+extra)
+	for _, g := range gens {
+		src, err := render(g.gen(s))
+		if err != nil {
+			return nil, fmt.Errorf("gen: %s: %w", g.name, err)
+		}
+		files[prefix+g.name] = src
+	}
+	return files, nil
+}
+
+// checkFilePrefix refuses a Binding.FilePrefix that filePrefix does not
+// match.
+func checkFilePrefix(prefix string) error {
+	if prefix != "" && !filePrefix.MatchString(prefix) {
+		return fmt.Errorf("gen: file prefix %q: want lower-case letters, digits and underscores, starting with a letter", prefix)
+	}
+	return nil
 }
 
 // filePrefix is what Binding.FilePrefix may be: no path, nothing the go

@@ -387,6 +387,17 @@ func TestFilesRejects(t *testing.T) {
 // a throwaway module: always without tags, and with the cuda tag when the
 // CUDA headers are at hand.
 func TestCompile(t *testing.T) {
+	compile := packageCompiler(t)
+	for _, b := range allBindings(t) {
+		t.Run(b.Package, func(t *testing.T) { compile(t, b.Package, files(t, b)) })
+	}
+}
+
+// packageCompiler skips a short test; otherwise it returns compilePackage
+// with this module's go.sum and the CUDA headers' environment, which
+// CONVGEN_REQUIRE_CUDA_HEADERS=1 requires.
+func packageCompiler(t *testing.T) func(t *testing.T, name string, pkgFiles map[string][]byte) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
@@ -395,8 +406,9 @@ func TestCompile(t *testing.T) {
 	if cudaEnv == nil && os.Getenv("CONVGEN_REQUIRE_CUDA_HEADERS") == "1" {
 		t.Fatalf("CONVGEN_REQUIRE_CUDA_HEADERS=1 but %s", cudaWhy)
 	}
-	for _, b := range allBindings(t) {
-		t.Run(b.Package, func(t *testing.T) { compilePackage(t, gosum, cudaEnv, cudaWhy, b.Package, files(t, b)) })
+	return func(t *testing.T, name string, pkgFiles map[string][]byte) {
+		t.Helper()
+		compilePackage(t, gosum, cudaEnv, cudaWhy, name, pkgFiles)
 	}
 }
 

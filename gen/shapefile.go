@@ -43,11 +43,7 @@ func floatLit(v float64) jen.Code {
 // genShape renders shape.go: the problem and the launch as constants.
 func genShape(s *spec) *jen.File {
 	f := s.newFile("")
-	sh := s.shape
-	in, filter, bias, out := sh.Elements()
-	lit := func(v any) jen.Code { return jen.Lit(v) }
-
-	sizeConsts(f, sh)
+	sizeConsts(f, s.shape)
 	if op := s.Problem.Op; op != problem.OpFprop {
 		genGradShape(f, s)
 		return f
@@ -59,26 +55,52 @@ func genShape(s *spec) *jen.File {
 			{name: "OutputElementBytes", doc: fmt.Sprintf("bytes of one element of out (and of a residual): %s, the output precision", p.OutPrecision), value: lit(p.OutElementBytes())},
 		}
 	}
-	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", append([]constant{
-		{name: "ElementBytes", doc: elemDoc, value: lit(s.elem.bytes)},
-		{name: "InputElems", doc: "N*C*H*W", value: lit(in)},
-		{name: "FilterElems", doc: "K*(C/Groups)*R*S", value: lit(filter)},
-		{name: "BiasElems", doc: "K, or 0 without bias", value: lit(bias)},
-		{name: "OutputElems", doc: "N*K*P*Q", value: lit(out)},
-		{name: "FLOPs", doc: "multiply-adds of one Forward, two operations each", value: floatLit(sh.FLOPs())},
+	cs := tensorConsts(s, tensorDocs{elem: elemDoc, input: "N*C*H*W", filter: "K*(C/Groups)*R*S", bias: "K, or 0 without bias",
+		output: "N*K*P*Q", flops: "multiply-adds of one Forward, two operations each"})
+	cs = append(append(cs, kernelConsts(s)...), outConsts...)
+	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", cs)
+	return f
+}
+
+// lit is a literal constant value.
+func lit(v any) jen.Code { return jen.Lit(v) }
+
+// tensorDocs are the line comments of tensorConsts' constants that differ
+// between packages: ElementBytes', the element counts' and FLOPs'.
+type tensorDocs struct {
+	elem, input, filter, bias, output, flops string
+}
+
+// tensorConsts are the constants of the tensors and the work of s's
+// problem: element size and counts, FLOPs, the shape, the precision and
+// the layout.
+func tensorConsts(s *spec, d tensorDocs) []constant {
+	sh := s.shape
+	in, filter, bias, out := sh.Elements()
+	return []constant{
+		{name: "ElementBytes", doc: d.elem, value: lit(s.elem.bytes)},
+		{name: "InputElems", doc: d.input, value: lit(in)},
+		{name: "FilterElems", doc: d.filter, value: lit(filter)},
+		{name: "BiasElems", doc: d.bias, value: lit(bias)},
+		{name: "OutputElems", doc: d.output, value: lit(out)},
+		{name: "FLOPs", doc: d.flops, value: floatLit(sh.FLOPs())},
 		{name: "Shape", doc: "canonical shape", value: lit(sh.String())},
 		{name: "Precision", doc: s.elem.arith, value: lit(string(s.Problem.Precision)), typ: jen.Qual(problemPath, "Precision")},
 		{name: "Layout", doc: "filter " + s.Problem.Layout.FilterLayout(), value: lit(string(s.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
+	}
+}
+
+// kernelConsts are the constants of a one-op package's kernel.
+func kernelConsts(s *spec) []constant {
+	return []constant{
 		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
 		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
-	}, outConsts...))
-	return f
+	}
 }
 
 // sizeConsts adds the constants of the convolution's sizes, which every
 // package has.
 func sizeConsts(f *jen.File, sh problem.Shape) {
-	lit := func(v any) jen.Code { return jen.Lit(v) }
 	constGroup(f, "The convolution's sizes (the package documentation says what it computes).", []constant{
 		{name: "N", doc: "batch size", value: lit(sh.N)},
 		{name: "C", doc: "input channels", value: lit(sh.C)},
@@ -104,28 +126,15 @@ func sizeConsts(f *jen.File, sh problem.Shape) {
 // tensors by their forward names (InputElems is X's and dX's count,
 // OutputElems dY's), the op and its work.
 func genGradShape(f *jen.File, s *spec) {
-	sh := s.shape
-	in, filter, bias, out := sh.Elements()
-	lit := func(v any) jen.Code { return jen.Lit(v) }
 	method := gradMethod(s.Problem.Op)
 	biasDoc := "K, or 0 without bias"
 	if s.Problem.Op == problem.OpWgrad {
 		biasDoc = "K float32 values of dBias, or 0 without bias"
 	}
-	constGroup(f, fmt.Sprintf("The tensors and the work of one %s, and what the kernel was tuned for.", method), []constant{
-		{name: "Op", doc: "the computation: " + s.Problem.Op.String(), value: problemQ(opConst(s.Problem.Op)), typ: jen.Qual(problemPath, "Op")},
-		{name: "ElementBytes", doc: "bytes of one element of X, dX, W, dW and dY", value: lit(s.elem.bytes)},
-		{name: "InputElems", doc: "N*C*H*W, of X and dX", value: lit(in)},
-		{name: "FilterElems", doc: "K*(C/Groups)*R*S, of W and dW", value: lit(filter)},
-		{name: "BiasElems", doc: biasDoc, value: lit(bias)},
-		{name: "OutputElems", doc: "N*K*P*Q, of dY", value: lit(out)},
-		{name: "FLOPs", doc: "multiply-adds of one " + method + ", two operations each", value: floatLit(sh.FLOPs())},
-		{name: "Shape", doc: "canonical shape", value: lit(sh.String())},
-		{name: "Precision", doc: s.elem.arith, value: lit(string(s.Problem.Precision)), typ: jen.Qual(problemPath, "Precision")},
-		{name: "Layout", doc: "filter " + s.Problem.Layout.FilterLayout(), value: lit(string(s.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
-		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
-		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
-	})
+	cs := []constant{{name: "Op", doc: "the computation: " + s.Problem.Op.String(), value: problemQ(opConst(s.Problem.Op)), typ: jen.Qual(problemPath, "Op")}}
+	cs = append(cs, tensorConsts(s, tensorDocs{elem: "bytes of one element of X, dX, W, dW and dY", input: "N*C*H*W, of X and dX",
+		filter: "K*(C/Groups)*R*S, of W and dW", bias: biasDoc, output: "N*K*P*Q, of dY", flops: "multiply-adds of one " + method + ", two operations each"})...)
+	constGroup(f, fmt.Sprintf("The tensors and the work of one %s, and what the kernel was tuned for.", method), append(cs, kernelConsts(s)...))
 }
 
 // genShapeTest renders shape_test.go: the spec handed to convrt is valid

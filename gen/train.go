@@ -50,23 +50,15 @@ func TrainFiles(t Train) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	gens := []struct {
-		name string
-		gen  func(*trainSpec) *jen.File
-	}{
+	files, err := renderFiles(ts, t.FilePrefix, []fileGen[*trainSpec]{
 		{docFile, genTrainDoc},
 		{shapeFile, genTrainShape},
 		{kernelFile, genTrainKernel},
 		{kernelTestFile, genTrainTest},
 		{shapeTestFile, genTrainShapeTest},
-	}
-	files := make(map[string][]byte, len(gens)+6)
-	for _, g := range gens {
-		src, err := render(g.gen(ts))
-		if err != nil {
-			return nil, fmt.Errorf("gen: %s: %w", g.name, err)
-		}
-		files[t.FilePrefix+g.name] = src
+	}, 6)
+	if err != nil {
+		return nil, err
 	}
 	for i, s := range ts.ops {
 		files[s.cubinName] = bytes.Clone(s.CUBIN)
@@ -78,8 +70,8 @@ func TrainFiles(t Train) (map[string][]byte, error) {
 // newTrainSpec checks t: each op's binding as Files does, and that they
 // are the three ops of one problem that a training package can carry.
 func newTrainSpec(t Train) (*trainSpec, error) {
-	if t.FilePrefix != "" && !filePrefix.MatchString(t.FilePrefix) {
-		return nil, fmt.Errorf("gen: file prefix %q: want lower-case letters, digits and underscores, starting with a letter", t.FilePrefix)
+	if err := checkFilePrefix(t.FilePrefix); err != nil {
+		return nil, err
 	}
 	ts := &trainSpec{Train: t}
 	ops := TrainOps()
@@ -139,13 +131,7 @@ func genTrainDoc(t *trainSpec) *jen.File {
 	in, filter, out := layoutDoc(fp.Problem.Layout)
 	input, filt, bias, output := sh.Elements()
 	var b strings.Builder
-	para := func(format string, args ...any) { b.WriteString(wrap(fmt.Sprintf(format, args...)) + "\n\n") }
-	code := func(lines ...string) {
-		for _, l := range lines {
-			b.WriteString("\t" + l + "\n")
-		}
-		b.WriteString("\n")
-	}
+	para, code := docWriters(&b)
 	para("Package %s runs the three CUDA kernels of training one convolution layer, which convgen generated and tuned, each on its own, for a single problem fixed when the package was generated: the forward convolution (Forward), the input gradient (BackwardData) and the filter and bias gradients (BackwardFilter).", t.Package)
 	header := []string{
 		"shape      " + sh.String(),
@@ -209,21 +195,11 @@ func genTrainDoc(t *trainSpec) *jen.File {
 func genTrainShape(t *trainSpec) *jen.File {
 	fp := t.fprop()
 	f := fp.newFile("")
-	sh := fp.shape
-	sizeConsts(f, sh)
-	in, filter, bias, out := sh.Elements()
-	lit := func(v any) jen.Code { return jen.Lit(v) }
-	constGroup(f, "The tensors and the work of each op.", []constant{
-		{name: "ElementBytes", doc: "bytes of one element of X, dX, W, dW, bias, Y and dY (dBias is float32)", value: lit(fp.elem.bytes)},
-		{name: "InputElems", doc: "N*C*H*W, of X and dX", value: lit(in)},
-		{name: "FilterElems", doc: "K*(C/Groups)*R*S, of W and dW", value: lit(filter)},
-		{name: "BiasElems", doc: "K, of bias and dBias, or 0 without bias", value: lit(bias)},
-		{name: "OutputElems", doc: "N*K*P*Q, of Y and dY", value: lit(out)},
-		{name: "FLOPs", doc: "multiply-adds of one op (each the same), two operations each", value: floatLit(sh.FLOPs())},
-		{name: "Shape", doc: "canonical shape", value: lit(sh.String())},
-		{name: "Precision", doc: fp.elem.arith, value: lit(string(fp.Problem.Precision)), typ: jen.Qual(problemPath, "Precision")},
-		{name: "Layout", doc: "filter " + fp.Problem.Layout.FilterLayout(), value: lit(string(fp.Problem.Layout)), typ: jen.Qual(problemPath, "Layout")},
-	})
+	sizeConsts(f, fp.shape)
+	constGroup(f, "The tensors and the work of each op.", tensorConsts(fp, tensorDocs{
+		elem: "bytes of one element of X, dX, W, dW, bias, Y and dY (dBias is float32)", input: "N*C*H*W, of X and dX",
+		filter: "K*(C/Groups)*R*S, of W and dW", bias: "K, of bias and dBias, or 0 without bias", output: "N*K*P*Q, of Y and dY",
+		flops: "multiply-adds of one op (each the same), two operations each"}))
 	var kc []constant
 	for i, s := range t.ops {
 		op := TrainOps()[i]

@@ -2,14 +2,12 @@ package gen
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/convgen/convgen/epilogue"
-	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
@@ -148,18 +146,9 @@ func TestTrainFilesRejects(t *testing.T) {
 // without tags and, where the CUDA headers are at hand, with the cuda tag
 // (its tests compiled, not run).
 func TestTrainCompile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the go command")
-	}
-	gosum := mainGoSum(t)
-	cudaEnv, cudaWhy := testfs.CUDABuildEnv()
-	if cudaEnv == nil && os.Getenv("CONVGEN_REQUIRE_CUDA_HEADERS") == "1" {
-		t.Fatalf("CONVGEN_REQUIRE_CUDA_HEADERS=1 but %s", cudaWhy)
-	}
+	compile := packageCompiler(t)
 	for _, tr := range []Train{trainFP16(t), trainOdd(t)} {
-		t.Run(tr.Package, func(t *testing.T) {
-			compilePackage(t, gosum, cudaEnv, cudaWhy, tr.Package, trainFiles(t, tr))
-		})
+		t.Run(tr.Package, func(t *testing.T) { compile(t, tr.Package, trainFiles(t, tr)) })
 	}
 }
 
