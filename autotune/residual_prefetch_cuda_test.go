@@ -26,55 +26,53 @@ func TestTuneResidualPrefetch(t *testing.T) {
 	if !lim.SM90a {
 		t.Skip("wgmmarow and wgmmahalf need sm_90a")
 	}
-	sh, err := problem.ParseShape("N=3,C=3,H=64,W=64,K=96,R=11,S=11,stride=4,pad=2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	chain, err := epilogue.Parse("residual(0.5),relu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := 0
-	for _, fam := range []string{"wgmmarow", "wgmmahalf"} {
-		f, err := kernels.FamilyByName(fam)
+	var fams []kernels.Family
+	for _, name := range []string{"wgmmarow", "wgmmahalf"} {
+		f, err := kernels.FamilyByName(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prec := range problem.Precisions {
-			for _, lay := range problem.Layouts {
-				p := problem.Problem{Shape: sh, Precision: prec, Layout: lay, Epilogue: chain}
-				if f.Serves(p) != nil {
-					continue
-				}
-				seen := map[string]bool{}
-				var pins []string
-				for _, c := range family.AdmitSoft(f.Space(p, lim)) {
-					key := fmt.Sprintf("%d/%d/%d", c.Config["ResidualPrefetch"], c.Config["Overlap"], c.Config["PredicatedStores"])
-					if c.Rejected == "" && !seen[key] {
-						seen[key] = true
-						pins = append(pins, c.ID())
-					}
-				}
-				for rp := range 3 {
-					if !seen[fmt.Sprintf("%d/0/1", rp)] && !seen[fmt.Sprintf("%d/0/0", rp)] {
-						t.Errorf("%s %s: no kept candidate with ResidualPrefetch=%d", fam, p, rp)
-					}
-				}
-				runs++
-				start := time.Now()
-				res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
-					Trials: 0, Warmup: 1, Runs: 3, Seed: 24, Timeout: 60 * time.Second})
-				if err != nil {
-					t.Errorf("%s: tune %v: %v", p, pins, err)
-					continue
-				}
-				if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
-					t.Errorf("%s: %d of %d pinned candidates passed (%v)", p, passed, len(pins), pins)
-				}
-				t.Logf("%s %s %s: %d pins passed (%.1fs)", fam, prec, lay, len(pins), time.Since(start).Seconds())
-			}
-		}
+		fams = append(fams, f)
 	}
+	runs := 0
+	eachProblem(t, []string{"N=3,C=3,H=64,W=64,K=96,R=11,S=11,stride=4,pad=2"}, nil, func(p problem.Problem) {
+		p.Epilogue = chain
+		for _, f := range fams {
+			if f.Serves(p) != nil {
+				continue
+			}
+			seen := map[string]bool{}
+			var pins []string
+			for _, c := range family.AdmitSoft(f.Space(p, lim)) {
+				key := fmt.Sprintf("%d/%d/%d", c.Config["ResidualPrefetch"], c.Config["Overlap"], c.Config["PredicatedStores"])
+				if c.Rejected == "" && !seen[key] {
+					seen[key] = true
+					pins = append(pins, c.ID())
+				}
+			}
+			for rp := range 3 {
+				if !seen[fmt.Sprintf("%d/0/1", rp)] && !seen[fmt.Sprintf("%d/0/0", rp)] {
+					t.Errorf("%s %s: no kept candidate with ResidualPrefetch=%d", f.Name(), p, rp)
+				}
+			}
+			runs++
+			start := time.Now()
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+				Trials: 0, Warmup: 1, Runs: 3, Seed: 24, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Errorf("%s: tune %v: %v", p, pins, err)
+				continue
+			}
+			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+				t.Errorf("%s: %d of %d pinned candidates passed (%v)", p, passed, len(pins), pins)
+			}
+			t.Logf("%s %s %s: %d pins passed (%.1fs)", f.Name(), p.Precision, p.Layout, len(pins), time.Since(start).Seconds())
+		}
+	})
 	if runs != 5 {
 		t.Errorf("%d problems served, want 5 (wgmmarow tf32 nchw, wgmmahalf fp16 and bf16 in both layouts)", runs)
 	}
