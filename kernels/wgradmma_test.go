@@ -68,14 +68,7 @@ func TestWGradMMACompile(t *testing.T) {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
 				for _, cfg := range sampleConfigs(cfgs, &turn) {
-					k, err := WgradMMA{}.Render(p, cfg)
-					if err != nil {
-						t.Fatalf("%s %v: %v", p, cfg, err)
-					}
-					res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90"})
-					if err != nil {
-						t.Fatalf("%s %v: %v", p, cfg, err)
-					}
+					k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90")
 					mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
 						problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
 					want := []string{".entry " + k.Name, "mma.sync.aligned." + mma}
@@ -86,7 +79,7 @@ func TestWGradMMACompile(t *testing.T) {
 						want = append(want, "st.shared", "bar.sync")
 					}
 					for _, w := range want {
-						if !strings.Contains(res.PTX, w) {
+						if !strings.Contains(ptx, w) {
 							t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
 						}
 					}
@@ -123,20 +116,13 @@ func TestDgradMMA(t *testing.T) {
 					t.Fatalf("%s: %v", p, err)
 				}
 				for _, cfg := range sampleConfigs(cfgs, &turn) {
-					k, err := DgradMMA{}.Render(p, cfg)
-					if err != nil {
-						t.Fatalf("%s %v: %v", p, cfg, err)
-					}
-					res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_80"})
-					if err != nil {
-						t.Fatalf("%s %v: %v", p, cfg, err)
-					}
+					k, ptx := renderPTX(t, lib, DgradMMA{}, p, cfg, "sm_80")
 					mma := map[problem.Precision]string{problem.TF32: "m16n8k8.row.col.f32.tf32.tf32.f32", problem.TF32x3: "m16n8k8.row.col.f32.tf32.tf32.f32",
 						problem.FP16: "m16n8k16.row.col.f32.f16.f16.f32", problem.BF16: "m16n8k16.row.col.f32.bf16.bf16.f32"}[prec]
-					if !strings.Contains(res.PTX, ".entry "+k.Name) || !strings.Contains(res.PTX, "mma.sync.aligned."+mma) {
+					if !strings.Contains(ptx, ".entry "+k.Name) || !strings.Contains(ptx, "mma.sync.aligned."+mma) {
 						t.Errorf("%s %v: PTX lacks the entry or %q", p, cfg, mma)
 					}
-					if cfg["Stage"] == 1 && (!strings.Contains(res.PTX, "st.shared") || !strings.Contains(res.PTX, "bar.sync")) {
+					if cfg["Stage"] == 1 && (!strings.Contains(ptx, "st.shared") || !strings.Contains(ptx, "bar.sync")) {
 						t.Errorf("%s %v: Stage=1 PTX without shared-memory stores and barriers", p, cfg)
 					}
 				}
@@ -152,6 +138,21 @@ func TestDgradMMA(t *testing.T) {
 			t.Errorf("dgradmma serves %s", p)
 		}
 	}
+}
+
+// renderPTX renders f's kernel of cfg for p and compiles it for arch,
+// failing the test where either fails; it returns the kernel and its PTX.
+func renderPTX(t *testing.T, lib *nvrtc.Library, f Family, p problem.Problem, cfg Config, arch string) (Kernel, string) {
+	t.Helper()
+	k, err := f.Render(p, cfg)
+	if err != nil {
+		t.Fatalf("%s %v: %v", p, cfg, err)
+	}
+	res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
+	if err != nil {
+		t.Fatalf("%s %v: %v", p, cfg, err)
+	}
+	return k, res.PTX
 }
 
 // sampleConfigs is the configurations a compile test renders for its next
@@ -236,14 +237,7 @@ func TestWGradMMAPipelineCompile(t *testing.T) {
 		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
 			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
 			for _, cfg := range sampleConfigs(cfgs, &turn) {
-				k, err := WgradMMA{}.Render(p, cfg)
-				if err != nil {
-					t.Fatalf("%s %v: %v", p, cfg, err)
-				}
-				res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90"})
-				if err != nil {
-					t.Fatalf("%s %v: %v", p, cfg, err)
-				}
+				k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90")
 				want := []string{".entry " + k.Name, fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-2), "cp.async.commit_group", "bar.sync"}
 				switch prec {
 				case problem.TF32:
@@ -257,11 +251,11 @@ func TestWGradMMAPipelineCompile(t *testing.T) {
 					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster", ".reqnctapercluster")
 				}
 				for _, w := range want {
-					if !strings.Contains(res.PTX, w) {
+					if !strings.Contains(ptx, w) {
 						t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
 					}
 				}
-				if p.Shape.C == 12 && prec != problem.TF32 && !eightByteCopy.MatchString(res.PTX) {
+				if p.Shape.C == 12 && prec != problem.TF32 && !eightByteCopy.MatchString(ptx) {
 					t.Errorf("%s %v: PTX lacks an 8-byte cp.async (C=12 fp16 rows are 24 bytes)", p, cfg)
 				}
 			}
