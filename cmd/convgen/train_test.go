@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/internal/cachetest"
+	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
 )
@@ -88,14 +89,7 @@ func TestTrainReplay(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	got := map[string][]byte{}
-	for _, name := range listDir(t, "alexnettrain") {
-		b, err := os.ReadFile(filepath.Join("alexnettrain", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[name] = b
-	}
+	got := testfs.ReadTree(t, "alexnettrain")
 	for _, name := range []string{"kernel_fprop_sm_90.cubin", "kernel_dgrad_sm_90.cubin", "kernel_wgrad_sm_90.cubin", "report.json", "REPORT.md"} {
 		if got[name] == nil {
 			t.Errorf("no %s", name)
