@@ -3,8 +3,12 @@
 package autotune
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -49,5 +53,123 @@ func TestIGEMMDgrad(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// igemmSplit is an igemm configuration (BK 32) whose reduction is split
+// over a thread-block cluster of split blocks.
+type igemmSplit struct{ bm, bn, warpsM, warpsN, stages, split int }
+
+func (s igemmSplit) config() kernels.Config {
+	return kernels.Config{"BM": s.bm, "BN": s.bn, "BK": 32, "WarpsM": s.warpsM, "WarpsN": s.warpsN, "Stages": s.stages, "SplitK": s.split}
+}
+
+// TestIGEMMSplitK tunes igemm kernels whose reduction is split over a
+// thread-block cluster (SplitK 2, 4 and 8, rendered by the test and
+// measured beside the first kept unsplit igemm candidate). dgrad:
+// ResNet-50's s4-3x3 at N=32 (one phase, 144 k-tiles) and its stride-2
+// twin s4-3x3s2 (4 phases of 1, 2, 2 and 4 taps: uneven k-tile ranges)
+// in fp16 and tf32 NHWC, and an odd shape (C=40, K=72: partial pixel and
+// channel tiles) at stride 1 (21 k-tiles, 2 to 3 a rank under SplitK 8)
+// and stride 2 (the 1-tap phase's 3 k-tiles leave rank 0 of 4 none).
+// fprop: s4-3x3 in fp16 NCHW with its bias, and the odd shape in tf32
+// with scale_shift,relu and a bf16 output. Every kernel must pass the
+// float64 checks within the precision's bound; the medians are logged.
+// Needs an sm_90 GPU (clusters); 10 tuning runs, 25 split kernels.
+func TestIGEMMSplitK(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	resnet := []igemmSplit{{64, 128, 2, 4, 4, 2}, {64, 128, 2, 4, 4, 4}, {128, 128, 2, 4, 3, 2}, {128, 128, 2, 4, 3, 4}}
+	strided := []igemmSplit{{64, 128, 2, 4, 4, 2}, {128, 64, 4, 2, 3, 4}}
+	odd := []igemmSplit{{64, 64, 2, 2, 3, 2}, {64, 64, 2, 2, 3, 4}, {128, 64, 4, 2, 3, 8}}
+	const (
+		s4    = "N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1"
+		s4s2  = "N=32,C=512,H=14,W=14,K=512,R=3,S=3,stride=2,pad=1"
+		odd1  = "N=3,C=40,H=9,W=11,K=72,R=3,S=3,pad=1"
+		odd2  = "N=3,C=40,H=9,W=11,K=72,R=3,S=3,stride=2,pad=1"
+		dgrad = problem.OpDgrad
+		fprop = problem.OpFprop
+	)
+	cases := []struct {
+		shape    string
+		op       problem.Op
+		prec     problem.Precision
+		lay      problem.Layout
+		epilogue string
+		out      problem.Storage
+		tiles    []igemmSplit
+	}{
+		{s4, dgrad, problem.FP16, problem.NHWC, "", "", resnet},
+		{s4, dgrad, problem.TF32, problem.NHWC, "", "", resnet},
+		{s4s2, dgrad, problem.FP16, problem.NHWC, "", "", strided},
+		{s4s2, dgrad, problem.TF32, problem.NHWC, "", "", strided},
+		{odd1, dgrad, problem.FP16, problem.NHWC, "", "", odd},
+		{odd1, dgrad, problem.TF32, problem.NCHW, "", "", odd[:2]},
+		{odd2, dgrad, problem.FP16, problem.NHWC, "", "", odd[:2]},
+		{odd2, dgrad, problem.BF16, problem.NCHW, "", "", odd[1:2]},
+		{s4, fprop, problem.FP16, problem.NCHW, "", "", resnet[:2]},
+		{odd1, fprop, problem.TF32, problem.NHWC, "scale_shift,relu", problem.StorageBF16, odd},
+	}
+	for _, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chain epilogue.Chain
+		if tc.epilogue != "" {
+			if chain, err = epilogue.Parse(tc.epilogue); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: tc.lay, Op: tc.op, Epilogue: chain, OutPrecision: tc.out}
+		t.Run(p.String(), func(t *testing.T) {
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Fatalf("enumerate: %v", err)
+			}
+			var pin string
+			for _, c := range cands {
+				if _, split := c.Config["SplitK"]; c.Family == "igemm" && c.Rejected == "" && !split {
+					pin = c.ID()
+					break
+				}
+			}
+			if pin == "" {
+				t.Fatal("no kept unsplit igemm candidate")
+			}
+			phases := 1
+			if tc.op == dgrad {
+				phases = shape.StrideH * shape.StrideW
+			}
+			var extra []kernels.Kernel
+			configOf := map[string]string{}
+			for _, st := range tc.tiles {
+				k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: "igemm", Config: st.config()})
+				if err != nil {
+					t.Fatalf("render SplitK=%d: %v", st.split, err)
+				}
+				if k.Grid[2] != phases*st.split {
+					t.Fatalf("%s: grid %v, want z = %d phases × %d", k.Config, k.Grid, phases, st.split)
+				}
+				extra = append(extra, k)
+				configOf[k.Family+"/"+k.Name] = k.Config.String()
+			}
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{pin}, Extra: extra,
+				Trials: 0, Runs: 5, Seed: 23, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if passed := checkTrials(t, p, res.Trials); passed != len(extra)+1 {
+				t.Errorf("%d of %d kernels passed", passed, len(extra)+1)
+			}
+			for _, tr := range res.Trials {
+				cfg := configOf[tr.ID]
+				if tr.ID == pin {
+					cfg = "unsplit " + tr.ID
+				}
+				if cfg != "" {
+					t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", cfg, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -87,10 +88,10 @@ func TestIGEMMRenderRejectsBadConfigs(t *testing.T) {
 
 // TestIGEMMSpaceProperty: for 300 random valid groups=1 problems of the
 // served precisions, under the default and under tight limits, the space
-// is at most 40 candidates, at least one is kept, rejections are
-// "class: detail", and every kept candidate renders with a launch that
-// covers the output and respects the limits. Under sm_75 limits every
-// candidate is rejected for the architecture.
+// is at most 46 candidates (40, and 6 split-K ones), at least one is kept,
+// rejections are "class: detail", and every kept candidate renders with a
+// launch that covers the output and respects the limits. Under sm_75
+// limits every candidate is rejected for the architecture.
 func TestIGEMMSpaceProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 9))
 	tight := Limits{MaxThreadsPerBlock: 256, MaxSharedPerBlock: 48 * 1024, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 16}
@@ -108,8 +109,8 @@ func TestIGEMMSpaceProperty(t *testing.T) {
 		}
 		for _, lim := range []Limits{DefaultLimits(90), DefaultLimits(80), tight} {
 			n, keep, ks := checkSpace(t, IGEMM{}, p, lim)
-			if n > 40 {
-				t.Fatalf("%s: %d candidates > 40", p, n)
+			if n > 46 {
+				t.Fatalf("%s: %d candidates > 46", p, n)
 			}
 			for i, c := range keep {
 				k := ks[i]
@@ -119,7 +120,7 @@ func TestIGEMMSpaceProperty(t *testing.T) {
 					t.Errorf("%s %s: %d threads, %d B shared", p, c.ID(), threads, k.SharedBytes)
 				}
 				if k.Grid[0]*bm < s.N*s.P()*s.Q() || (k.Grid[0]-1)*bm >= s.N*s.P()*s.Q() ||
-					k.Grid[1]*bn < s.K || (k.Grid[1]-1)*bn >= s.K || k.Grid[2] != 1 {
+					k.Grid[1]*bn < s.K || (k.Grid[1]-1)*bn >= s.K || k.Grid[2] != max(1, c.Config["SplitK"]) {
 					t.Errorf("%s %s: grid %v does not tile M=%d x K=%d by %dx%d", p, c.ID(), k.Grid, s.N*s.P()*s.Q(), s.K, bm, bn)
 				}
 			}
@@ -329,4 +330,207 @@ func goldenIGEMMDgrad(t *testing.T) Kernel {
 
 func TestIGEMMDgradGoldenSource(t *testing.T) {
 	checkGolden(t, "TestIGEMMDgradGoldenSource", goldenPath("igemm", "igemm_dgrad_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMMDgrad(t).Source)
+}
+
+// igemmSplitShapes are the split-K shapes of issue 23: ResNet-50's s4-3x3
+// at N=32 (dgrad: 25 × 4 tiles of 64 × 128 in one phase, 144 k-tiles of
+// 32 over 4608 taps × K) and its stride-2 twin on a 14² map (4 phases of
+// up to 4 taps), and the 56² layer whose grid fills the SMs unsplit.
+var igemmSplitShapes = []string{
+	"N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1",
+	"N=32,C=512,H=14,W=14,K=512,R=3,S=3,stride=2,pad=1",
+	"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1",
+}
+
+// igemmSplitConfig is an igemm configuration with BK 32 and SplitK split
+// (none when 0).
+func igemmSplitConfig(bm, bn, warpsM, warpsN, stages, split int) Config {
+	c := Config{"BM": bm, "BN": bn, "BK": 32, "WarpsM": warpsM, "WarpsN": warpsN, "Stages": stages}
+	if split != 0 {
+		c["SplitK"] = split
+	}
+	return c
+}
+
+// TestIGEMMSplitKSpace: on sm_90, s4-3x3 keeps split-K candidates of
+// SplitK 2 and 4 for dgrad and fprop in fp16, bf16 and tf32, each a grid
+// of the unsplit tiles × (phases · SplitK) along z with room for the FP32
+// partial tile, listed only where the unsplit grid has fewer blocks than
+// SMs; the 56² layer gets none; on sm_80 every split candidate is
+// rejected for the architecture. SplitK=1 is the unsplit kernel under the
+// unsplit ID, and bad values or too short a reduction fail to render.
+func TestIGEMMSplitKSpace(t *testing.T) {
+	shapes := parseShapes(t, igemmSplitShapes)
+	s4, big := shapes[0], shapes[2]
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpFprop} {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+			for _, s := range []problem.Shape{s4, big} {
+				p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: op}
+				listed, kept := 0, map[int]int{}
+				for _, c := range (IGEMM{}).Space(p, DefaultLimits(90)) {
+					sk, ok := c.Config["SplitK"]
+					if !ok {
+						continue
+					}
+					listed++
+					if c.Rejected != "" {
+						if !strings.HasPrefix(c.Rejected, "split: ") {
+							t.Errorf("%s %s: rejected %q, want only the soft split rule", p, c.ID(), c.Rejected)
+						}
+						continue
+					}
+					kept[sk]++
+					k, err := RenderCandidate(p, c)
+					if err != nil {
+						t.Fatalf("%s %s: %v", p, c.ID(), err)
+					}
+					bm, bn := c.Config["BM"], c.Config["BN"]
+					m, n, phases := s.N*s.P()*s.Q(), s.K, 1
+					if op == problem.OpDgrad {
+						m, n, phases = s.N*s.H*s.W, s.C, s.StrideH*s.StrideW
+					}
+					tiles := [3]int{family.CeilDiv(m, bm), family.CeilDiv(n, bn), phases * sk}
+					if k.Grid != tiles || tiles[0]*tiles[1]*phases >= DefaultLimits(90).SMs {
+						t.Errorf("%s %s: grid %v, want %v with fewer unsplit blocks than SMs", p, c.ID(), k.Grid, tiles)
+					}
+					if k.SharedBytes < 16*bm+bm*(bn+8)*4 || !strings.Contains(k.Source, "__cluster_dims__(1, 1, SPLITK)") ||
+						!strings.Contains(k.Source, fmt.Sprintf("#define SPLITK %d ", sk)) {
+						t.Errorf("%s %s: %d B shared for a %d x %d partial tile, or no cluster of %d", p, c.ID(), k.SharedBytes, bm, bn, sk)
+					}
+				}
+				switch {
+				case s == big && listed > 0:
+					t.Errorf("%s: %d split-K candidates for a grid that fills the SMs", p, listed)
+				case s == s4 && (kept[2] == 0 || kept[4] == 0):
+					t.Errorf("%s: kept split-K candidates %v, want SplitK 2 and 4", p, kept)
+				}
+			}
+			p := problem.Problem{Shape: s4, Precision: prec, Layout: problem.NHWC, Op: op}
+			n := 0
+			for _, c := range (IGEMM{}).Space(p, DefaultLimits(80)) {
+				if _, ok := c.Config["SplitK"]; ok {
+					n++
+					if !strings.HasPrefix(c.Rejected, "arch: ") || !strings.Contains(c.Rejected, "sm_90") {
+						t.Errorf("%s %s on sm_80: rejection %q, want arch (sm_90)", p, c.ID(), c.Rejected)
+					}
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s: no split-K candidate listed on sm_80 (want them rejected)", p)
+			}
+		}
+	}
+	for _, op := range []problem.Op{problem.OpDgrad, problem.OpFprop} {
+		p := problem.Problem{Shape: s4, Precision: problem.FP16, Layout: problem.NHWC, Op: op}
+		one, err := IGEMM{}.Render(p, igemmSplitConfig(64, 128, 2, 4, 4, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := igemmSplitConfig(64, 128, 2, 4, 4, 0)
+		none, err := IGEMM{}.Render(p, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.Source != none.Source || one.Launch != none.Launch || one.Config.String() != plain.String() ||
+			strings.Contains(none.Source, "SPLITK") || strings.Contains(none.Source, "cluster") {
+			t.Errorf("%s: SplitK=1 renders %s (%v), unsplit %s (%v); want the same unsplit kernel", p, one.Config, one.Launch, none.Config, none.Launch)
+		}
+		for _, bad := range []struct {
+			cfg  Config
+			want string
+		}{
+			{igemmSplitConfig(64, 128, 2, 4, 4, 3), "SplitK must be"},
+			{igemmSplitConfig(64, 128, 2, 4, 4, 16), "SplitK must be"},
+		} {
+			if _, err := (IGEMM{}).Render(p, bad.cfg); err == nil || !strings.Contains(err.Error(), bad.want) {
+				t.Errorf("%s %s: err %v, want %q", p, bad.cfg, err, bad.want)
+			}
+		}
+	}
+	// Fewer than two k-tiles a block: 72 × 9 taps are 21 dgrad k-tiles of 32.
+	odd := parseShapes(t, []string{"N=3,C=40,H=9,W=11,K=72,R=3,S=3,pad=1"})[0]
+	p := problem.Problem{Shape: odd, Precision: problem.TF32, Layout: problem.NHWC, Op: problem.OpDgrad}
+	if _, err := (IGEMM{}).Render(p, igemmSplitConfig(64, 64, 2, 2, 3, 8)); err != nil {
+		t.Errorf("%s SplitK=8 over 21 k-tiles: %v", p, err)
+	}
+	small := parseShapes(t, []string{"N=3,C=40,H=9,W=11,K=16,R=3,S=3,pad=1"})[0]
+	p = problem.Problem{Shape: small, Precision: problem.TF32, Layout: problem.NHWC, Op: problem.OpDgrad}
+	if _, err := (IGEMM{}).Render(p, igemmSplitConfig(64, 64, 2, 2, 3, 2)); err != nil {
+		t.Errorf("%s SplitK=2 over 5 k-tiles: %v", p, err)
+	}
+	if _, err := (IGEMM{}).Render(p, igemmSplitConfig(64, 64, 2, 2, 3, 4)); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Errorf("%s SplitK=4 over 5 k-tiles: err %v, want a refusal", p, err)
+	}
+}
+
+// TestIGEMMSplitKCompile NVRTC-compiles for sm_90 split-K dgrad kernels of
+// s4-3x3 and s4-3x3s2 (4 phases × SplitK along z) with SplitK 2 and 4 in
+// fp16, bf16 and tf32 NHWC (and one NCHW), and split fprop kernels with a
+// chain, another output type and odd sizes; each PTX must declare the
+// cluster (.reqnctapercluster) and read the other blocks' partial tiles
+// (mapa, ld.shared::cluster) between cluster barriers. For sm_80 (the
+// fallback's compute_80) a split kernel must fail to compile, naming sm_90.
+func TestIGEMMSplitKCompile(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	shapes := parseShapes(t, igemmSplitShapes[:2])
+	odd := parseShapes(t, []string{"N=3,C=40,H=9,W=11,K=72,R=3,S=3,pad=1", "N=2,C=13,H=9,W=7,K=37,R=3,S=3,stride=2,pad=1,dilation_w=2"})
+	type job struct {
+		p   problem.Problem
+		cfg Config
+	}
+	var todo []job
+	for i, s := range shapes {
+		for j, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+			for _, sk := range []int{2, 4} {
+				cfg := igemmSplitConfig(64, 128, 2, 4, 4, sk)
+				if (i+j+sk/2)%2 == 1 {
+					cfg = igemmSplitConfig(128, 128, 2, 4, 3, sk)
+				}
+				todo = append(todo, job{problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}, cfg})
+			}
+		}
+	}
+	todo = append(todo,
+		job{problem.Problem{Shape: shapes[1], Precision: problem.TF32x3, Layout: problem.NCHW, Op: problem.OpDgrad}, igemmSplitConfig(64, 64, 2, 2, 3, 8)},
+		job{problem.Problem{Shape: odd[1], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}, igemmSplitConfig(64, 64, 2, 2, 3, 2)},
+		job{problem.Problem{Shape: shapes[0], Precision: problem.FP16, Layout: problem.NHWC, Epilogue: mustChain(t, "residual,relu")}, igemmSplitConfig(64, 128, 2, 4, 4, 4)},
+		job{problem.Problem{Shape: odd[0], Precision: problem.TF32, Layout: problem.NCHW, Epilogue: mustChain(t, "scale_shift,relu"), OutPrecision: problem.StorageBF16}, igemmSplitConfig(64, 64, 2, 2, 3, 2)},
+		job{problem.Problem{Shape: odd[1], Precision: problem.BF16, Layout: problem.NHWC, OutPrecision: problem.StorageFP32}, igemmSplitConfig(64, 64, 2, 2, 3, 2)},
+	)
+	var jobs []compileJob
+	for _, j := range todo {
+		k, err := RenderCandidate(j.p, Candidate{Family: "igemm", Config: j.cfg})
+		if err != nil {
+			t.Fatalf("%s %s: %v", j.p, j.cfg, err)
+		}
+		phases := 1
+		if j.p.Op == problem.OpDgrad {
+			phases = j.p.Shape.StrideH * j.p.Shape.StrideW
+		}
+		if k.Grid[2] != phases*j.cfg["SplitK"] {
+			t.Errorf("%s %s: grid %v, want z = %d phases × SplitK", j.p, j.cfg, k.Grid, phases)
+		}
+		jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", j.p, j.cfg), k})
+	}
+	jobs = append(jobs, compileJob{"for sm_80: " + jobs[0].id, jobs[0].kernel})
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		if strings.HasPrefix(j.id, "for sm_80: ") {
+			_, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_80"})
+			if err == nil || !strings.Contains(err.Error(), "sm_90") {
+				return fmt.Sprintf("compiled for sm_80 (err %v), want a refusal naming sm_90", err)
+			}
+			return ""
+		}
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90"})
+		if err != nil {
+			return err.Error()
+		}
+		for _, w := range []string{fmt.Sprintf(".reqnctapercluster 1, 1, %d", j.kernel.Config["SplitK"]), "ld.shared::cluster.v4.f32",
+			"barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned", "mapa.shared::cluster.u32", "mma.sync.aligned", "cp.async"} {
+			if !strings.Contains(res.PTX, w) {
+				return fmt.Sprintf("PTX lacks %q", w)
+			}
+		}
+		return ""
+	})
 }

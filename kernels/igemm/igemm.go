@@ -51,7 +51,14 @@ var templateFS embed.FS
 //   - BK: taps (dgrad: tap × output-channel entries) per pipeline stage
 //     (k-tile);
 //   - WarpsM, WarpsN: the block's warps along pixels and channels;
-//   - Stages: k-tiles in flight (2 to 4).
+//   - Stages: k-tiles in flight (2 to 4);
+//   - SplitK: blocks of a thread-block cluster (grid z; dgrad: z = phase ·
+//     SplitK + rank) that split one tile's reduction in contiguous,
+//     balanced k-tile ranges and add their FP32 partial tiles up in
+//     distributed shared memory in rank order (deterministic, no workspace,
+//     no atomics): 2, 4 or 8 (a portable cluster), sm_90 only; absent (or
+//     1) for none. Searched (2 and 4, a few tiles) only where the unsplit
+//     grid has fewer blocks than the device has SMs.
 type Family struct{}
 
 // Name implements family.Family.
@@ -93,9 +100,12 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// igemmKnobs are an igemm configuration's knobs (see Family).
+// igemmKnobs are an igemm configuration's knobs (see Family). SplitK is
+// optional (0: no split), so that the unsplit configurations keep their IDs
+// and kernels.
 type igemmKnobs struct {
 	BM, BN, BK, WarpsM, WarpsN, Stages int
+	SplitK                             int `knob:",optional"`
 }
 
 func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
@@ -112,6 +122,11 @@ func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
 		return c, fmt.Errorf("igemm: config %s: BK must be a positive multiple of 16", cfg)
 	case c.Stages < 2 || c.Stages > 8:
 		return c, fmt.Errorf("igemm: config %s: Stages must be 2 to 8", cfg)
+	case c.SplitK != 0 && c.SplitK != 1 && c.SplitK != 2 && c.SplitK != 4 && c.SplitK != 8:
+		return c, fmt.Errorf("igemm: config %s: SplitK must be 1, 2, 4 or 8 (a portable cluster)", cfg)
+	}
+	if c.SplitK == 1 {
+		c.SplitK = 0 // SplitK=1 is the unsplit kernel, under its ID
 	}
 	return c, nil
 }
@@ -123,6 +138,11 @@ func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
 // C, KRed and KTiles are the longest phase's, Pitch is A's row (BK + pad),
 // BPitch B's (BN + 8: [BK][BPitch], channel-contiguous), VecA counts dY
 // channels per A load and VecB filter channels per B load.
+//
+// Split-K: Split blocks per cluster (1: none), RankKTiles the fewest
+// k-tiles a block gets (dgrad: of the longest phase), GridZ the grid's z
+// (phases · Split), PartPitch the FP32 partial tile's row in floats (BN +
+// 8), PartBytes its size (BM rows), RankRows the tile rows each block sums.
 type igemmGeometry struct {
 	M, KRed, KTiles, TilesM, TilesN int
 	Threads, WTM, WTN, ElemBytes    int
@@ -130,6 +150,8 @@ type igemmGeometry struct {
 	SharedBytes, Registers          int // per block; a per-thread estimate
 	Split3                          bool
 	HP, WP, Phases, BPitch          int // dgrad: phase rows and columns, phases, B's row
+	Split, RankKTiles, GridZ        int
+	PartPitch, PartBytes, RankRows  int
 }
 
 // igemmVec is the number of elements of one load: the widest of 16, 8 and 4
@@ -182,6 +204,17 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 		}
 		g.SharedBytes = c.Stages*(c.BM*g.Pitch+c.BK*g.BPitch)*eb + 16*c.BM
 	}
+	g.Split = max(1, c.SplitK)
+	g.RankKTiles = g.KTiles / g.Split
+	g.GridZ = max(1, g.Phases) * g.Split
+	if g.Split > 1 {
+		// The partial tile reuses the stages once the main loop is done
+		// (the row table before them stays: dgrad's stores read it).
+		g.PartPitch = c.BN + 8
+		g.PartBytes = c.BM * g.PartPitch * 4
+		g.RankRows = c.BM / g.Split
+		g.SharedBytes = max(g.SharedBytes, 16*c.BM+g.PartBytes)
+	}
 	g.Split3 = p.Precision == problem.TF32x3
 	fm, fn := g.WTM/16, g.WTN/8
 	acc := fm * fn * 4
@@ -202,10 +235,18 @@ var (
 		2: {{32, 2}, {32, 3}, {32, 4}},
 		4: {{16, 3}, {16, 4}, {32, 2}, {32, 3}},
 	}
+	// Split-K is searched for small grids only, on these tiles (BM, BN,
+	// WarpsM, WarpsN, Stages; BK 32) × igemmSplitK: the tiles ResNet-50's
+	// small maps tuned to unsplit.
+	igemmSplitK     = []int{2, 4}
+	igemmSplitTiles = [][5]int{{128, 128, 2, 4, 3}, {64, 128, 2, 4, 4}, {128, 64, 4, 2, 3}}
 )
 
 // Space implements family.Family: warp tiles of 32 or 64 pixels by 32 or 64
-// channels, 4 or 8 warps.
+// channels, 4 or 8 warps. Split-K candidates (igemmSplitTiles ×
+// igemmSplitK) are listed only where the tile's unsplit grid (dgrad: over
+// every phase) has fewer blocks than the device has SMs and every block
+// keeps at least 2 k-tiles.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
 	for _, tile := range igemmTiles {
@@ -220,14 +261,27 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			}
 		}
 	}
+	for _, t := range igemmSplitTiles {
+		for _, sk := range igemmSplitK {
+			c := igemmKnobs{BM: t[0], BN: t[1], BK: 32, WarpsM: t[2], WarpsN: t[3], Stages: t[4], SplitK: sk}
+			g := igemmGeom(p, c)
+			if lim.SMs == 0 || g.TilesM*g.TilesN*max(1, g.Phases) >= lim.SMs || g.RankKTiles < 2 {
+				continue
+			}
+			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+		}
+	}
 	return out
 }
 
 // reject returns why a configuration is not worth compiling, or the zero
-// Rejection: the device's limits reject hard; tiles more than twice the
-// problem's extent are pruned by a soft rule.
+// Rejection: the device's limits reject hard (split-K: below sm_90, or
+// fewer than 2 k-tiles a block); tiles more than twice the problem's
+// extent, and a SplitK whose half already gives a block per SM, are pruned
+// by soft rules.
 func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.Rejection {
 	g := igemmGeom(p, c)
+	blocks := g.TilesM * g.TilesN * g.GridZ
 	switch {
 	case lim.Arch > 0 && lim.Arch < 80:
 		return family.Hard("arch", "mma.sync with FP16/BF16 m16n8k16 or TF32 operands, ldmatrix and cp.async need sm_80 or newer, not sm_%d", lim.Arch)
@@ -239,8 +293,14 @@ func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.
 		return family.Hard("registers", "about %d per thread > %d", g.Registers, lim.MaxRegsPerThread)
 	case g.Registers*g.Threads > lim.RegistersPerSM:
 		return family.Hard("registers", "about %d per block > %d per SM", g.Registers*g.Threads, lim.RegistersPerSM)
-	case g.Phases > 65535:
-		return family.Hard("grid", "%d stride phases > 65535 (gridDim.z)", g.Phases)
+	case g.Split > 1 && lim.Arch > 0 && lim.Arch < 90:
+		return family.Hard("arch", "SplitK=%d needs thread-block clusters (sm_90), not sm_%d", g.Split, lim.Arch)
+	case g.Split > 1 && g.RankKTiles < 2:
+		return family.Hard("split", "SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", g.Split, g.RankKTiles, g.KTiles)
+	case g.GridZ > 65535:
+		return family.Hard("grid", "%d stride phases × SplitK %d > 65535 (gridDim.z)", max(1, g.Phases), g.Split)
+	case lim.SMs > 0 && g.Split > 1 && blocks/2 >= lim.SMs:
+		return family.Soft("split", "SplitK=%d/2 already gives %d blocks for %d SMs", g.Split, blocks/2, lim.SMs)
 	case p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)
 	case p.Op == problem.OpDgrad && c.BM > 64 && 2*g.M <= c.BM:
@@ -269,8 +329,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Threads > 1024 {
 		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d threads per block > 1024", cfg, g.Threads)
 	}
-	if g.Phases > 65535 {
-		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d stride phases > 65535 (gridDim.z)", cfg, g.Phases)
+	if g.GridZ > 65535 {
+		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d stride phases × SplitK %d > 65535 (gridDim.z)", cfg, max(1, g.Phases), g.Split)
+	}
+	if g.Split > 1 && g.RankKTiles < 2 {
+		return family.Kernel{}, fmt.Errorf("igemm: config %s: SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", cfg, g.Split, g.RankKTiles, g.KTiles)
 	}
 	var doc string
 	switch p.Precision {
@@ -284,11 +347,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		doc = "3xTF32: FP32 data split into TF32 big and small parts, three products, FP32 accumulation and output"
 	}
 	name := fmt.Sprintf("convgen_igemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
-	grid := [3]int{g.TilesM, g.TilesN, 1}
+	grid := [3]int{g.TilesM, g.TilesN, g.GridZ}
 	var taps phaseTables
 	if p.Op == problem.OpDgrad {
 		name = fmt.Sprintf("convgen_igemm_dgrad_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
-		grid[2] = g.Phases
 		taps = newPhaseTables(p.Shape)
 	}
 	data := struct {
