@@ -54,7 +54,7 @@ func CompileOnly(ctx context.Context, lib *nvrtc.Library, p problem.Problem, arc
 	for i, c := range cands {
 		s.trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusRejected, Reason: c.Rejected}
 		switch {
-		case c.Rejected != "":
+		case rejected(pins, c):
 		case !pinned(pins, c.ID()):
 			s.trials[i].Status, s.trials[i].Reason = StatusSkipped, notPinned
 		default:

@@ -187,7 +187,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	var kept []int
 	for i, c := range cands {
 		trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusSkipped}
-		if c.Rejected != "" {
+		if rejected(opt.Only, c) {
 			trials[i].Status, trials[i].Reason = StatusRejected, c.Rejected
 			continue
 		}
@@ -234,9 +234,20 @@ func pinned(pins []string, id string) bool {
 	return len(pins) == 0 || slices.Contains(pins, id)
 }
 
+// rejected reports whether the static rules keep candidate c out of a
+// search under pins: a hard rejection always does; a soft one (a pruning
+// rule: waste, occupancy, a variant measured slower) does unless c is
+// pinned, since a pin asks for that candidate by name.
+func rejected(pins []string, c kernels.Candidate) bool {
+	if c.Rejected == "" {
+		return false
+	}
+	return !c.Rejection.Soft || !slices.Contains(pins, c.ID())
+}
+
 // checkPins returns an error naming every pinned ID that is not a candidate
-// of p's space, or that the static rules reject (with the reason), so that
-// a mistyped pin is never dropped silently.
+// of p's space, or that a hard static rule rejects (with the reason), so
+// that a mistyped pin is never dropped silently.
 func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) error {
 	byID := make(map[string]kernels.Candidate, len(cands))
 	for _, c := range cands {
@@ -248,7 +259,7 @@ func checkPins(pins []string, cands []kernels.Candidate, p problem.Problem) erro
 		switch {
 		case !ok:
 			bad = append(bad, fmt.Sprintf("%q is no candidate (an ID is family/knobs, every knob, sorted by name, as in the report)", pin))
-		case c.Rejected != "":
+		case rejected(pins, c):
 			bad = append(bad, fmt.Sprintf("%q is rejected: %s", pin, c.Rejected))
 		}
 	}
@@ -268,7 +279,7 @@ var ErrBudget = errors.New("the time budget ran out before any candidate passed"
 const GraceMin = time.Minute
 
 // ErrBadPin is wrapped by the error of a Tune or CompileOnly whose pins name
-// no candidate of the problem's space, or a statically rejected one.
+// no candidate of the problem's space, or one a hard static rule rejects.
 var ErrBadPin = errors.New("bad pin")
 
 // Limits are the static limits candidates are checked against on a device

@@ -324,17 +324,19 @@ func TestPinsMustNameCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var good, rejected kernels.Candidate
+	var good, rejected, soft kernels.Candidate
 	for _, c := range cands {
-		if c.Rejected == "" && good.Family == "" {
+		switch {
+		case c.Rejected == "" && good.Family == "":
 			good = c
-		}
-		if c.Rejected != "" && rejected.Family == "" {
+		case c.Rejected != "" && !c.Rejection.Soft && rejected.Family == "":
 			rejected = c
+		case c.Rejection.Soft && soft.Family == "":
+			soft = c
 		}
 	}
-	if good.Family == "" || rejected.Family == "" {
-		t.Fatal("the space has no kept or no rejected candidate")
+	if good.Family == "" || rejected.Family == "" || soft.Family == "" {
+		t.Fatal("the space has no kept, no hard-rejected or no soft-rejected candidate")
 	}
 	for _, tc := range []struct {
 		pins []string
@@ -347,6 +349,17 @@ func TestPinsMustNameCandidates(t *testing.T) {
 			Only: tc.pins, Timeout: 2 * time.Second, Runs: 20, Seed: 5})
 		if err == nil || res != nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("pins %v: got %v, %v; want an error saying %q", tc.pins, res, err, tc.want)
+		}
+	}
+	// A pin lifts a soft (pruning) rule: the candidate is measured.
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
+		Only: []string{soft.ID()}, Timeout: 10 * time.Second, Runs: 20, Seed: 5})
+	if err != nil {
+		t.Fatalf("pin %s (soft: %s): %v", soft.ID(), soft.Rejected, err)
+	}
+	for _, tr := range res.Trials {
+		if tr.ID == soft.ID() && (tr.Status == StatusRejected || tr.Status == StatusSkipped) {
+			t.Errorf("pinned soft-rejected %s: status %s (%s), want it measured", tr.ID, tr.Status, tr.Reason)
 		}
 	}
 }

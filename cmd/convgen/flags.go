@@ -186,7 +186,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	fs.IntVar(&c.jobs, "jobs", 0, "concurrent NVRTC compiles (0: the number of CPUs)")
 	fs.DurationVar(&c.compileTO, "compile-timeout", autotune.DefaultCompileTimeout, "give up on a candidate whose NVRTC compile takes longer (recorded as a compile failure)")
 	fs.IntVar(&c.runs, "runs", 30, "timed runs per candidate, at least 20 (the median is kept)")
-	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report); repeat for several; a pinned run always tunes and is not saved to the cache")
+	fs.StringArrayVar(&c.pin, "pin", nil, "measure (with -compile-only: compile) only this candidate ID (family/knobs, as in the report; a pin lifts the soft pruning rules); repeat for several; a pinned run always tunes and is not saved to the cache")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing on success (errors still go to stderr)")
 	fs.BoolVar(&c.compile, "compile-only", false, "render and NVRTC-compile every candidate (or only the -pin ones) for -arch (default sm_90) on the CPU, print their resources, write nothing but -source-dir (no GPU needed; -o not required)")
 	fs.BoolVar(&c.list, "list", false, "print the IDs of the candidates the shape has for -arch (default sm_90), one a line, for -pin; writes nothing, needs no GPU and no -o")

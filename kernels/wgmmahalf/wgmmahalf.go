@@ -51,8 +51,8 @@ var templateFS embed.FS
 //     Overlap=1 (where the stores already run beside the next tile's
 //     wgmmas) right before the stores; 2: prefetched into L2 a tile ahead
 //     (prefetch.L2 per 128-byte line, spread over the warpgroup), read in
-//     the epilogue as with 0. The search tries 0 and 1; 2 only renders
-//     for a pin (slower on an H100: see residualPrefetches).
+//     the epilogue as with 0. The search prunes 2 (a soft rule a pin
+//     lifts: slower on an H100, see residualPrefetches).
 type Family struct{}
 
 // Name implements family.Family.
@@ -110,14 +110,14 @@ type wgmmaHalfKnobs struct {
 	ResidualPrefetch                                                           int `knob:",optional"`
 }
 
-// residualPrefetches is the ResidualPrefetch values the search tries for
-// p: 0 and 1 when p's chain reads a residual, else only 0. 2 renders (a
-// pin) but is not searched: on the flagship with residual,relu (H100, fp16
-// NHWC) it took 0.262 ms against 0's 0.224 and 1's 0.204
+// residualPrefetches is the ResidualPrefetch values the space lists for p:
+// 0 to 2 when p's chain reads a residual, else only 0. reject prunes 2 (a
+// soft rule, which a pin lifts): on the flagship with residual,relu (H100,
+// fp16 NHWC) it took 0.262 ms against 0's 0.224 and 1's 0.204
 // (docs/performance.md).
 func residualPrefetches(p problem.Problem) []int {
 	if p.Epilogue.NeedsResidual() {
-		return []int{0, 1}
+		return []int{0, 1, 2}
 	}
 	return []int{0}
 }
@@ -230,6 +230,9 @@ func (Family) reject(p problem.Problem, c wgmmaHalfKnobs, lim family.Limits) fam
 		return family.Hard("barriers", "%d buffers need %d named barriers > 15", c.Stages, 2*c.Stages)
 	}
 	// Soft rules last: family.AdmitSoft may lift them, so a hard reason must win.
+	if c.ResidualPrefetch == 2 {
+		return family.Soft("prefetch", "ResidualPrefetch=2 was slower than 0 and 1 on an H100 (see residualPrefetches)")
+	}
 	return hopper.SoftReject(p.Shape, c.Tile, g.TilesP, g.TilesQ, g.GridTiles, lim)
 }
 

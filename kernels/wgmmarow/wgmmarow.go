@@ -56,8 +56,8 @@ var templateFS embed.FS
 //     issued right after the row's wgmmas, so that they land while the
 //     wgmmas run; 2: prefetched into L2 a row ahead (prefetch.L2 per
 //     128-byte line, spread over the warpgroup), read in the epilogue as
-//     with 0. The search tries only 0; 1 and 2 render for a pin (slower
-//     on an H100: see residualPrefetches).
+//     with 0. The search prunes 1 and 2 (a soft rule a pin lifts: slower
+//     on an H100, see residualPrefetches).
 type Family struct{}
 
 // Name implements family.Family.
@@ -105,12 +105,15 @@ type wgmmaRowKnobs struct {
 	ResidualPrefetch                            int `knob:",optional"`
 }
 
-// residualPrefetches is the ResidualPrefetch values the search tries for
-// p: only 0. 1 and 2 render (a pin) but are not searched: on the flagship
-// with residual,relu (H100, tf32 NCHW, TileK=48, RowsPerBlock=214) they
-// took 0.427–0.466 and 0.797–0.858 ms against 0's 0.388–0.390
-// (docs/performance.md).
-func residualPrefetches(problem.Problem) []int {
+// residualPrefetches is the ResidualPrefetch values the space lists for p:
+// 0 to 2 when p's chain reads a residual, else only 0. reject prunes 1 and
+// 2 (a soft rule, which a pin lifts): on the flagship with residual,relu
+// (H100, tf32 NCHW, TileK=48, RowsPerBlock=214) they took 0.427–0.466 and
+// 0.797–0.858 ms against 0's 0.388–0.390 (docs/performance.md).
+func residualPrefetches(p problem.Problem) []int {
+	if p.Epilogue.NeedsResidual() {
+		return []int{0, 1, 2}
+	}
 	return []int{0}
 }
 
@@ -274,9 +277,12 @@ func (Family) reject(p problem.Problem, c wgmmaRowKnobs, lim family.Limits) fami
 	case g.SharedBytes > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	}
-	// The soft rule last: family.AdmitSoft may lift it. (The 64 - Q unused pixel
+	// The soft rules last: family.AdmitSoft may lift them. (The 64 - Q unused pixel
 	// slots of a row tile are a property of the shape, not of a
 	// configuration: the tuner weighs them against the other families.)
+	if c.ResidualPrefetch != 0 {
+		return family.Soft("prefetch", "ResidualPrefetch=%d was slower than 0 on an H100 (see residualPrefetches)", c.ResidualPrefetch)
+	}
 	if blocks := g.Grid * (s.K / c.TileK); blocks*20 < 19*lim.SMs {
 		return family.Soft("occupancy", "%d blocks leave more than 5%% of %d SMs idle", blocks, lim.SMs)
 	}
