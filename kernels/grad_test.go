@@ -13,9 +13,9 @@ import (
 func gradFamily(f Family) bool { return familyOp(f.Name()) != problem.OpFprop }
 
 // servesOp says whether family name computes op: its own (familyOp), and
-// for igemm the data gradient too.
+// for igemm and wgmmaigemm the data gradient too.
 func servesOp(name string, op problem.Op) bool {
-	return familyOp(name) == op || (name == "igemm" && op == problem.OpDgrad)
+	return familyOp(name) == op || ((name == "igemm" || name == "wgmmaigemm") && op == problem.OpDgrad)
 }
 
 // familyOp is the op a family computes: wgradmma is a wgrad family too.

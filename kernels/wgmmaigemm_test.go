@@ -384,3 +384,219 @@ func TestWGMMAIGEMMSplitKFrontEnd(t *testing.T) {
 		return ""
 	})
 }
+
+// wgmmaDgradShapes are the stride-1 data gradients wgmmaigemm's dgrad is
+// for: ResNet-50's s1-3x3 and s3-3x3 and a 1x1 (C=64 → K=256) at N=32,
+// and an odd dilated shape (partial pixel and channel tiles, a padding
+// wider than the taps reach).
+var wgmmaDgradShapes = []string{
+	"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1",
+	"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1",
+	"N=32,C=64,H=56,W=56,K=256,R=1,S=1",
+	"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=2,dilation=2",
+}
+
+// dgradSplitConfigs are split-K pins for a dgrad shape: SplitK 2 and 4 on
+// 64 x 64 tiles and SplitK 2 on 128 x 128 with two warpgroups, those that
+// leave every block at least two k-tiles (the odd shape's 360 entries are
+// 6 k-tiles: no SplitK=4).
+func dgradSplitConfigs(t *testing.T, p problem.Problem) []Config {
+	t.Helper()
+	var out []Config
+	for _, cfg := range []Config{
+		splitConfig(p.Precision, 64, 1, 64, 1, 4, 2),
+		splitConfig(p.Precision, 64, 1, 64, 2, 3, 4),
+		splitConfig(p.Precision, 128, 2, 128, 1, 4, 2),
+	} {
+		ktiles := family.CeilDiv(p.Shape.K*p.Shape.R*p.Shape.S, cfg["BK"])
+		if ktiles/cfg["SplitK"] >= 2 {
+			out = append(out, cfg)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no split-K pin leaves two k-tiles a block", p)
+	}
+	return out
+}
+
+// TestWGMMAIGEMMDgradServes: op=dgrad is served at stride 1 in fp16 and
+// bf16 NHWC with K and C multiples of 8, and every shape above keeps
+// candidates on sm_90a whose launch covers dX (C channels along x, N·H·W
+// pixels along y, the SplitK blocks along z); TF32, strides, NCHW, K or C
+// not multiples of 8, a chain, another output type, Swizzle=0 and op=wgrad
+// are refused with their reasons, and the forward keeps its kernels' names.
+func TestWGMMAIGEMMDgradServes(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	f := WGMMAIGEMM{}
+	for _, spec := range wgmmaDgradShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+			if err := f.Serves(p); err != nil {
+				t.Errorf("%s: declined: %v", p, err)
+				continue
+			}
+			keep := kept(family.AdmitSoft(f.Space(p, lim)))
+			if len(keep) == 0 {
+				t.Errorf("%s: no candidate kept", p)
+				continue
+			}
+			m := s.N * s.H * s.W
+			for _, c := range keep {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				bm, bn := c.Config["BM"], c.Config["BN"]
+				if k.Grid != [3]int{family.CeilDiv(s.C, bn), family.CeilDiv(m, bm), max(1, c.Config["SplitK"])} {
+					t.Errorf("%s %s: grid %v does not cover %d pixels x %d channels in %d x %d tiles", p, c.ID(), k.Grid, m, s.C, bm, bn)
+				}
+				if !strings.HasPrefix(k.Name, "convgen_wgmmaigemm_dgrad_"+string(prec)+"_") || !strings.Contains(k.Source, "p, 1, 1, 0, 1;") {
+					t.Errorf("%s %s: kernel %s without the dgrad name or a transposed B (imm-trans-b 1)", p, c.ID(), k.Name)
+				}
+			}
+		}
+	}
+
+	odd, err := problem.ParseShape(wgmmaDgradShapes[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := func(spec string) problem.Shape {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	chain, err := epilogue.Parse("relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgrad := func(s problem.Shape, prec problem.Precision, lay problem.Layout) problem.Problem {
+		return problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
+	}
+	withChain := dgrad(odd, problem.FP16, problem.NHWC)
+	withChain.Epilogue = chain
+	withOut := dgrad(odd, problem.BF16, problem.NHWC)
+	withOut.OutPrecision = problem.StorageFP32
+	for _, tc := range []struct {
+		p    problem.Problem
+		want string
+	}{
+		{dgrad(odd, problem.TF32, problem.NHWC), "fp16 and bf16, not tf32"},
+		{dgrad(odd, problem.TF32x3, problem.NHWC), "fp16 and bf16, not 3xtf32"},
+		{dgrad(shape("N=2,C=16,H=9,W=9,K=16,R=3,S=3,stride=2,pad=1"), problem.FP16, problem.NHWC), "stride 1"},
+		{dgrad(shape("N=2,C=16,H=9,W=9,K=16,R=3,S=3,stride_w=2,pad=1"), problem.BF16, problem.NHWC), "stride 1"},
+		{dgrad(odd, problem.FP16, problem.NCHW), "NHWC"},
+		{dgrad(shape("N=2,C=16,H=9,W=9,K=20,R=3,S=3,pad=1"), problem.FP16, problem.NHWC), "K divisible by 8"},
+		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.BF16, problem.NHWC), "C divisible by 8"},
+		{withChain, problem.ErrEpilogueOp.Error()},
+		{withOut, problem.ErrOutPrecisionOp.Error()},
+		{problem.Problem{Shape: odd, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpWgrad}, "not op=wgrad"},
+	} {
+		err := f.Serves(tc.p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s (epilogue %q, out %q): err %v, want one saying %q", tc.p, tc.p.Epilogue, tc.p.OutPrecision, err, tc.want)
+		}
+	}
+	if err := f.SupportsOutPrecision(dgrad(odd, problem.FP16, problem.NHWC)); err == nil {
+		t.Error("SupportsOutPrecision(dgrad): nil, want a refusal (dX is stored in the input's type only)")
+	}
+	p := dgrad(odd, problem.FP16, problem.NHWC)
+	noSwizzle := Config{"BM": 64, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}
+	if _, err := f.Render(p, noSwizzle); err == nil || !strings.Contains(err.Error(), "Swizzle=1") {
+		t.Errorf("dgrad with Swizzle=0: err %v, want a refusal naming Swizzle=1", err)
+	}
+	for _, c := range f.Space(p, lim) {
+		if c.Config["Swizzle"] != 1 {
+			t.Errorf("%s: dgrad space lists Swizzle=%d", c.ID(), c.Config["Swizzle"])
+		}
+	}
+	fwd := problem.Problem{Shape: odd, Precision: problem.FP16, Layout: problem.NHWC}
+	noSwizzle["Swizzle"] = 1
+	if k, err := f.Render(fwd, noSwizzle); err != nil || strings.Contains(k.Name, "dgrad") || strings.Contains(k.Source, "B_SBO") {
+		t.Errorf("forward: %v, kernel %s; want the forward kernel, without dgrad's B layout", err, k.Name)
+	}
+}
+
+// TestWGMMAIGEMMDgradFrontEnd runs dgrad kernels through NVRTC's front
+// end for sm_90a (ptxas, which checks the inline PTX, runs on the GPU
+// machine's NVRTC): on every shape above in fp16 and bf16, two kept
+// unsplit configurations (all with the full sweep), the split-K pins
+// (SplitK 2 and 4 where the k-tiles allow) and, on the odd shape, the
+// producer warpgroup. Each PTX must hold the configuration's
+// m64nBNk16 wgmma on the precision's type with B transposed, the 16-byte
+// cp.async copies and, split, the cluster and its distributed
+// shared-memory reads.
+func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	var jobs []compileJob
+	for i, spec := range wgmmaDgradShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+			var unsplit []Candidate
+			for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
+				if c.Config["SplitK"] == 0 {
+					unsplit = append(unsplit, c)
+				}
+			}
+			if len(unsplit) == 0 {
+				t.Fatalf("%s: no kept unsplit candidate", p)
+			}
+			if !fullSweep() {
+				a, b := (2*i+j)%len(unsplit), (2*i+j+len(unsplit)/2)%len(unsplit)
+				unsplit = []Candidate{unsplit[a], unsplit[b]}
+			}
+			cands := unsplit
+			for _, cfg := range dgradSplitConfigs(t, p) {
+				cands = append(cands, Candidate{Family: "wgmmaigemm", Config: cfg})
+			}
+			if i == 3 {
+				cands = append(cands, Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 64, "BK": 64, "Warpgroups": 1,
+					"Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}})
+			}
+			for _, c := range cands {
+				kern, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+			}
+		}
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			return "front end: " + err.Error()
+		}
+		typ := "f16"
+		if strings.Contains(j.id, "bf16") {
+			typ = "bf16"
+		}
+		want := []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", j.kernel.Config["BN"], typ, typ),
+			"p, 1, 1, 0, 1;", "cp.async.cg.shared.global"}
+		if sk := j.kernel.Config["SplitK"]; sk > 1 {
+			want = append(want, fmt.Sprintf(".reqnctapercluster 1, 1, %d", sk), "ld.shared::cluster.v4.f32", "mapa.shared::cluster.u32")
+		}
+		if j.kernel.Config["Producer"] == 1 {
+			want = append(want, "mbarrier.try_wait.parity.shared::cta.b64")
+		}
+		for _, w := range want {
+			if !strings.Contains(res.PTX, w) {
+				return fmt.Sprintf("PTX lacks %q", w)
+			}
+		}
+		return ""
+	})
+}

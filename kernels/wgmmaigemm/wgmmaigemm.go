@@ -29,11 +29,23 @@ var templateFS embed.FS
 // stride, padding and dilation: pixels past M, channels past K and taps in
 // the zero padding are zero-filled by the copies, stores are predicated.
 //
+// It also serves op=dgrad (problem.Op) at stride 1 in fp16 and bf16: the
+// data gradient is the same GEMM with M = N·H·W dX pixels by C input
+// channels over the K·R·S entries (r, s, k), k fastest. A gathers dY (K
+// contiguous channels: K a multiple of 8) at (h + pad − r·dilation, w +
+// pad − s·dilation), the forward's gather with the tap sign flipped; B is
+// W[k][r][s][c], contiguous along c (C a multiple of 8), so it is copied
+// as rows of the reduction into wgmma's MN-major 128-byte swizzle and read
+// transposed (imm-trans-b), which only 16-bit wgmma can do. No bias,
+// epilogue chain or other output type; Swizzle=1 only.
+//
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
-//     2) sub-tiles;
-//   - BN: output channels per block, the wgmma's N (64, 128 or 256);
-//   - BK: taps per pipeline stage (128 bytes of a pixel's channels);
+//     2) sub-tiles (dgrad: dX pixels);
+//   - BN: output channels per block, the wgmma's N (64, 128 or 256; dgrad:
+//     input channels);
+//   - BK: taps per pipeline stage (128 bytes of a pixel's channels; dgrad:
+//     reduction entries, 128 bytes of a pixel's dY channels);
 //   - Warpgroups: computing warpgroups (4 warps each), splitting BM;
 //   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
 //     one the tensor cores read;
@@ -60,14 +72,25 @@ func (Family) Name() string { return "wgmmaigemm" }
 // Template implements family.Family.
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
-// Serves implements family.Family.
+// Serves implements family.Family: op fprop, and op dgrad at stride 1 in
+// fp16 and bf16.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.Forward("wgmmaigemm", p); err != nil {
-		return err
-	}
 	s := p.Shape
-	if err := s.Validate(); err != nil {
-		return err
+	switch p.Op {
+	case problem.OpFprop:
+		if err := s.Validate(); err != nil {
+			return err
+		}
+	case problem.OpDgrad:
+		// Validate refuses a gradient's epilogue chain and output type.
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("wgmmaigemm dgrad: %w", err)
+		}
+		if err := servesDgrad(p); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("wgmmaigemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
 	}
 	if err := family.OneGroup("wgmmaigemm", s); err != nil {
 		return err
@@ -84,7 +107,27 @@ func (Family) Serves(p problem.Problem) error {
 		return fmt.Errorf("wgmmaigemm serves NHWC (K-major im2col rows), not %s", p.Layout)
 	}
 	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 {
+		if p.Op == problem.OpDgrad {
+			return fmt.Errorf("wgmmaigemm dgrad needs C divisible by %d (16-byte copies of a filter row's channels), not %d", vec, s.C)
+		}
 		return fmt.Errorf("wgmmaigemm needs C divisible by %d (16-byte copies of one tap's channels), not %d", vec, s.C)
+	}
+	return nil
+}
+
+// servesDgrad declines the data gradients the dgrad kernel does not
+// compute: strided ones (their stride holes need igemm's phases), TF32
+// (wgmma reads a TF32 operand K-major only, and B, the filter's channels,
+// is MN-major) and K that 16-byte copies of dY's channels cannot cover.
+func servesDgrad(p problem.Problem) error {
+	s := p.Shape
+	switch {
+	case s.StrideH != 1 || s.StrideW != 1:
+		return fmt.Errorf("wgmmaigemm dgrad serves stride 1, not %dx%d (igemm and dgradmma split a strided dX into phases)", s.StrideH, s.StrideW)
+	case p.Precision != problem.FP16 && p.Precision != problem.BF16:
+		return fmt.Errorf("wgmmaigemm dgrad serves fp16 and bf16, not %s: its B operand (the filter, channel-contiguous) is MN-major, which wgmma reads for 16-bit types only (igemm and dgradmma serve %s dgrad)", p.Precision, p.Precision)
+	case s.K%8 != 0:
+		return fmt.Errorf("wgmmaigemm dgrad needs K divisible by 8 (16-byte copies of dY's channels), not %d", s.K)
 	}
 	return nil
 }
@@ -130,7 +173,8 @@ func parseConfig(cfg family.Config) (knobs, error) {
 }
 
 // geometry holds a configuration's derived sizes; the template asserts
-// each one it uses.
+// each one it uses. For dgrad, M counts dX pixels (N·H·W), KRed the K·R·S
+// reduction entries and TilesN the tiles over the C input channels.
 type geometry struct {
 	M, KRed, KTiles, TilesM, TilesN int
 	Threads, Subtiles, Acc          int // per block; m64 sub-tiles per warpgroup; accumulators per thread
@@ -141,6 +185,13 @@ type geometry struct {
 	// gets, the partial tile's row pitch in floats (BN + 8: conflict-free
 	// fragment stores) and bytes (BM rows), its rows reduced per block.
 	Split, RankKTiles, Pitch, PartBytes, RankRows int
+	// Dgrad's B tile in the MN-major 128-byte swizzle: atoms of 8
+	// reduction rows x 64 channels (1024 bytes), the BN/64 atoms of 8 rows
+	// side by side. BLBO: bytes between the 64-channel atoms (the
+	// descriptor's leading byte offset); BSBO: bytes between groups of 8
+	// rows (its stride byte offset); BChunks: 16-byte copies per B row
+	// (BN/Vec), BRowsPerIter: B rows the copying threads cover at once.
+	BLBO, BSBO, BChunks, BRowsPerIter int
 }
 
 func geom(p problem.Problem, c knobs) geometry {
@@ -148,8 +199,12 @@ func geom(p problem.Problem, c knobs) geometry {
 	var g geometry
 	g.M = s.N * s.P() * s.Q()
 	g.KRed = s.C * s.R * s.S
+	cols := s.K
+	if p.Op == problem.OpDgrad {
+		g.M, g.KRed, cols = s.N*s.H*s.W, s.K*s.R*s.S, s.C
+	}
 	g.KTiles = family.CeilDiv(g.KRed, c.BK)
-	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(s.K, c.BN)
+	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(cols, c.BN)
 	g.Threads = 128 * (c.Warpgroups + c.Producer)
 	g.Subtiles = c.BM / (64 * c.Warpgroups)
 	g.Acc = g.Subtiles * c.BN / 2
@@ -167,6 +222,15 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.PartBytes = c.BM * g.Pitch * 4
 		g.RankRows = c.BM / g.Split
 		g.SharedBytes = max(g.SharedBytes, g.PartBytes)
+	}
+	if p.Op == problem.OpDgrad {
+		g.BLBO, g.BSBO = 1024, c.BN/64*1024
+		g.BChunks = c.BN / g.Vec
+		loaders := g.Threads // copying threads: all, or the producer warpgroup
+		if c.Producer == 1 {
+			loaders = 128
+		}
+		g.BRowsPerIter = loaders / g.BChunks
 	}
 	return g
 }
@@ -241,7 +305,11 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
 	case c.BK*g.ElemBytes > 128 && g.KTiles < 4:
 		return family.Soft("waste", "BK=%d leaves %d k-tiles", c.BK, g.KTiles)
-	case c.BN > 64 && 2*p.Shape.K <= c.BN:
+	case p.Op == problem.OpDgrad && c.Swizzle != 1:
+		return family.Hard("swizzle", "dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)")
+	case p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
+		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)
+	case p.Op != problem.OpDgrad && c.BN > 64 && 2*p.Shape.K <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
 	case c.BM > 64 && 2*g.M <= c.BM:
 		return family.Soft("waste", "BM=%d is more than twice M=%d", c.BM, g.M)
@@ -273,6 +341,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Split > 1 && g.RankKTiles < 2 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", cfg, g.Split, g.RankKTiles, g.KTiles)
 	}
+	if p.Op == problem.OpDgrad && c.Swizzle != 1 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)", cfg)
+	}
 	if g.TilesM > 65535 {
 		// The pixel tiles run along gridDim.y: a launch past its limit
 		// would fail only on the GPU (the space rejects these; a kernel
@@ -291,6 +362,12 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	acc := c.BN / 2
 	accOps, accCons := hopper.AccOperands(acc)
 	name := fmt.Sprintf("convgen_wgmmaigemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
+	dgrad := p.Op == problem.OpDgrad
+	col, cols := "k", "K" // the output's column variable and count in the stores
+	if dgrad {
+		name = fmt.Sprintf("convgen_wgmmaigemm_dgrad_%s_%s", p.Precision, family.KernelSuffix(cfg))
+		col, cols = "c", "C"
+	}
 	data := struct {
 		family.ShapeData
 		geometry
@@ -299,8 +376,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		TypeName, KName, AccOperands, AccConstrs string
 		SubAcc, DescAOperand, DescBOperand       int
 		ScaleOperand                             int
+		Dgrad                                    bool
+		Col, Cols                                string
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
-		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2}
+		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2, dgrad, col, cols}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
@@ -310,10 +389,17 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
-// every chain at its store (family.Epilogue).
+// every chain at its forward store (family.Epilogue); a dgrad problem with
+// a chain is refused by Serves (problem.ErrEpilogueOp).
 func (Family) SupportsEpilogue(epilogue.Chain) error { return nil }
 
-// SupportsOutPrecision implements family.OutPrecisionSupport: the
+// SupportsOutPrecision implements family.OutPrecisionSupport: the forward
 // epilogue stores every output type (family.Output), two channels at a
-// time when K is even, as it stores the input's.
-func (Family) SupportsOutPrecision(problem.Problem) error { return nil }
+// time when K is even, as it stores the input's; dgrad stores dX in the
+// input's type only.
+func (Family) SupportsOutPrecision(p problem.Problem) error {
+	if p.Op != problem.OpFprop {
+		return fmt.Errorf("wgmmaigemm stores op=%s's output in the input's type only", p.Op)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGMMAIGEMMDgrad tunes op=dgrad through wgmmaigemm alone (wgmma with
+// the filter read MN-major, imm-trans-b) in fp16 and bf16 NHWC on
+// ResNet-50's stride-1 s1-3x3 (56², C=K=64) and s3-3x3 (14², C=K=256) and
+// a 1x1 (56², C=64 → K=256) at N=32, and an odd dilated shape (partial
+// pixel and channel tiles, padding 2 with dilation 2): pinned to three of
+// the family's kept configurations (the first, middle and last), plus
+// split-K kernels rendered by the test (the reduction over a cluster of 2
+// or 4 blocks) and, on the odd shape in fp16, the producer warpgroup.
+// Every kernel must pass the float64 checks within the precision's bound;
+// the medians are logged. sm_90 only; 8 tuning runs, 35 kernels.
+func TestWGMMAIGEMMDgrad(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	cases := []struct {
+		shape string
+		tiles []splitTile
+	}{
+		{"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", []splitTile{{128, 2, 128, 1, 4, 2}}},
+		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", []splitTile{{128, 2, 128, 1, 4, 2}, {64, 1, 128, 2, 4, 4}}},
+		{"N=32,C=64,H=56,W=56,K=256,R=1,S=1", []splitTile{{64, 1, 64, 1, 4, 2}}},
+		{"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=2,dilation=2", []splitTile{{64, 1, 64, 1, 4, 2}}},
+	}
+	for i, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+			p := problem.Problem{Shape: shape, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+			t.Run(p.String(), func(t *testing.T) {
+				cands, err := kernels.Enumerate(p, lim)
+				if err != nil {
+					t.Fatalf("enumerate: %v", err)
+				}
+				var kept []kernels.Candidate
+				for _, c := range cands {
+					if c.Family == "wgmmaigemm" && c.Rejected == "" {
+						kept = append(kept, c)
+					}
+				}
+				if len(kept) == 0 {
+					t.Fatal("no kept wgmmaigemm dgrad candidate")
+				}
+				pins := []string{kept[0].ID()}
+				for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
+					if c.ID() != pins[len(pins)-1] {
+						pins = append(pins, c.ID())
+					}
+				}
+				cfgs := make([]kernels.Config, 0, len(tc.tiles)+1)
+				for _, st := range tc.tiles {
+					cfgs = append(cfgs, st.config(prec))
+				}
+				if i == len(cases)-1 && prec == problem.FP16 {
+					cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4,
+						"BlocksPerSM": 1, "Producer": 1, "Swizzle": 1})
+				}
+				var extra []kernels.Kernel
+				configOf := map[string]string{}
+				for _, cfg := range cfgs {
+					k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: "wgmmaigemm", Config: cfg})
+					if err != nil {
+						t.Fatalf("render %s: %v", cfg, err)
+					}
+					if k.Grid[2] != max(1, cfg["SplitK"]) || !strings.Contains(k.Name, "_dgrad_") {
+						t.Fatalf("%s: kernel %s, grid %v; want a dgrad kernel with z = SplitK", cfg, k.Name, k.Grid)
+					}
+					extra = append(extra, k)
+					configOf[k.Family+"/"+k.Name] = k.Config.String()
+				}
+				res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins, Extra: extra,
+					Trials: 0, Runs: 10, Seed: 23, Timeout: 60 * time.Second})
+				if err != nil {
+					t.Fatalf("tune: %v", err)
+				}
+				if passed := checkTrials(t, p, res.Trials); passed != len(pins)+len(extra) {
+					t.Errorf("%d of %d kernels passed", passed, len(pins)+len(extra))
+				}
+				if res.Winner == nil || res.Winner.Family != "wgmmaigemm" {
+					t.Errorf("winner %v, want a wgmmaigemm kernel", res.Winner)
+				}
+				for _, tr := range res.Trials {
+					if tr.Family != "wgmmaigemm" || (tr.Status == StatusSkipped || tr.Status == StatusRejected) {
+						continue
+					}
+					cfg := configOf[tr.ID]
+					if cfg == "" {
+						cfg = tr.ID
+					}
+					t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", cfg, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
+				}
+			})
+		}
+	}
+}
