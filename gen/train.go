@@ -22,6 +22,41 @@ type Train struct {
 	// no epilogue chain, no output precision, tuned (not Untuned). Their
 	// Package, Command and FilePrefix are the Train's.
 	Ops [3]Binding
+	// Devices are the GPU models the ops were tuned on, in the order of
+	// Ops ("" where not known); when they differ (MixedDevices), the
+	// package's doc says so.
+	Devices [3]string
+}
+
+// MixedDevices describes devices, the GPU models the ops of a training
+// package were tuned on (in TrainOps' order), when they are not all the
+// same: the ops of each model, e.g. "fprop and wgrad on NVIDIA H200,
+// dgrad on NVIDIA H100 80GB HBM3"; "" when they are (or none is known).
+func MixedDevices(devices [3]string) string {
+	var models []string
+	opsOf := map[string][]string{}
+	for i, d := range devices {
+		if d == "" {
+			continue
+		}
+		if _, ok := opsOf[d]; !ok {
+			models = append(models, d)
+		}
+		opsOf[d] = append(opsOf[d], TrainOps()[i].String())
+	}
+	if len(models) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, d := range models {
+		ops := opsOf[d]
+		list := strings.Join(ops, ", ")
+		if n := len(ops); n > 1 {
+			list = strings.Join(ops[:n-1], ", ") + " and " + ops[n-1]
+		}
+		parts = append(parts, list+" on "+d)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // TrainOps are the ops of a training package, in the order of Train.Ops.
@@ -145,6 +180,9 @@ func genTrainDoc(t *trainSpec) *jen.File {
 		header = append(header, "           "+strings.TrimSuffix(s.Summary, "."))
 	}
 	code(header...)
+	if mixed := MixedDevices(t.Devices); mixed != "" {
+		para("The ops were tuned on different GPU models: %s. Each kernel is the winner of its own op's search on its own GPU: on the others it runs as Load loads it (see Usage), but was not chosen there, and the ops' timings are of different GPUs. Tuning the three on one GPU (convgen -train there), or replaying one GPU's records (-device), makes a package of one GPU.", mixed)
+	}
 
 	b.WriteString("# What it computes\n\n")
 	para("Forward computes the forward 2-D convolution (cross-correlation, as in cuDNN and PyTorch) of an N×C×H×W = %d×%d×%d×%d input X (in) with a K×(C/Groups)×R×S = %d×%d×%d×%d filter W into an N×K×P×Q = %d×%d×%d×%d output Y (out), with the constants of this package:",

@@ -14,7 +14,8 @@ import (
 
 // trainFP16 is the golden training package: fp16NHWC's three ops, the
 // forward and dgrad with a fallback, wgrad an sm_90a kernel without PTX
-// (so its PTX test is skipped).
+// (so its PTX test is skipped), tuned on another GPU model than the other
+// two (so the doc says so).
 func trainFP16(t testing.TB) Train {
 	t.Helper()
 	fwd := fp16NHWC(t)
@@ -25,7 +26,7 @@ func trainFP16(t testing.TB) Train {
 	wgrad.Launch = launch.Launch{Grid: [3]int{96, 3, 1}, Block: [3]int{128, 1, 1}, SharedBytes: 2048}
 	wgrad.CUBIN = []byte("\x7fELF\x02\x01\x01fake wgrad cubin\x00\xff")
 	wgrad.Summary = "tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgradmma, median 2.500 ms, rel. error 3.0e-07"
-	return Train{Package: "trainfp16", Ops: [3]Binding{fwd, dgrad, wgrad},
+	return Train{Package: "trainfp16", Ops: [3]Binding{fwd, dgrad, wgrad}, Devices: [3]string{"NVIDIA H200", "NVIDIA H200", "NVIDIA H100 80GB HBM3"},
 		Command: "convgen -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2 -precision fp16 -layout nhwc -pkg trainfp16 -o ./trainfp16 -train"}
 }
 
@@ -167,5 +168,37 @@ func TestTrainWrite(t *testing.T) {
 		if !slices.Contains(names, name) {
 			t.Errorf("%s not written (%v)", name, names)
 		}
+	}
+}
+
+// TestMixedDevices: the description names each GPU model with its ops, in
+// the ops' order, and is empty when one model (or none) is known.
+func TestMixedDevices(t *testing.T) {
+	const a, b, c = "NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
+	for _, tc := range []struct {
+		devices [3]string
+		want    string
+	}{
+		{[3]string{a, a, a}, ""},
+		{[3]string{}, ""},
+		{[3]string{a, "", a}, ""},
+		{[3]string{a, b, a}, "fprop and wgrad on " + a + ", dgrad on " + b},
+		{[3]string{b, a, a}, "fprop on " + b + ", dgrad and wgrad on " + a},
+		{[3]string{a, b, c}, "fprop on " + a + ", dgrad on " + b + ", wgrad on " + c},
+		{[3]string{a, "", b}, "fprop on " + a + ", wgrad on " + b},
+	} {
+		if got := MixedDevices(tc.devices); got != tc.want {
+			t.Errorf("MixedDevices(%q) = %q, want %q", tc.devices, got, tc.want)
+		}
+	}
+	tr := trainFP16(t)
+	doc := strings.Join(strings.Fields(strings.ReplaceAll(string(trainFiles(t, tr)["doc.go"]), "//", " ")), " ")
+	para := "The ops were tuned on different GPU models: fprop and dgrad on NVIDIA H200, wgrad on NVIDIA H100 80GB HBM3."
+	if !strings.Contains(doc, para) {
+		t.Errorf("doc.go lacks %q", para)
+	}
+	tr.Devices = [3]string{a, a, a}
+	if doc := string(trainFiles(t, tr)["doc.go"]); strings.Contains(doc, "different GPU models") {
+		t.Error("doc.go of one GPU model's ops says they differ")
 	}
 }

@@ -173,8 +173,11 @@ func Run(ctx context.Context, r Request) (Result, error) {
 	logf(r.Log, "convgen %s: %s\n", version.Convgen, r.Problem)
 	if !gpu.Available() {
 		rec, err := recordOffline(r, cache)
-		if r.Untuned && errors.Is(err, ErrNoRecord) {
-			return writeUntuned(r)
+		if errors.Is(err, ErrNoRecord) {
+			if r.Untuned {
+				return writeUntuned(r)
+			}
+			return Result{}, fmt.Errorf("%w (-untuned writes an untuned package instead)", err)
 		}
 		if err != nil {
 			return Result{}, err

@@ -75,7 +75,9 @@ func sameKernel(p problem.Problem, t tunecache.Timing, want, name string, l laun
 // recordOffline picks the cache's record for this problem without a GPU:
 // the newest of each device model (tunecache's Replay), and among several
 // device models the one Device and Arch select. Its errors match ErrNoRecord
-// when nothing matches, ErrInvalid when several device models do.
+// when nothing matches (naming no remedy: the caller, which knows what
+// else the user could ask for, adds it), ErrInvalid when several device
+// models do.
 func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) {
 	k := baseKey(c)
 	q := tunecache.Query{Shape: k.Shape, Precision: k.Precision, Layout: k.Layout, Epilogue: k.Epilogue, Op: k.Op, OutPrecision: k.OutPrecision, Arch: c.Arch, Device: c.Device,
@@ -91,7 +93,7 @@ func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) 
 		if _, err := os.Stat(c.Cache); errors.Is(err, os.ErrNotExist) {
 			where += " (no such file)"
 		}
-		return tunecache.Record{}, mark(ErrNoRecord, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s (-untuned writes an untuned package instead)",
+		return tunecache.Record{}, mark(ErrNoRecord, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s",
 			gpu.ErrNoCUDA, where, c.Problem, nearMisses(cache, q)))
 	case 1:
 		logf(c.Log, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.Cache)

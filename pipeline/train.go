@@ -43,7 +43,9 @@ type TrainReport struct {
 // its backward. An op that cannot be served (no record to replay, no
 // family, an epilogue chain or output precision, which gradients refuse)
 // fails the run with an error naming the op, before anything is written.
-// Pins and Untuned are refused.
+// Pins and Untuned are refused. Records of different GPU models (offline,
+// each op replays its own) make a package all the same, with a warning on
+// r.Progress and a paragraph in its doc (gen.MixedDevices).
 func RunTrain(ctx context.Context, r Request) (TrainResult, error) {
 	var res TrainResult
 	r.Problem = r.Problem.Canonical()
@@ -86,13 +88,16 @@ func RunTrain(ctx context.Context, r Request) (TrainResult, error) {
 		logf(r.Log, "op %s:\n", op)
 		rec, outcome, c, err := trainRecord(ctx, o, cache)
 		if errors.Is(err, ErrNoRecord) {
-			return res, fmt.Errorf("op %s: %w; a training package needs the records of all three ops (-untuned does not go with -train; a cuda build on a GPU tunes what is missing)", op, err)
+			return res, fmt.Errorf("op %s: %w; a training package needs the records of all three ops: tune op %s on a GPU (convgen -train or -op %s with the same flags, built with -tags cuda), or point -cache at a cache that holds its record", op, err, op, op)
 		}
 		if err != nil {
 			return res, fmt.Errorf("op %s: %w", op, err)
 		}
 		res.Ops[i] = Result{Outcome: outcome, Record: rec}
 		cands[i] = c
+	}
+	if mixed := gen.MixedDevices(opDevices(res.Ops)); mixed != "" {
+		logf(r.Progress, "convgen: warning: the training package's ops were tuned on different GPU models: %s; each kernel is its own GPU's winner (tune the three on one GPU, or pick one GPU's records with -device, for a package of one GPU)\n", mixed)
 	}
 	err = writeTrain(r, reqs, cands, &res)
 	if err != nil && slices.ContainsFunc(res.Ops[:], func(o Result) bool { return o.Outcome == Tuned }) {
@@ -109,6 +114,15 @@ func opRequests(r Request) [3]Request {
 		reqs[i].Problem.Op = op
 	}
 	return reqs
+}
+
+// opDevices are the GPU models the records of ops were tuned on.
+func opDevices(ops [3]Result) [3]string {
+	var devs [3]string
+	for i, o := range ops {
+		devs[i] = o.Record.Key.Device
+	}
+	return devs
 }
 
 // checkTargets refuses the output directories of r that cannot be
@@ -158,7 +172,7 @@ func trainRecord(ctx context.Context, o Request, cache *tunecache.Cache) (tuneca
 // res, its reports and the PyTorch module, and writes them
 // (writeOutputs, as writeFiles does for one op's package).
 func writeTrain(r Request, reqs [3]Request, cands [3][]report.Candidate, res *TrainResult) error {
-	t := gen.Train{Package: r.Pkg, Command: r.Command}
+	t := gen.Train{Package: r.Pkg, Command: r.Command, Devices: opDevices(res.Ops)}
 	if r.Into {
 		t.FilePrefix = gen.FilesPrefix
 	}
@@ -198,10 +212,7 @@ func trainReports(dir, prefix string, data [3]report.Data, cands [3][]report.Can
 	var md bytes.Buffer
 	md.WriteString("# convgen training package: fprop, dgrad, wgrad\n\nThree ops, each tuned and recorded on its own; their reports follow.\n")
 	files := map[string][]byte{}
-	var prev TrainReport
-	if old, err := os.ReadFile(filepath.Join(dir, prefix+reportJSON)); err == nil && json.Unmarshal(old, &prev) == nil && len(prev.Ops) != len(data) {
-		prev = TrainReport{}
-	}
+	prev := previousTrainReport(filepath.Join(dir, prefix+reportJSON))
 	for i, d := range data {
 		op := gen.TrainOps()[i].String()
 		md.WriteString("\n")
@@ -214,7 +225,7 @@ func trainReports(dir, prefix string, data [3]report.Data, cands [3][]report.Can
 				return nil, err
 			}
 			files[csvName], files[svgName] = csv, d.Chart(cands[i])
-		case prev.Ops != nil && sameSearch(prev.Ops[i], d):
+		case prev != nil && sameSearch(prev.Ops[i], d):
 			for _, name := range []string{csvName, svgName} {
 				if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
 					files[name] = b
@@ -228,4 +239,20 @@ func trainReports(dir, prefix string, data [3]report.Data, cands [3][]report.Can
 	}
 	files[prefix+reportMD], files[prefix+reportJSON] = md.Bytes(), append(js, '\n')
 	return files, nil
+}
+
+// previousTrainReport is the training package's report.json at path, as
+// the last run wrote it: nil when there is none, it cannot be read or
+// decoded (json.Unmarshal may have filled part of it before failing), or
+// it does not hold one report per op.
+func previousTrainReport(path string) *TrainReport {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var prev TrainReport
+	if err := json.Unmarshal(old, &prev); err != nil || len(prev.Ops) != len(gen.TrainOps()) {
+		return nil
+	}
+	return &prev
 }

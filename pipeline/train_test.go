@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/gen/torchmod"
+	"github.com/convgen/convgen/gpu"
 	"github.com/convgen/convgen/internal/testfs"
 	"github.com/convgen/convgen/problem"
 	"github.com/convgen/convgen/tunecache"
@@ -149,5 +152,119 @@ func TestRunTrainTorch(t *testing.T) {
 		if _, ok := m.Ops[op]; !ok {
 			t.Errorf("kernel.json lacks ops.%s (%d torch files)", op, len(res.TorchFiles))
 		}
+	}
+}
+
+// TestRunTrainBadPreviousReport: a report.json left in the package's
+// directory that is not a training package's three reports (it fails to
+// decode after filling part of its "ops", or holds another number of
+// them) is taken for no previous report: RunTrain writes the package and
+// its own report.json (the first case panicked with an index out of
+// range).
+func TestRunTrainBadPreviousReport(t *testing.T) {
+	needNoGPU(t)
+	for _, old := range []string{
+		`{"ops":[{"command":5},{}]}`, // a type error after two ops are made
+		`{"ops":[{},{},{"command":5}]}`,
+		`{"ops":[{},{}]}`,
+		`{"ops":[{},{},{},{}]}`,
+		`{"ops":"none"}`,
+		`{"ops":[`,
+		`[]`,
+	} {
+		t.Run(old, func(t *testing.T) {
+			r := cachedRequest(t, false, trainRecords(t)...)
+			if err := os.MkdirAll(r.Out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, content := range map[string]string{"doc.go": gen.Header + "\n\npackage alexnet\n", "report.json": old} {
+				if err := os.WriteFile(filepath.Join(r.Out, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := RunTrain(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			js, err := os.ReadFile(filepath.Join(r.Out, "report.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep TrainReport
+			if err := json.Unmarshal(js, &rep); err != nil || len(rep.Ops) != 3 {
+				t.Errorf("report.json: %d ops (%v), want the three ops' reports", len(rep.Ops), err)
+			}
+		})
+	}
+}
+
+// TestRunTrainNoRecordMessage: the error of a missing op record names the
+// op and how to get its record, and not -untuned, which -train refuses;
+// one op's package without a record still points at -untuned, once.
+func TestRunTrainNoRecordMessage(t *testing.T) {
+	needNoGPU(t)
+	recs := trainRecords(t)
+	r := cachedRequest(t, false, recs[0], recs[2])
+	p := r.Problem.Canonical()
+	p.Op = problem.OpDgrad
+	want := fmt.Sprintf("op dgrad: %v; no record in %s for %s that the current kernels match; a training package needs the records of all three ops: "+
+		"tune op dgrad on a GPU (convgen -train or -op dgrad with the same flags, built with -tags cuda), or point -cache at a cache that holds its record",
+		gpu.ErrNoCUDA, r.Cache, p)
+	_, err := RunTrain(context.Background(), r)
+	if err == nil || err.Error() != want {
+		t.Errorf("error\n%v\nwant\n%s", err, want)
+	}
+	one := r
+	one.Problem = p
+	_, err = Run(context.Background(), one)
+	if !errors.Is(err, ErrNoRecord) || strings.Count(err.Error(), "-untuned") != 1 || !strings.HasSuffix(err.Error(), " (-untuned writes an untuned package instead)") {
+		t.Errorf("one op's package: %v, want ErrNoRecord ending in the -untuned hint", err)
+	}
+}
+
+// TestRunTrainMixedDevices: ops replayed from records of different GPU
+// models make a package with a warning on the progress writer naming the
+// ops and models, a paragraph saying so in the doc, and each op's device
+// in the doc's header; records of one model give neither.
+func TestRunTrainMixedDevices(t *testing.T) {
+	needNoGPU(t)
+	const h100 = "NVIDIA H100 80GB HBM3"
+	fwd := fixture(t, h200, 132)
+	same := trainRecords(t)
+	mixed := []tunecache.Record{fwd, gradFixture(t, fixture(t, h100, 132), problem.OpDgrad), gradFixture(t, fwd, problem.OpWgrad)}
+	for _, tc := range []struct {
+		name string
+		recs []tunecache.Record
+		want string // the warning, "" for none
+	}{
+		{"one device", same, ""},
+		{"two devices", mixed, "convgen: warning: the training package's ops were tuned on different GPU models: fprop and wgrad on NVIDIA H200, dgrad on " + h100 +
+			"; each kernel is its own GPU's winner (tune the three on one GPU, or pick one GPU's records with -device, for a package of one GPU)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cachedRequest(t, false, tc.recs...)
+			var progress bytes.Buffer
+			r.Progress = &progress
+			if _, err := RunTrain(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			if progress.String() != tc.want {
+				t.Errorf("progress %q, want %q", progress.String(), tc.want)
+			}
+			doc, err := os.ReadFile(filepath.Join(r.Out, "doc.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := strings.Join(strings.Fields(strings.ReplaceAll(string(doc), "//", " ")), " ")
+			for i, op := range []string{"fprop", "dgrad", "wgrad"} {
+				if line := op + " " + []string{"Forward", "BackwardData", "BackwardFilter"}[i] + ": "; !strings.Contains(text, line) ||
+					!strings.Contains(text, "tuned on "+tc.recs[i].Key.Device+" ("+tc.recs[i].Arch+")") {
+					t.Errorf("doc.go does not name %s's kernel and its device %s", op, tc.recs[i].Key.Device)
+				}
+			}
+			para := "The ops were tuned on different GPU models: fprop and wgrad on NVIDIA H200, dgrad on " + h100 + "."
+			if got := strings.Contains(text, para); got != (tc.want != "") {
+				t.Errorf("doc.go has the paragraph %q: %v, want %v", para, got, tc.want != "")
+			}
+		})
 	}
 }
