@@ -175,27 +175,36 @@ func TestIGEMMCompileSample(t *testing.T) {
 	var jobs []compileJob
 	for i, s := range shapes {
 		p := problem.Problem{Shape: s, Precision: igemmPrecisions[i%len(igemmPrecisions)], Layout: problem.Layouts[i/2%2]}
-		keep := igemmKept(p, DefaultLimits(80))
-		c := keep[rng.IntN(len(keep))]
-		k, err := RenderCandidate(p, c)
-		if err != nil {
-			t.Fatalf("%s %s: %v", p, c.ID(), err)
-		}
-		jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
+		jobs = append(jobs, igemmSampleJob(t, rng, p))
 	}
-	jobs = append(jobs, compileJob{"golden igemm", goldenIGEMM(t)})
+	jobs = append(jobs, compileJob{"golden igemm", goldenIGEMM(t, problem.OpFprop)})
 	compileForArchs(t, lib, jobs)
 }
 
-// goldenIGEMM is the igemm kernel whose source is kept in testdata: fp16
-// NHWC with C=13 (element loads), K=11 and a dilated, padded 3x3 filter.
-func goldenIGEMM(t *testing.T) Kernel {
+// igemmSampleJob renders one kept candidate of p on sm_80, picked by rng,
+// as a compile job.
+func igemmSampleJob(t *testing.T, rng *rand.Rand, p problem.Problem) compileJob {
+	t.Helper()
+	keep := igemmKept(p, DefaultLimits(80))
+	c := keep[rng.IntN(len(keep))]
+	k, err := RenderCandidate(p, c)
+	if err != nil {
+		t.Fatalf("%s %s: %v", p, c.ID(), err)
+	}
+	return compileJob{p.String() + " " + c.ID(), k}
+}
+
+// goldenIGEMM is the igemm kernel of op (fprop or dgrad) whose source is
+// kept in testdata: fp16 NHWC with C=13 and K=11 (element loads of both
+// operands), a row stride of 2 (dgrad's phase tables) and a dilated,
+// padded 3x3 filter.
+func goldenIGEMM(t *testing.T, op problem.Op) Kernel {
 	t.Helper()
 	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: op}
 	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +213,7 @@ func goldenIGEMM(t *testing.T) Kernel {
 }
 
 func TestIGEMMGoldenSource(t *testing.T) {
-	checkGolden(t, "TestIGEMMGoldenSource", goldenPath("igemm", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMM(t).Source)
+	checkGolden(t, "TestIGEMMGoldenSource", goldenPath("igemm", "igemm_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMM(t, problem.OpFprop).Source)
 }
 
 // igemmDgradShapes are the dgrad shapes igemm's CPU tests render and
@@ -277,13 +286,7 @@ func TestIGEMMDgradCompile(t *testing.T) {
 			for j := range 2 {
 				prec := igemmPrecisions[(i+li+2*j)%len(igemmPrecisions)]
 				p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
-				keep := igemmKept(p, DefaultLimits(80))
-				c := keep[rng.IntN(len(keep))]
-				k, err := RenderCandidate(p, c)
-				if err != nil {
-					t.Fatalf("%s %s: %v", p, c.ID(), err)
-				}
-				jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
+				jobs = append(jobs, igemmSampleJob(t, rng, p))
 			}
 		}
 	}
@@ -308,28 +311,11 @@ func TestIGEMMDgradCompile(t *testing.T) {
 		}
 		return ""
 	})
-	compileForArchs(t, lib, []compileJob{{"golden igemm dgrad", goldenIGEMMDgrad(t)}})
-}
-
-// goldenIGEMMDgrad is the igemm dgrad kernel whose source is kept in
-// testdata: fp16 NHWC with C=13 (element loads of W), K=11 (element loads
-// of dY), a row stride of 2 (phase tables) and a dilated, padded 3x3 filter.
-func goldenIGEMMDgrad(t *testing.T) Kernel {
-	t.Helper()
-	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
-	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
+	compileForArchs(t, lib, []compileJob{{"golden igemm dgrad", goldenIGEMM(t, problem.OpDgrad)}})
 }
 
 func TestIGEMMDgradGoldenSource(t *testing.T) {
-	checkGolden(t, "TestIGEMMDgradGoldenSource", goldenPath("igemm", "igemm_dgrad_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMMDgrad(t).Source)
+	checkGolden(t, "TestIGEMMDgradGoldenSource", goldenPath("igemm", "igemm_dgrad_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), goldenIGEMM(t, problem.OpDgrad).Source)
 }
 
 // igemmSplitShapes are the split-K shapes of issue 23: ResNet-50's s4-3x3

@@ -7,9 +7,9 @@ package dgradmma
 import (
 	"embed"
 	"fmt"
-	"strings"
 
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/kernels/internal/gradmma"
 	"github.com/convgen/convgen/problem"
 )
@@ -59,58 +59,6 @@ func (Family) Serves(p problem.Problem) error {
 // knobs are a configuration's knobs (see Family).
 type knobs struct {
 	BM, BN, WM, WN, Unroll, Stage int
-}
-
-// taps are one axis's phases: for phase ph (pixel index ≡ ph mod the
-// stride), the filter taps that land on an output pixel and the output
-// offset each adds to the pixel's phase index.
-type taps struct {
-	tap, off [][]int
-	most     int
-}
-
-// phaseTaps lists, for each of stride phases, the taps t < n with
-// (ph + pad - t*dil) divisible by stride and their offsets
-// (ph + pad - t*dil) / stride (exact).
-func phaseTaps(n, stride, pad, dil int) taps {
-	var ts taps
-	ts.most = 1
-	for ph := range stride {
-		var tap, off []int
-		for t := range n {
-			if d := ph + pad - t*dil; d%stride == 0 {
-				tap, off = append(tap, t), append(off, d/stride)
-			}
-		}
-		ts.tap, ts.off = append(ts.tap, tap), append(ts.off, off)
-		ts.most = max(ts.most, len(tap))
-	}
-	return ts
-}
-
-// count is the C initialiser of the taps per phase.
-func (ts taps) count() string {
-	var b []string
-	for _, t := range ts.tap {
-		b = append(b, fmt.Sprint(len(t)))
-	}
-	return strings.Join(b, ", ")
-}
-
-// table is the C initialiser of a [phases][most] table of v, zero-padded.
-func (ts taps) table(v [][]int) string {
-	var rows []string
-	for _, row := range v {
-		cells := make([]string, ts.most)
-		for i := range cells {
-			cells[i] = "0"
-			if i < len(row) {
-				cells[i] = fmt.Sprint(row[i])
-			}
-		}
-		rows = append(rows, "{"+strings.Join(cells, ", ")+"}")
-	}
-	return strings.Join(rows, ", ")
 }
 
 // geometry holds a configuration's derived sizes; the template asserts
@@ -235,8 +183,6 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: a grid of %d pixel tiles by %d phases is past CUDA's limits", cfg, g.TilesM, s.StrideH*s.StrideW)
 	}
 	mm := gradmma.For(p, "dX")
-	rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
-	cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
 	name := fmt.Sprintf("convgen_dgradmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
 	data := struct {
 		family.ShapeData
@@ -244,10 +190,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		knobs
 		Name, Config, PrecisionDoc, TypeName, MMAShape string
 		Split3                                         bool
-		MaxTR, MaxTS                                   int
-		NTR, TRR, TRDP, NTS, TSS, TSDQ                 string
-	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3,
-		rows.most, cols.most, rows.count(), rows.table(rows.tap), rows.table(rows.off), cols.count(), cols.table(cols.tap), cols.table(cols.off)}
+		dgradphase.Tables
+	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, dgradphase.NewTables(s)}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err

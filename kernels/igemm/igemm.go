@@ -7,10 +7,10 @@ package igemm
 import (
 	"embed"
 	"fmt"
-	"strings"
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -189,9 +189,7 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 		g.HP, g.WP = family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
 		g.Phases = s.StrideH * s.StrideW
 		g.M = s.N * g.HP * g.WP
-		rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
-		cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
-		g.KRed = rows.most * cols.most * s.K
+		g.KRed = dgradphase.Rows(s).Most * dgradphase.Cols(s).Most * s.K
 		g.KTiles = family.CeilDiv(g.KRed, c.BK)
 		g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(s.C, c.BN)
 		// 8 elements of padding: 16 bytes (fp16, bf16: ldmatrix rows in
@@ -348,16 +346,16 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	name := fmt.Sprintf("convgen_igemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
 	grid := [3]int{g.TilesM, g.TilesN, g.GridZ}
-	var taps phaseTables
+	var taps dgradphase.Tables // dgrad's; the template renders them only for a strided axis
 	if p.Op == problem.OpDgrad {
 		name = fmt.Sprintf("convgen_igemm_dgrad_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
-		taps = newPhaseTables(p.Shape)
+		taps = dgradphase.NewTables(p.Shape)
 	}
 	data := struct {
 		family.ShapeData
 		igemmGeometry
 		igemmKnobs
-		phaseTables
+		dgradphase.Tables
 		Name, Config, PrecisionDoc, FilterLayout string
 		Dgrad                                    bool
 	}{family.NewShapeData(p), g, c, taps, name, cfg.String(), doc, p.Layout.FilterLayout(), p.Op == problem.OpDgrad}
@@ -367,74 +365,6 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
 		Launch: family.Launch{Grid: grid, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
-}
-
-// taps are one axis's stride phases for dgrad: for phase ph (dX index ≡
-// ph mod the stride), the filter taps t that land on an output index, and
-// the offset each adds to the pixel's index within its phase.
-type taps struct {
-	tap, off [][]int
-	most     int // the most taps of a phase, at least 1 (table width)
-}
-
-// phaseTaps lists, for each of stride phases, the taps t < n with
-// ph + pad - t·dil divisible by stride, and (ph + pad - t·dil) / stride
-// (exact): dX index ph + stride·i meets output index i + off.
-func phaseTaps(n, stride, pad, dil int) taps {
-	ts := taps{most: 1}
-	for ph := range stride {
-		var tap, off []int
-		for t := range n {
-			if d := ph + pad - t*dil; d%stride == 0 {
-				tap, off = append(tap, t), append(off, d/stride)
-			}
-		}
-		ts.tap, ts.off = append(ts.tap, tap), append(ts.off, off)
-		ts.most = max(ts.most, len(tap))
-	}
-	return ts
-}
-
-// count is the C initialiser of the taps per phase.
-func (ts taps) count() string {
-	var b []string
-	for _, t := range ts.tap {
-		b = append(b, fmt.Sprint(len(t)))
-	}
-	return strings.Join(b, ", ")
-}
-
-// table is the C initialiser of a [phases][most] table of v, zero-padded.
-func (ts taps) table(v [][]int) string {
-	rows := make([]string, len(v))
-	for i, row := range v {
-		cells := make([]string, ts.most)
-		for j := range cells {
-			cells[j] = "0"
-			if j < len(row) {
-				cells[j] = fmt.Sprint(row[j])
-			}
-		}
-		rows[i] = "{" + strings.Join(cells, ", ") + "}"
-	}
-	return strings.Join(rows, ", ")
-}
-
-// phaseTables are dgrad's tap tables as the template's constant-memory
-// initialisers (rendered only for a strided axis): per row phase NTR taps
-// r = TRR[ph][i] with output row offset TRDP[ph][i], per column phase NTS
-// taps s = TSS[pw][j] with offset TSDQ[pw][j].
-type phaseTables struct {
-	MaxTR, MaxTS                   int
-	NTR, TRR, TRDP, NTS, TSS, TSDQ string
-}
-
-func newPhaseTables(s problem.Shape) phaseTables {
-	rows := phaseTaps(s.R, s.StrideH, s.PadH, s.DilationH)
-	cols := phaseTaps(s.S, s.StrideW, s.PadW, s.DilationW)
-	return phaseTables{MaxTR: rows.most, MaxTS: cols.most,
-		NTR: rows.count(), TRR: rows.table(rows.tap), TRDP: rows.table(rows.off),
-		NTS: cols.count(), TSS: cols.table(cols.tap), TSDQ: cols.table(cols.off)}
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies

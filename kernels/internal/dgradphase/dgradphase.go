@@ -1,0 +1,95 @@
+// Package dgradphase holds the stride-phase tap tables of the data
+// gradient (dgrad), shared by the families that split dX into stride
+// phases (dgradmma, igemm's op=dgrad). Along an axis of stride s, the dX
+// indices of one phase ph (index ≡ ph mod s) all meet the same filter taps:
+// those t with ph + pad − t·dil divisible by s. A phase is then a GEMM over
+// its valid taps only, which never visits a stride hole; the templates read
+// the taps and their output offsets from constant-memory tables that Go
+// computes here.
+package dgradphase
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/convgen/convgen/problem"
+)
+
+// Taps are one axis's stride phases: for phase ph (dX index ≡ ph mod the
+// stride), Tap[ph] lists the filter taps t that land on an output index,
+// and Off[ph] the offset each adds to the index within the phase: dX index
+// ph + stride·i meets output index i + Off[ph][j] through tap Tap[ph][j].
+type Taps struct {
+	Tap, Off [][]int
+	// Most is the most taps of a phase, at least 1 (the tables' width).
+	Most int
+}
+
+// Axis lists, for each of stride phases, the taps t < n with
+// ph + pad − t·dil divisible by stride, and (ph + pad − t·dil) / stride
+// (exact) as their offsets.
+func Axis(n, stride, pad, dil int) Taps {
+	ts := Taps{Most: 1}
+	for ph := range stride {
+		var tap, off []int
+		for t := range n {
+			if d := ph + pad - t*dil; d%stride == 0 {
+				tap, off = append(tap, t), append(off, d/stride)
+			}
+		}
+		ts.Tap, ts.Off = append(ts.Tap, tap), append(ts.Off, off)
+		ts.Most = max(ts.Most, len(tap))
+	}
+	return ts
+}
+
+// Rows are s's filter rows' phases (R, stride, pad and dilation along H).
+func Rows(s problem.Shape) Taps { return Axis(s.R, s.StrideH, s.PadH, s.DilationH) }
+
+// Cols are s's filter columns' phases (S, stride, pad and dilation along
+// W).
+func Cols(s problem.Shape) Taps { return Axis(s.S, s.StrideW, s.PadW, s.DilationW) }
+
+// Count is the C initialiser of the taps per phase ("3, 2, 3, 3").
+func (ts Taps) Count() string {
+	b := make([]string, len(ts.Tap))
+	for i, t := range ts.Tap {
+		b[i] = fmt.Sprint(len(t))
+	}
+	return strings.Join(b, ", ")
+}
+
+// Table is the C initialiser of a [phases][Most] table of v (Tap or Off),
+// each row zero-padded to Most ("{2, 6, 10}, {3, 7, 0}").
+func (ts Taps) Table(v [][]int) string {
+	rows := make([]string, len(v))
+	for i, row := range v {
+		cells := make([]string, ts.Most)
+		for j := range cells {
+			cells[j] = "0"
+			if j < len(row) {
+				cells[j] = fmt.Sprint(row[j])
+			}
+		}
+		rows[i] = "{" + strings.Join(cells, ", ") + "}"
+	}
+	return strings.Join(rows, ", ")
+}
+
+// Tables are a shape's tap tables as the templates' constant-memory
+// initialisers (embedded in their data, so a field is {{.NTR}}): per row
+// phase NTR taps r = TRR[ph][i] with output row offset TRDP[ph][i], per
+// column phase NTS taps s = TSS[pw][j] with output column offset
+// TSDQ[pw][j]; MaxTR and MaxTS are the tables' widths.
+type Tables struct {
+	MaxTR, MaxTS                   int
+	NTR, TRR, TRDP, NTS, TSS, TSDQ string
+}
+
+// NewTables are s's tap tables.
+func NewTables(s problem.Shape) Tables {
+	rows, cols := Rows(s), Cols(s)
+	return Tables{MaxTR: rows.Most, MaxTS: cols.Most,
+		NTR: rows.Count(), TRR: rows.Table(rows.Tap), TRDP: rows.Table(rows.Off),
+		NTS: cols.Count(), TSS: cols.Table(cols.Tap), TSDQ: cols.Table(cols.Off)}
+}
