@@ -4,6 +4,8 @@ package autotune
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,39 +13,61 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
+// narrowPipelinePins are the Stage=2 configurations of the narrow-channel
+// shapes below (K ≤ 20 rows, at most 55 columns): partial tiles of one
+// warp, two and four, BP 16 to 64, 2 to 4 stages, cluster splits 2 to 8.
+var narrowPipelinePins = []kernels.Config{
+	{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
+	{"BM": 32, "BN": 64, "WM": 1, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
+	{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 16, "Stages": 2},
+}
+
 // wgradPipelinePins are the Stage=2 (cp.async pipeline) wgradmma
 // configurations TestWGradMMAPipeline measures per shape: full and partial
 // tiles of rows and columns, the bias column and none, BP 16 to 64, 2 to 4
 // stages, cluster splits 1 to 8 (on the odd shape Split=8 leaves the last
-// block of the cluster no pixels).
+// block of the cluster no pixels), in precs (nil: fp16, bf16 and tf32).
+// The ResNet-50 and odd shapes copy 16 bytes at a time; the strided,
+// dilated, padded narrow-channel shapes copy dY and X rows in the 8- and
+// 4-byte cp.async their K and C allow (copyBytes, checked in the rendered
+// source): fp16 with K=20 (40-byte rows) and C=6 (12), tf32 with K=10 (40)
+// and C=3 (12, the first layer's input channels).
 var wgradPipelinePins = []struct {
-	shape string
-	cfgs  []kernels.Config
+	shape     string
+	precs     []problem.Precision
+	copyBytes [2]int // dY's and X's bytes per cp.async (0: not checked)
+	cfgs      []kernels.Config
 }{
-	{"N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1", []kernels.Config{ // ResNet-50 s4-3x3
+	{"N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1", nil, [2]int{}, []kernels.Config{ // ResNet-50 s4-3x3
 		{"BM": 128, "BN": 128, "WM": 2, "WN": 4, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 	}},
-	{"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,bias=false", []kernels.Config{ // ResNet-50 s1-3x3
+	{"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,bias=false", nil, [2]int{}, []kernels.Config{ // ResNet-50 s1-3x3
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 	}},
-	{"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", []kernels.Config{ // odd: K=40 rows, 217 columns, 297 pixels
+	{"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", nil, [2]int{}, []kernels.Config{ // odd: K=40 rows, 217 columns, 297 pixels
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 3},
 		{"BM": 128, "BN": 128, "WM": 2, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 16, "Stages": 2},
 	}},
+	// Strided, dilated, padded, 728 pixels: 8-byte dY and 4-byte X copies,
+	// zero-filled in the padding and the dilated taps past the edges.
+	{"N=4,C=6,H=27,W=30,K=20,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.FP16}, [2]int{8, 4}, narrowPipelinePins},
+	{"N=4,C=3,H=27,W=30,K=10,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.TF32}, [2]int{8, 4}, narrowPipelinePins},
 }
 
 // TestWGradMMAPipeline measures wgradmma's cp.async pipeline (Stage=2) on
 // ResNet-50's s4-3x3 and s1-3x3 layers at N=32 and an odd shape, in fp16,
-// bf16 and tf32 NHWC: each pinned configuration (rendered here, since the
-// space may soft-reject it on a small shape) must pass the float64 checks
-// of dW and dBias within the problem's bound, in one run per problem with
-// one kept candidate of the space beside it. Its times and registers are
-// logged. Nine tuning runs of four kernels.
+// bf16 and tf32 NHWC, and on a strided (2), dilated (2), padded (1) shape
+// with narrow channel counts, in fp16 and in tf32, whose rows are copied 8
+// and 4 bytes at a time: each pinned configuration (rendered here, since
+// the space may soft-reject it on a small shape) must pass the float64
+// checks of dW and dBias within the problem's bound, in one run per
+// problem with one kept candidate of the space beside it. Its times and
+// registers are logged. Eleven tuning runs of four kernels.
 func TestWGradMMAPipeline(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	f, err := kernels.FamilyByName("wgradmma")
@@ -55,7 +79,11 @@ func TestWGradMMAPipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+		precs := sp.precs
+		if precs == nil {
+			precs = []problem.Precision{problem.FP16, problem.BF16, problem.TF32}
+		}
+		for _, prec := range precs {
 			p := problem.Problem{Shape: shape, Precision: prec, Layout: problem.NHWC, Op: problem.OpWgrad}
 			t.Run(p.String(), func(t *testing.T) {
 				var extra []kernels.Kernel
@@ -64,6 +92,13 @@ func TestWGradMMAPipeline(t *testing.T) {
 					k, err := f.Render(p, cfg)
 					if err != nil {
 						t.Fatalf("%v: %v", cfg, err)
+					}
+					if b := sp.copyBytes; b != [2]int{} {
+						eb := prec.ElementBytes()
+						va, vb := fmt.Sprintf("#define VA %d ", b[0]/eb), fmt.Sprintf("#define VB %d ", b[1]/eb)
+						if !strings.Contains(k.Source, va) || !strings.Contains(k.Source, vb) {
+							t.Fatalf("%v: source lacks %q or %q (%d- and %d-byte copies)", cfg, va, vb, b[0], b[1])
+						}
 					}
 					extra = append(extra, k)
 					want[k.Family+"/"+k.Name] = true
