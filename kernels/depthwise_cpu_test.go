@@ -172,8 +172,8 @@ func cpuCompiler(t *testing.T, flags ...string) (gxx, dir string) {
 // sizes, stride 2, dilation, R ≠ S, multipliers 2 and 3, C = 1, odd C, no
 // bias) in every precision and both layouts on the CPU and checks every
 // output against float64. A sixth of the (shape, precision, layout) triples
-// run, each with its first kept candidate of every OutputsPerThread and
-// VectorWidth; every
+// run, each with one kept candidate, every (OutputsPerThread, VectorWidth)
+// pair at least once over the triples (coverOutputsOnce); every
 // triple and every kept candidate under CONVGEN_FULL_SWEEP=1.
 // It needs g++ 12 or newer (C++20 barriers, _Float16).
 func TestDepthwiseOnCPU(t *testing.T) {
@@ -197,6 +197,7 @@ func TestDepthwiseOnCPU(t *testing.T) {
 		src string
 	}
 	var jobs []job
+	covered := map[[2]int]bool{} // (OutputsPerThread, VectorWidth) pairs run so far
 	for i, s := range shapes {
 		for j, prec := range problem.Precisions {
 			for l, lay := range problem.Layouts {
@@ -206,7 +207,7 @@ func TestDepthwiseOnCPU(t *testing.T) {
 				p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
 				keep := depthwiseKept(p)
 				if !full {
-					keep = coverOutputs(keep)
+					keep = coverOutputsOnce(coverOutputs(keep), covered, len(jobs))
 				}
 				for _, c := range keep {
 					k, err := RenderCandidate(p, c)
@@ -246,6 +247,25 @@ func TestDepthwiseOnCPU(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d kernels run on the CPU", len(jobs))
+}
+
+// coverOutputsOnce is what a sampled triple runs of cands (one per
+// (OutputsPerThread, VectorWidth) pair): the candidates whose pair no
+// earlier triple ran (marked in covered), or else one of them, the
+// n-th in turn, so that every pair runs at least once over the test and
+// every triple runs one kernel.
+func coverOutputsOnce(cands []Candidate, covered map[[2]int]bool, n int) []Candidate {
+	var out []Candidate
+	for _, c := range cands {
+		if o := [2]int{c.Config["OutputsPerThread"], c.Config["VectorWidth"]}; !covered[o] {
+			covered[o] = true
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 && len(cands) > 0 {
+		out = append(out, cands[n%len(cands)])
+	}
+	return out
 }
 
 // coverOutputs is the first of cands for each pair of OutputsPerThread and
