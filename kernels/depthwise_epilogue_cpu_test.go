@@ -32,8 +32,9 @@ var cpuScaleShiftResidualReLU = cpuChain{
 // the chain in float64: the residual's offsets in each layout, and no read
 // of the residual past its end (NCHW strips past Q in the last row of the
 // last plane once read it). By default the first shape runs every
-// precision with a kernel of each OutputsPerThread and VectorWidth, the
-// others FP32 with one kernel; everything under CONVGEN_FULL_SWEEP=1.
+// precision and layout, each (OutputsPerThread, VectorWidth) pair in one
+// of them, the others FP32 with one kernel; everything under
+// CONVGEN_FULL_SWEEP=1.
 func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 	asan := []string{"-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w", "-fsanitize=address"}
 	gxx, dir := cpuCompiler(t, asan[2:]...)
@@ -49,6 +50,7 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
 	n := 0
+	covered := map[[2]int]bool{} // (OutputsPerThread, VectorWidth) pairs run on the first shape
 	for i, s := range shapes {
 		for _, prec := range []problem.Precision{problem.FP32, problem.FP16, problem.BF16} {
 			if i > 0 && (prec == problem.FP16 || !full && prec != problem.FP32) {
@@ -57,8 +59,11 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 			for _, lay := range problem.Layouts {
 				p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Epilogue: chain}
 				cands := coverOutputs(depthwiseKept(p))
-				if !full && i > 0 {
+				switch {
+				case !full && i > 0:
 					cands = cands[:1] // the first shape covers every OutputsPerThread and VectorWidth
+				case !full:
+					cands = coverOutputsOnce(cands, covered, n) // each pair once over its precisions and layouts
 				}
 				for _, c := range cands {
 					k, err := RenderCandidate(p, c)
