@@ -3,9 +3,6 @@ package kernels
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/convgen/convgen/epilogue"
@@ -36,8 +33,7 @@ var cpuScaleShiftResidualReLU = cpuChain{
 // of them, the others FP32 with one kernel; everything under
 // CONVGEN_FULL_SWEEP=1.
 func TestDepthwiseEpilogueOnCPU(t *testing.T) {
-	asan := []string{"-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w", "-fsanitize=address"}
-	gxx, dir := cpuCompiler(t, asan[2:]...)
+	gxx, dir := cpuCompiler(t, "-fno-strict-aliasing", "-pthread", "-w", "-fsanitize=address")
 	chain, err := epilogue.Parse("scale_shift,residual(0.5),relu")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +45,7 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 	})
 	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
-	n := 0
+	var jobs [][2]string         // (id, C++ source)
 	covered := map[[2]int]bool{} // (OutputsPerThread, VectorWidth) pairs run on the first shape
 	for i, s := range shapes {
 		for _, prec := range []problem.Precision{problem.FP32, problem.FP16, problem.BF16} {
@@ -63,34 +59,18 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 				case !full && i > 0:
 					cands = cands[:1] // the first shape covers every OutputsPerThread and VectorWidth
 				case !full:
-					cands = coverOutputsOnce(cands, covered, n) // each pair once over its precisions and layouts
+					cands = coverOutputsOnce(cands, covered, len(jobs)) // each pair once over its precisions and layouts
 				}
 				for _, c := range cands {
 					k, err := RenderCandidate(p, c)
 					if err != nil {
 						t.Fatalf("%s %s: %v", p, c.ID(), err)
 					}
-					src := cpuSourceWith(k, bounds[prec], cpuScaleShiftResidualReLU)
-					cpp := filepath.Join(dir, fmt.Sprintf("e%d.cpp", n))
-					exe := strings.TrimSuffix(cpp, ".cpp")
-					n++
-					if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					id := fmt.Sprintf("%s %s", p, c.ID())
-					if out, err := exec.Command(gxx, append(asan, "-o", exe, cpp)...).CombinedOutput(); err != nil {
-						t.Errorf("%s: g++: %v\n%s", id, err, firstLines(string(out), 30))
-						continue
-					}
-					out, err := exec.Command(exe).CombinedOutput()
-					if err != nil {
-						t.Errorf("%s: %v: %s", id, err, firstLines(string(out), 12))
-						continue
-					}
-					t.Logf("%s: %s", id, strings.TrimSpace(string(out)))
+					jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuSourceWith(k, bounds[prec], cpuScaleShiftResidualReLU)})
 				}
 			}
 		}
 	}
-	t.Logf("%d kernels with the chain run on the CPU", n)
+	runCPU(t, gxx, dir, jobs, "-fsanitize=address")
+	t.Logf("%d kernels with the chain run on the CPU", len(jobs))
 }

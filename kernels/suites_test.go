@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/convgen/convgen/internal/nvrtctest"
@@ -128,6 +129,11 @@ func TestSuitesCompile(t *testing.T) {
 	if os.Getenv("CONVGEN_FULL_SWEEP") == "1" {
 		step = 1
 	}
+	type job struct {
+		id, target string
+		k          kernels.Kernel
+	}
+	var jobs []job
 	modes := 0
 	for i := 0; i < len(accepted); i += step {
 		s := accepted[i]
@@ -150,16 +156,30 @@ func TestSuitesCompile(t *testing.T) {
 					t.Fatalf("render %s: %v", c.ID(), err)
 				}
 				target := fmt.Sprintf("sm_%d", arch)
-				res, err := lib.Compile(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: target + k.ArchSuffix})
-				if err != nil {
-					t.Errorf("%s/%s %s %s: %v", s.suite, s.name, target, c.ID(), err)
-				} else if len(res.CUBIN) == 0 {
-					t.Errorf("%s/%s %s %s: empty CUBIN", s.suite, s.name, target, c.ID())
-				} else {
-					t.Logf("%s/%s %s %s: ok", s.suite, s.name, target, c.ID())
-				}
+				jobs = append(jobs, job{fmt.Sprintf("%s/%s %s %s", s.suite, s.name, target, c.ID()), target, k})
 				break
 			}
 		}
 	}
+	// Two compiles at a time (the test machine's two cores).
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res, err := lib.Compile(j.k.Source, nvrtc.Options{Name: j.k.Name + ".cu", Arch: j.target + j.k.ArchSuffix})
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", j.id, err)
+			case len(res.CUBIN) == 0:
+				t.Errorf("%s: empty CUBIN", j.id)
+			default:
+				t.Logf("%s: ok", j.id)
+			}
+		}()
+	}
+	wg.Wait()
 }
