@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/convgen/convgen/problem"
@@ -192,11 +191,7 @@ func TestDepthwiseOnCPU(t *testing.T) {
 		"N=1,C=2,H=40,W=36,K=2,R=3,S=3,pad=1,groups=2",
 	})
 	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.TF32: 1e-5, problem.TF32x3: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
-	type job struct {
-		id  string
-		src string
-	}
-	var jobs []job
+	var jobs [][2]string         // (id, C++ source)
 	covered := map[[2]int]bool{} // (OutputsPerThread, VectorWidth) pairs run so far
 	for i, s := range shapes {
 		for j, prec := range problem.Precisions {
@@ -214,38 +209,12 @@ func TestDepthwiseOnCPU(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s %s: %v", p, c.ID(), err)
 					}
-					jobs = append(jobs, job{fmt.Sprintf("%s %s", p, c.ID()), cpuSource(k, bounds[prec])})
+					jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuSource(k, bounds[prec])})
 				}
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cpp := filepath.Join(dir, fmt.Sprintf("k%d.cpp", i))
-			exe := strings.TrimSuffix(cpp, ".cpp")
-			if err := os.WriteFile(cpp, []byte(j.src), 0o644); err != nil {
-				t.Error(err)
-				return
-			}
-			if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w", "-o", exe, cpp).CombinedOutput(); err != nil {
-				t.Errorf("%s: g++: %v\n%s", j.id, err, firstLines(string(out), 30))
-				return
-			}
-			out, err := exec.Command(exe).CombinedOutput()
-			if err != nil {
-				t.Errorf("%s: %v: %s", j.id, err, out)
-				return
-			}
-			t.Logf("%s: %s", j.id, strings.TrimSpace(string(out)))
-		}()
-	}
-	wg.Wait()
+	runCPU(t, gxx, dir, jobs)
 	t.Logf("%d kernels run on the CPU", len(jobs))
 }
 
