@@ -478,35 +478,41 @@ func (s *search) bestIndex() int {
 }
 
 // batch compiles the given candidates concurrently and measures each as soon
-// as it is compiled, in order, until the budget runs out; the budget also
-// bounds the wait for compiles.
+// as its compile is done, in the order the compiles finish (a slow compile,
+// such as a heavily unrolled kernel's 25 s, does not hold back the ones
+// behind it), until the budget runs out; the budget also bounds the wait
+// for compiles.
 func (s *search) batch(ctx context.Context, idx []int) {
 	type compiled struct {
 		out compileOutput
 		err error
 	}
-	// Each compile reports on its own buffered channel, so that compiles
-	// outliving the batch (when the budget runs out) block nothing.
-	results := make([]chan compiled, len(idx))
+	// Each compile stores its result and then reports its position on done,
+	// buffered for all of them, so that compiles outliving the batch (when
+	// the budget runs out) block nothing.
+	results := make([]compiled, len(idx))
+	done := make(chan int, len(idx))
 	sem := make(chan struct{}, s.opt.Jobs)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for n, i := range idx {
-		results[n] = make(chan compiled, 1)
 		go func(n, i int) {
 			select {
 			case sem <- struct{}{}:
 			case <-cctx.Done():
-				results[n] <- compiled{err: cctx.Err()}
+				results[n] = compiled{err: cctx.Err()}
+				done <- n
 				return
 			}
 			defer func() { <-sem }()
 			if cctx.Err() != nil {
-				results[n] <- compiled{err: cctx.Err()}
+				results[n] = compiled{err: cctx.Err()}
+				done <- n
 				return
 			}
 			out, err := s.compile(i)
-			results[n] <- compiled{out, err}
+			results[n] = compiled{out, err}
+			done <- n
 		}(n, i)
 	}
 	var budget <-chan time.Time
@@ -521,45 +527,40 @@ func (s *search) batch(ctx context.Context, idx []int) {
 		defer hard.Stop()
 		hardC = hard.C
 	}
-	stopped := false
-	for n, i := range idx {
-		var r compiled
+	for range idx {
 		// The budget's timer fires once: where it fired before anything had
 		// passed, the budget is checked here before each further wait.
-		if !stopped && s.outOfBudget() {
-			stopped = true
+		if s.outOfBudget() || ctx.Err() != nil {
+			return // the rest stay unmeasured (the deferred cancel stops their compiles)
 		}
-		if !stopped {
-			waitStart := time.Now()
+		n, stopped := -1, false
+		waitStart := time.Now()
+		select {
+		case n = <-done:
+		case <-budget:
+			if s.bestIndex() >= 0 {
+				stopped = true
+				break
+			}
+			// Nothing has passed yet: the budget waits for the next compile,
+			// up to the hard deadline.
 			select {
-			case r = <-results[n]:
-			case <-budget:
-				if s.bestIndex() >= 0 {
-					stopped = true
-					break
-				}
-				// Nothing has passed yet: the budget waits for this compile,
-				// up to the hard deadline.
-				select {
-				case r = <-results[n]:
-				case <-hardC:
-					stopped = true
-				case <-ctx.Done():
-					stopped = true
-				}
+			case n = <-done:
 			case <-hardC:
 				stopped = true
 			case <-ctx.Done():
 				stopped = true
 			}
-			s.compileWait += time.Since(waitStart)
+		case <-hardC:
+			stopped = true
+		case <-ctx.Done():
+			stopped = true
 		}
+		s.compileWait += time.Since(waitStart)
 		if stopped || s.outOfBudget() || ctx.Err() != nil {
-			stopped = true // the rest stay unmeasured
-			cancel()
-			continue
+			return
 		}
-		t := &s.trials[i]
+		r, t := results[n], &s.trials[idx[n]]
 		if r.err != nil {
 			if errors.Is(r.err, context.Canceled) {
 				continue

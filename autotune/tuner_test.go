@@ -192,7 +192,10 @@ func checkStatuses(t *testing.T, trials []Trial, want map[string]Status) {
 
 // TestTuneBudgetBoundsCompiles: the time budget also bounds the wait for
 // compiles: a stuck compile (with no compile timeout to speak of) ends the
-// run at the budget, leaving it and what follows unmeasured.
+// run at the budget, leaving it unmeasured, and does not hold back the
+// candidate compiled after it (measured in the order compiles finish: a
+// 25 s compile of one candidate had left a MobileNetV2 layer with one
+// measured candidate at -time 8s).
 func TestTuneBudgetBoundsCompiles(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
@@ -210,13 +213,17 @@ func TestTuneBudgetBoundsCompiles(t *testing.T) {
 	}
 	for _, tr := range res.Trials {
 		switch tr.ID {
-		case "planted/planted_stuck", "planted/planted_good":
+		case "planted/planted_stuck":
 			if tr.Status != StatusSkipped {
 				t.Errorf("%s: status %s (%s), want %s: the budget ran out waiting for the stuck compile", tr.ID, tr.Status, tr.Reason, StatusSkipped)
 			}
+		case "planted/planted_good":
+			if tr.Status != StatusOK {
+				t.Errorf("%s: status %s (%s), want %s: compiled behind the stuck compile, it is measured when its compile is done", tr.ID, tr.Status, tr.Reason, StatusOK)
+			}
 		case pin:
-			if tr.Status != StatusOK || res.Winner == nil || res.Winner.ID != pin {
-				t.Errorf("%s: status %s (%s), winner %v; want it measured and the winner", tr.ID, tr.Status, tr.Reason, res.Winner)
+			if tr.Status != StatusOK || res.Winner == nil || res.Winner.Status != StatusOK {
+				t.Errorf("%s: status %s (%s), winner %v; want it measured and a verified winner", tr.ID, tr.Status, tr.Reason, res.Winner)
 			}
 		}
 	}
