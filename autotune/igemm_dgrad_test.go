@@ -175,3 +175,55 @@ func TestIGEMMSplitK(t *testing.T) {
 		})
 	}
 }
+
+// TestIGEMMDgradFold tunes igemm's folded dgrad (Fold=1: the stride phases
+// as the GEMM's columns, B gathered with zeros where a phase meets no tap)
+// pinned to two tiles per problem: a flagship-like C=3, 11x11, stride-4
+// shape whose H and W are not multiples of the stride, a stride-4 shape
+// whose row phases 2 and 3 have no tap (dilation 4; their dX must come out
+// zero), an asymmetric one (strides 2 and 3, dilation 2 along W, odd C
+// and K) and a ResNet-stem-like 7x7 stride 2. Precisions and layouts
+// rotate so that each precision meets both layouts. Every pin must pass
+// the float64 checks within the precision's bound. 10 tuning runs.
+func TestIGEMMDgradFold(t *testing.T) {
+	lib, worker, _ := gpuSetup(t)
+	type mode struct {
+		prec problem.Precision
+		lay  problem.Layout
+	}
+	fp16, bf16, tf32, x3 := problem.FP16, problem.BF16, problem.TF32, problem.TF32x3
+	nhwc, nchw := problem.NHWC, problem.NCHW
+	pins := []string{"igemm/BK=32,BM=128,BN=64,Fold=1,Stages=3,WarpsM=4,WarpsN=2", "igemm/BK=32,BM=64,BN=64,Fold=1,Stages=2,WarpsM=2,WarpsN=2"}
+	for _, tc := range []struct {
+		shape string
+		modes []mode
+	}{
+		{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []mode{{fp16, nhwc}, {tf32, nchw}, {x3, nchw}}},
+		{"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", []mode{{bf16, nhwc}, {tf32, nhwc}}},
+		{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []mode{{fp16, nchw}, {x3, nhwc}, {bf16, nchw}}},
+		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", []mode{{fp16, nhwc}, {tf32, nchw}}},
+	} {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range tc.modes {
+			p := problem.Problem{Shape: shape, Precision: m.prec, Layout: m.lay, Op: problem.OpDgrad}
+			t.Run(p.String(), func(t *testing.T) {
+				res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+					Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
+				if err != nil {
+					t.Fatalf("tune: %v", err)
+				}
+				if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+					t.Errorf("%d of %d folded kernels passed", passed, len(pins))
+				}
+				for _, tr := range res.Trials {
+					if tr.Status != StatusRejected && tr.Status != StatusSkipped {
+						t.Logf("%s: %s, %.4f ms, error %.2e", tr.ID, tr.Status, tr.MedianMS, tr.RelError)
+					}
+				}
+			})
+		}
+	}
+}

@@ -520,3 +520,24 @@ func TestIGEMMSplitKCompile(t *testing.T) {
 		return ""
 	})
 }
+
+// TestIGEMMDgradFold: the folded dgrad (Fold=1) of the golden shape (C=13,
+// a row stride of 2, dilated columns) renders as kept in testdata and
+// NVRTC-compiles for sm_80 and sm_90; its grid has no phase dimension and
+// its columns are the SH·SW·C folded ones.
+func TestIGEMMDgradFold(t *testing.T) {
+	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
+	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3, "Fold": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Grid != [3]int{(2*8*17 + 63) / 64, 1, 1} || !strings.Contains(k.Source, "#define CF 26") {
+		t.Errorf("folded grid %v (want the 8x17 phase pixels of 2 images by one tile of 26 columns)", k.Grid)
+	}
+	checkGolden(t, "TestIGEMMDgradFold", goldenPath("igemm", "igemm_dgrad_fold_fp16_nhwc_c13_k11_m64_n64_k32_w2x2_s3"), k.Source)
+	compileForArchs(t, nvrtctest.Open(t), []compileJob{{"golden igemm dgrad fold", k}})
+}

@@ -52,6 +52,15 @@ var templateFS embed.FS
 //     (k-tile);
 //   - WarpsM, WarpsN: the block's warps along pixels and channels;
 //   - Stages: k-tiles in flight (2 to 4);
+//   - Fold (dgrad with a stride > 1 only): 1 folds the stride phases into
+//     the GEMM's columns instead of the grid: one GEMM of the N·HP·WP phase
+//     pixels by SH·SW·C columns (phase row a, phase column b, channel c),
+//     over the union of the phases' output offsets (dp, dq) × K, B[(dp, dq,
+//     k)][(a, b, c)] = W[k][c][r][s] for the tap (r, s) that phase (a, b)
+//     meets at (dp, dq), zero where it meets none. A (dY) is the same for
+//     every phase, so a channel-poor layer (the flagship's C=3, stride 4:
+//     48 columns instead of 3) fills the tile's columns, at the price of
+//     the zero entries. Searched where C < 32;
 //   - SplitK: blocks of a thread-block cluster (grid z; dgrad: z = phase ·
 //     SplitK + rank) that split one tile's reduction in contiguous,
 //     balanced k-tile ranges and add their FP32 partial tiles up in
@@ -106,6 +115,7 @@ func (Family) Serves(p problem.Problem) error {
 type igemmKnobs struct {
 	BM, BN, BK, WarpsM, WarpsN, Stages int
 	SplitK                             int `knob:",optional"`
+	Fold                               int `knob:",optional"`
 }
 
 func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
@@ -124,6 +134,8 @@ func parseIGEMMConfig(cfg family.Config) (igemmKnobs, error) {
 		return c, fmt.Errorf("igemm: config %s: Stages must be 2 to 8", cfg)
 	case c.SplitK != 0 && c.SplitK != 1 && c.SplitK != 2 && c.SplitK != 4 && c.SplitK != 8:
 		return c, fmt.Errorf("igemm: config %s: SplitK must be 1, 2, 4 or 8 (a portable cluster)", cfg)
+	case c.Fold != 0 && c.Fold != 1:
+		return c, fmt.Errorf("igemm: config %s: Fold must be 0 or 1", cfg)
 	}
 	if c.SplitK == 1 {
 		c.SplitK = 0 // SplitK=1 is the unsplit kernel, under its ID
@@ -150,8 +162,12 @@ type igemmGeometry struct {
 	SharedBytes, Registers          int // per block; a per-thread estimate
 	Split3                          bool
 	HP, WP, Phases, BPitch          int // dgrad: phase rows and columns, phases, B's row
-	Split, RankKTiles, GridZ        int
-	PartPitch, PartBytes, RankRows  int
+	// Folded: the folded columns SH·SW·C and the union of the phases' output
+	// offsets, dp in [DPMin, DPMin+NDP), dq in [DQMin, DQMin+NDQ).
+	Folded                         bool
+	CF, DPMin, NDP, DQMin, NDQ     int
+	Split, RankKTiles, GridZ       int
+	PartPitch, PartBytes, RankRows int
 }
 
 // igemmVec is the number of elements of one load: the widest of 16, 8 and 4
@@ -201,6 +217,19 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 			g.VecA, g.VecB = igemmVec(s.K, eb), igemmVec(s.C, eb)
 		}
 		g.SharedBytes = c.Stages*(c.BM*g.Pitch+c.BK*g.BPitch)*eb + 16*c.BM
+		if c.Fold == 1 {
+			// One GEMM: columns (a, b, c), entries (dp, dq, k) over the
+			// union of the phases' offsets; B is gathered one element at a
+			// time (its rows are not contiguous filter runs).
+			g.Folded, g.Phases = true, 1
+			g.CF = s.StrideH * s.StrideW * s.C
+			g.DPMin, g.NDP = offsetSpan(dgradphase.Rows(s))
+			g.DQMin, g.NDQ = offsetSpan(dgradphase.Cols(s))
+			g.KRed = g.NDP * g.NDQ * s.K
+			g.KTiles = family.CeilDiv(g.KRed, c.BK)
+			g.TilesN = family.CeilDiv(g.CF, c.BN)
+			g.VecB = 1
+		}
 	}
 	g.Split = max(1, c.SplitK)
 	g.RankKTiles = g.KTiles / g.Split
@@ -222,6 +251,27 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 	}
 	g.Registers = acc + frags + 40
 	return g
+}
+
+// offsetSpan is the smallest range [lo, lo+n) holding every phase's output
+// offsets along an axis (n ≥ 1; lo 0 when no phase has a tap).
+func offsetSpan(ts dgradphase.Taps) (lo, n int) {
+	first, hi := true, 0
+	for _, offs := range ts.Off {
+		for _, o := range offs {
+			if first || o < lo {
+				lo = o
+			}
+			if first || o > hi {
+				hi = o
+			}
+			first = false
+		}
+	}
+	if first {
+		return 0, 1
+	}
+	return lo, hi - lo + 1
 }
 
 // The knob values the space takes: block tiles, warp grids, and (BK,
@@ -259,6 +309,15 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			}
 		}
 	}
+	if foldable(p) {
+		// The folded dgrad: the unsplit tiles of at most 64 columns.
+		for _, c := range out[:len(out):len(out)] {
+			if k := c.Config; k["BN"] <= 64 {
+				fc := igemmKnobs{BM: k["BM"], BN: k["BN"], BK: k["BK"], WarpsM: k["WarpsM"], WarpsN: k["WarpsN"], Stages: k["Stages"], Fold: 1}
+				out = append(out, family.NewCandidate(f.Name(), fc, f.reject(p, fc, lim)))
+			}
+		}
+	}
 	for _, t := range igemmSplitTiles {
 		for _, sk := range igemmSplitK {
 			c := igemmKnobs{BM: t[0], BN: t[1], BK: 32, WarpsM: t[2], WarpsN: t[3], Stages: t[4], SplitK: sk}
@@ -270,6 +329,14 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		}
 	}
 	return out
+}
+
+// foldable says whether the folded dgrad is searched: a strided dgrad with
+// fewer than 32 input channels (an unfolded tile of 64 columns would be
+// mostly empty).
+func foldable(p problem.Problem) bool {
+	s := p.Shape
+	return p.Op == problem.OpDgrad && s.StrideH*s.StrideW > 1 && s.C < 32
 }
 
 // reject returns why a configuration is not worth compiling, or the zero
@@ -295,11 +362,17 @@ func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.
 		return family.Hard("arch", "SplitK=%d needs thread-block clusters (sm_90), not sm_%d", g.Split, lim.Arch)
 	case g.Split > 1 && g.RankKTiles < 2:
 		return family.Hard("split", "SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", g.Split, g.RankKTiles, g.KTiles)
+	case c.Fold == 1 && p.Op != problem.OpDgrad:
+		return family.Hard("fold", "Fold folds the data gradient's stride phases; op=%s has none", p.Op)
+	case c.Fold == 1 && p.Shape.StrideH*p.Shape.StrideW == 1:
+		return family.Hard("fold", "Fold needs a stride > 1 (one phase has nothing to fold)")
 	case g.GridZ > 65535:
 		return family.Hard("grid", "%d stride phases × SplitK %d > 65535 (gridDim.z)", max(1, g.Phases), g.Split)
 	case lim.SMs > 0 && g.Split > 1 && blocks/2 >= lim.SMs:
 		return family.Soft("split", "SplitK=%d/2 already gives %d blocks for %d SMs", g.Split, blocks/2, lim.SMs)
-	case p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
+	case g.Folded && c.BN > 64 && 2*g.CF <= c.BN:
+		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
+	case !g.Folded && p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)
 	case p.Op == problem.OpDgrad && c.BM > 64 && 2*g.M <= c.BM:
 		return family.Soft("waste", "BM=%d is more than twice the %d pixels of a phase", c.BM, g.M)
@@ -329,6 +402,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if g.GridZ > 65535 {
 		return family.Kernel{}, fmt.Errorf("igemm: config %s: %d stride phases × SplitK %d > 65535 (gridDim.z)", cfg, max(1, g.Phases), g.Split)
+	}
+	if c.Fold == 1 && (p.Op != problem.OpDgrad || p.Shape.StrideH*p.Shape.StrideW == 1) {
+		return family.Kernel{}, fmt.Errorf("igemm: config %s: Fold needs op=dgrad with a stride > 1", cfg)
 	}
 	if g.Split > 1 && g.RankKTiles < 2 {
 		return family.Kernel{}, fmt.Errorf("igemm: config %s: SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", cfg, g.Split, g.RankKTiles, g.KTiles)
