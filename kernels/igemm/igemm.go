@@ -342,8 +342,9 @@ func foldable(p problem.Problem) bool {
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection: the device's limits reject hard (split-K: below sm_90, or
 // fewer than 2 k-tiles a block); tiles more than twice the problem's
-// extent, and a SplitK whose half already gives a block per SM, are pruned
-// by soft rules.
+// extent, a SplitK whose half already gives a block per SM, and an
+// unfolded dgrad tile at least four times wider than C where the folded
+// one is searched, are pruned by soft rules.
 func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.Rejection {
 	g := igemmGeom(p, c)
 	blocks := g.TilesM * g.TilesN * g.GridZ
@@ -370,6 +371,8 @@ func (Family) reject(p problem.Problem, c igemmKnobs, lim family.Limits) family.
 		return family.Hard("grid", "%d stride phases × SplitK %d > 65535 (gridDim.z)", max(1, g.Phases), g.Split)
 	case lim.SMs > 0 && g.Split > 1 && blocks/2 >= lim.SMs:
 		return family.Soft("split", "SplitK=%d/2 already gives %d blocks for %d SMs", g.Split, blocks/2, lim.SMs)
+	case !g.Folded && foldable(p) && 4*p.Shape.C <= c.BN:
+		return family.Soft("waste", "BN=%d is at least four times C=%d: the folded candidates (Fold=1) fill the columns", c.BN, p.Shape.C)
 	case g.Folded && c.BN > 64 && 2*g.CF <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
 	case !g.Folded && p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
