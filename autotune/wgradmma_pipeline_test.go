@@ -35,39 +35,50 @@ var narrowPipelinePins = []kernels.Config{
 var wgradPipelinePins = []struct {
 	shape     string
 	precs     []problem.Precision
-	copyBytes [2]int // dY's and X's bytes per cp.async (0: not checked)
+	copyBytes [2]int // dY's and X's bytes per copy (0: not checked)
 	cfgs      []kernels.Config
+	layout    problem.Layout // "": NHWC
 }{
 	{"N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1", nil, [2]int{}, []kernels.Config{ // ResNet-50 s4-3x3
 		{"BM": 128, "BN": 128, "WM": 2, "WN": 4, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
-	}},
+	}, ""},
 	{"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,bias=false", nil, [2]int{}, []kernels.Config{ // ResNet-50 s1-3x3
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
-	}},
+	}, ""},
 	{"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", nil, [2]int{}, []kernels.Config{ // odd: K=40 rows, 217 columns, 297 pixels
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 3},
 		{"BM": 128, "BN": 128, "WM": 2, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 16, "Stages": 2},
-	}},
+	}, ""},
 	// Strided, dilated, padded, 728 pixels: 8-byte dY and 4-byte X copies,
 	// zero-filled in the padding and the dilated taps past the edges.
-	{"N=4,C=6,H=27,W=30,K=20,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.FP16}, [2]int{8, 4}, narrowPipelinePins},
-	{"N=4,C=3,H=27,W=30,K=10,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.TF32}, [2]int{8, 4}, narrowPipelinePins},
+	{"N=4,C=6,H=27,W=30,K=20,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.FP16}, [2]int{8, 4}, narrowPipelinePins, ""},
+	{"N=4,C=3,H=27,W=30,K=10,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.TF32}, [2]int{8, 4}, narrowPipelinePins, ""},
+	// NCHW: one element per copy, pixel fastest (4-byte cp.async in tf32,
+	// element loads and stores in fp16 and bf16).
+	{"N=4,C=6,H=27,W=30,K=20,R=3,S=3,stride=2,pad=1,dilation=2", []problem.Precision{problem.FP16, problem.TF32}, [2]int{}, narrowPipelinePins, problem.NCHW},
+	{"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", []problem.Precision{problem.BF16}, [2]int{}, narrowPipelinePins, problem.NCHW},
+	// A first layer (C=3, 11x11, stride 4): fp16 NHWC copies X's 6-byte
+	// tap rows one 2-byte element at a time; NCHW in tf32 and fp16.
+	{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []problem.Precision{problem.FP16}, [2]int{16, 2}, narrowPipelinePins, ""},
+	{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []problem.Precision{problem.TF32, problem.FP16}, [2]int{}, narrowPipelinePins, problem.NCHW},
 }
 
 // TestWGradMMAPipeline measures wgradmma's cp.async pipeline (Stage=2) on
 // ResNet-50's s4-3x3 and s1-3x3 layers at N=32 and an odd shape, in fp16,
-// bf16 and tf32 NHWC, and on a strided (2), dilated (2), padded (1) shape
+// bf16 and tf32 NHWC, on a strided (2), dilated (2), padded (1) shape
 // with narrow channel counts, in fp16 and in tf32, whose rows are copied 8
-// and 4 bytes at a time: each pinned configuration (rendered here, since
+// and 4 bytes at a time, in NCHW (one element per copy) on that shape and
+// the odd one, and on a first layer (C=3, 11x11, stride 4) in fp16 NHWC
+// (2-byte element copies of X) and NCHW: each pinned configuration (rendered here, since
 // the space may soft-reject it on a small shape) must pass the float64
 // checks of dW and dBias within the problem's bound, in one run per
 // problem with one kept candidate of the space beside it. Its times and
-// registers are logged. Eleven tuning runs of four kernels.
+// registers are logged. Seventeen tuning runs of four kernels.
 func TestWGradMMAPipeline(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	f, err := kernels.FamilyByName("wgradmma")
@@ -84,7 +95,11 @@ func TestWGradMMAPipeline(t *testing.T) {
 			precs = []problem.Precision{problem.FP16, problem.BF16, problem.TF32}
 		}
 		for _, prec := range precs {
-			p := problem.Problem{Shape: shape, Precision: prec, Layout: problem.NHWC, Op: problem.OpWgrad}
+			lay := sp.layout
+			if lay == "" {
+				lay = problem.NHWC
+			}
+			p := problem.Problem{Shape: shape, Precision: prec, Layout: lay, Op: problem.OpWgrad}
 			t.Run(p.String(), func(t *testing.T) {
 				var extra []kernels.Kernel
 				want := map[string]bool{}

@@ -171,7 +171,7 @@ func sampleConfigs(cfgs []Config, turn *int) []Config {
 // kernels/wgradmma/testdata (go test ./kernels -run TestWGradMMAGoldenSource
 // -update rewrites them): a Stage=0 and a Stage=1 kernel, which the
 // cp.async pipeline (Stage=2) must leave as they were (cached records
-// render them), and a Stage=2 kernel of each precision.
+// render them), and a Stage=2 kernel of each precision (and an NCHW one).
 func TestWGradMMAGoldenSource(t *testing.T) {
 	odd := "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1"
 	for name, c := range map[string]struct {
@@ -186,6 +186,8 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4}},
 		"wgradmma_tf32_nhwc_s2": {gradProblem(t, odd+",bias=false", problem.TF32, problem.NHWC, problem.OpWgrad),
 			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 3}},
+		"wgradmma_fp16_nchw_s2": {gradProblem(t, odd, problem.FP16, problem.NCHW, problem.OpWgrad),
+			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k, err := WgradMMA{}.Render(c.p, c.cfg)
@@ -219,8 +221,9 @@ var pipelineSpecs = []string{
 // sweep), and compiles it for sm_90: the PTX must hold the precision's
 // mma, cp.async with its wait, ldmatrix.trans for fp16 and bf16, and the
 // cluster's barrier and DSMEM loads where Split > 1. A 4-byte-aligned
-// C=12 fp16 shape gets 8-byte copies, and a 2-byte one (C=5) none: its
-// NHWC fp16 problem is served by Stage 0 and 1.
+// C=12 fp16 shape gets 8-byte copies, a 2-byte one (C=5) element copies
+// of X (its dY rows, K=20, 8-byte ones); NCHW copies one element at a time
+// (4-byte cp.async in tf32, element loads in fp16 and bf16).
 func TestWGradMMAPipelineCompile(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
@@ -261,17 +264,33 @@ func TestWGradMMAPipelineCompile(t *testing.T) {
 			}
 		}
 	}
-	p := gradProblem(t, "N=2,C=5,H=9,W=9,K=20,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad)
-	if _, err := (WgradMMA{}).Render(p, cfgs[1]); err == nil || !strings.Contains(err.Error(), "4 bytes") {
-		t.Errorf("%s: Stage=2 rendered (err %v), want a refusal of C=5's 10-byte rows", p, err)
+	for _, c := range []struct {
+		spec   string
+		prec   problem.Precision
+		lay    problem.Layout
+		va, vb int
+		async  string // a cp.async the PTX must hold
+	}{
+		{"N=2,C=5,H=9,W=9,K=20,R=3,S=3,pad=1", problem.FP16, problem.NHWC, 4, 1, "cp.async.ca.shared.global"},
+		{pipelineSpecs[5], problem.TF32, problem.NCHW, 1, 1, "cp.async.ca.shared.global"},
+		{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", problem.FP16, problem.NCHW, 1, 1, ""},
+	} {
+		p := gradProblem(t, c.spec, c.prec, c.lay, problem.OpWgrad)
+		k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfgs[1], "sm_90")
+		if !strings.Contains(k.Source, fmt.Sprintf("#define VA %d ", c.va)) || !strings.Contains(k.Source, fmt.Sprintf("#define VB %d ", c.vb)) {
+			t.Errorf("%s: want VA=%d, VB=%d", p, c.va, c.vb)
+		}
+		if !strings.Contains(ptx, "mma.sync.aligned") || !strings.Contains(ptx, "cp.async.wait_group") || (c.async != "" && !strings.Contains(ptx, c.async)) {
+			t.Errorf("%s: PTX lacks mma.sync, the cp.async wait or %q", p, c.async)
+		}
 	}
 }
 
 // TestWGradMMAPipelineSpace: for the ResNet-50 layers (pipelineSpecs but
 // the last) in NHWC fp16, bf16 and tf32 the space keeps 1 to 24 candidates
-// for an H100, all Stage=2; NCHW, an NHWC fp16 shape whose C rows are 10
-// bytes, and the small odd shape (whose Stage=2 tiles leave the SMs idle)
-// keep only Stage 0 and 1.
+// for an H100, all Stage=2, and so do NCHW and an NHWC fp16 shape whose C
+// rows are 10 bytes (element copies); the small odd shape (whose Stage=2
+// tiles leave the SMs idle) keeps only Stage 0 and 1.
 func TestWGradMMAPipelineSpace(t *testing.T) {
 	lim := DefaultLimits(90)
 	for _, spec := range pipelineSpecs[:len(pipelineSpecs)-1] {
@@ -288,18 +307,21 @@ func TestWGradMMAPipelineSpace(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []problem.Problem{
-		gradProblem(t, pipelineSpecs[2], problem.FP16, problem.NCHW, problem.OpWgrad),
-		gradProblem(t, "N=8,C=5,H=37,W=41,K=128,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad),
-		gradProblem(t, pipelineSpecs[len(pipelineSpecs)-1], problem.TF32, problem.NHWC, problem.OpWgrad),
+	for _, c := range []struct {
+		p     problem.Problem
+		piped bool
+	}{
+		{gradProblem(t, pipelineSpecs[2], problem.FP16, problem.NCHW, problem.OpWgrad), true},
+		{gradProblem(t, "N=8,C=5,H=37,W=41,K=256,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad), true},
+		{gradProblem(t, pipelineSpecs[len(pipelineSpecs)-1], problem.TF32, problem.NHWC, problem.OpWgrad), false},
 	} {
-		k := kept(WgradMMA{}.Space(p, lim))
+		k := kept(WgradMMA{}.Space(c.p, lim))
 		if len(k) == 0 {
-			t.Errorf("%s: no candidate kept", p)
+			t.Errorf("%s: no candidate kept", c.p)
 		}
-		for _, c := range k {
-			if c.Config["Stage"] == 2 {
-				t.Errorf("%s: kept %s", p, c.ID())
+		for _, cand := range k {
+			if (cand.Config["Stage"] == 2) != c.piped {
+				t.Errorf("%s: kept %s (want Stage=2 only: %v)", c.p, cand.ID(), c.piped)
 			}
 		}
 	}

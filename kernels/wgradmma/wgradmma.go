@@ -98,13 +98,15 @@ type geometry struct {
 
 // pipe is a Stage=2 configuration's copy geometry.
 type pipe struct {
-	// VA, VB: dY channels and X channels (of one tap) per cp.async, the
-	// widest of 16, 8 and 4 bytes that K and C rows are whole multiples of
-	// (0: none); VABytes, VBBytes the same in bytes.
+	// VA, VB: dY channels and X channels (of one tap) per copy (NHWC: the
+	// widest of 16, 8 and 4 bytes that K and C rows are whole multiples
+	// of, else one 2-byte element; NCHW: one element); VABytes, VBBytes
+	// the same in bytes.
 	VA, VB, VABytes, VBBytes int
-	// Even says the threads split a tile's copies evenly: whole copies per
-	// row (BM/VA, BN/VB) dividing the threads, whose quotient (rows per
-	// pass) divides BP.
+	// Even says the threads split a tile's copies evenly: NHWC, whole
+	// copies per row (BM/VA, BN/VB) dividing the threads, whose quotient
+	// (rows per pass) divides BP; NCHW, the threads dividing BP·BM and
+	// BP·BN.
 	Even bool
 	// Bytes is the stages' shared memory: Stages tiles of BP rows of BM+8
 	// and BN+8 elements.
@@ -126,14 +128,28 @@ func vec(n, eb int) (elems, bytes int) {
 	return 0, 0
 }
 
-// newPipe is the copy geometry of Stage=2 knobs k for p.
+// newPipe is the copy geometry of Stage=2 knobs k for p. NHWC copies runs
+// of channels (VA of K, VB of one tap's C: the widest of 16, 8 and 4 bytes
+// the rows are whole multiples of, else one 2-byte element); NCHW copies
+// one element at a time, pixel fastest.
 func newPipe(p problem.Problem, k knobs, threads int) pipe {
 	eb := p.Precision.ElementBytes()
 	var pp pipe
-	pp.VA, pp.VABytes = vec(p.Shape.K, eb)
-	pp.VB, pp.VBBytes = vec(p.Shape.C, eb)
 	pp.Bytes = k.Stages * k.BP * (k.BM + 8 + k.BN + 8) * eb
-	if pp.VA > 0 && pp.VB > 0 && k.BM%pp.VA == 0 && k.BN%pp.VB == 0 {
+	if p.Layout == problem.NCHW {
+		pp.VA, pp.VABytes, pp.VB, pp.VBBytes = 1, eb, 1, eb
+		pp.Even = threads > 0 && k.BP*k.BM%threads == 0 && k.BP*k.BN%threads == 0
+		return pp
+	}
+	pp.VA, pp.VABytes = vec(p.Shape.K, eb)
+	if pp.VA == 0 {
+		pp.VA, pp.VABytes = 1, eb
+	}
+	pp.VB, pp.VBBytes = vec(p.Shape.C, eb)
+	if pp.VB == 0 {
+		pp.VB, pp.VBBytes = 1, eb
+	}
+	if k.BM%pp.VA == 0 && k.BN%pp.VB == 0 {
 		ca, cb := k.BM/pp.VA, k.BN/pp.VB
 		pp.Even = threads%ca == 0 && threads%cb == 0 && k.BP%(threads/ca) == 0 && k.BP%(threads/cb) == 0
 	}
@@ -260,12 +276,7 @@ func check(k knobs) string {
 // checkPipe says what a Stage=2 configuration of geometry g lacks for p,
 // or "".
 func checkPipe(p problem.Problem, g geometry) string {
-	switch {
-	case p.Layout != problem.NHWC:
-		return "Stage=2 is NHWC's (rows of K and C contiguous elements)"
-	case g.Pipe.VA == 0 || g.Pipe.VB == 0:
-		return fmt.Sprintf("Stage=2 copies rows of a multiple of 4 bytes (K=%d, C=%d)", p.Shape.K, p.Shape.C)
-	case !g.Pipe.Even:
+	if !g.Pipe.Even {
 		return "the threads do not split a tile's copies evenly"
 	}
 	return ""
