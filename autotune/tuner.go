@@ -47,6 +47,10 @@ type Options struct {
 	CompileTimeout time.Duration
 	// Only, when set, restricts the search to these candidate IDs (pinning).
 	Only []string
+	// First lists candidate IDs measured before the search proper, in this
+	// order (IDs that are not kept candidates are ignored): a fused chain's
+	// problem starts from the tiles that won its plain problem.
+	First []string
 	// Extra candidates, rendered by the caller, measured in addition (tests
 	// plant faulty kernels this way).
 	Extra    []kernels.Kernel
@@ -378,6 +382,13 @@ func (s *search) outOfBudget() bool {
 // run measures candidates: all of them when they fit the budget, otherwise a
 // random sample followed by local refinement around the best.
 func (s *search) run(ctx context.Context, kept []int) {
+	if first := s.firstOf(kept); len(first) > 0 {
+		s.batch(ctx, first)
+		kept = slices.DeleteFunc(slices.Clone(kept), func(i int) bool { return slices.Contains(first, i) })
+		if s.outOfBudget() || ctx.Err() != nil {
+			return
+		}
+	}
 	rng := rand.New(rand.NewPCG(s.opt.Seed, 1))
 	if s.opt.Trials <= 0 || len(kept) <= s.opt.Trials {
 		// Every candidate, families taken in turn (each in enumeration
@@ -410,6 +421,20 @@ func (s *search) run(ctx context.Context, kept []int) {
 		}
 		s.batch(ctx, next)
 	}
+}
+
+// firstOf returns the kept candidates that Options.First names, in its
+// order.
+func (s *search) firstOf(kept []int) []int {
+	var out []int
+	for _, id := range s.opt.First {
+		for _, i := range kept {
+			if s.trials[i].ID == id && !slices.Contains(out, i) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
 }
 
 // explorationOrder is the order in which a sampled search explores the kept

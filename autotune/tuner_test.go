@@ -445,3 +445,39 @@ func TestTuneBudgetHardDeadline(t *testing.T) {
 		t.Fatalf("error %v, want ErrBudget", err)
 	}
 }
+
+// TestTuneFirst: Options.First is measured before the search (with
+// -trials 1, the one candidate measured is the first named kept one;
+// an ID that is no candidate is ignored).
+func TestTuneFirst(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=32,R=3,S=3,pad=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
+	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ""
+	for _, c := range cands {
+		if c.Rejected == "" {
+			last = c.ID()
+		}
+	}
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), First: []string{"nosuch/X=1", last},
+		Trials: 1, Runs: 20, Seed: 11, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	var measured []string
+	for _, tr := range res.Trials {
+		if tr.Status != StatusSkipped && tr.Status != StatusRejected {
+			measured = append(measured, tr.ID)
+		}
+	}
+	if len(measured) != 1 || measured[0] != last {
+		t.Errorf("measured %v, want only the First candidate %s", measured, last)
+	}
+}

@@ -59,6 +59,35 @@ func rescue(rec tunecache.Record) string {
 	return fmt.Sprintf("; the tuning record is kept in %s instead (a cache of that one record: -cache %s replays it)", path, path)
 }
 
+// plainFirst is how many of the plain problem's fastest candidates a fused
+// problem measures first.
+const plainFirst = 4
+
+// plainWinners returns the fastest candidate IDs (at most plainFirst) of
+// the cache's record of key's plain problem (no epilogue chain, output in
+// the input's type) on the same device, or nil when key is plain or there
+// is none: a chain rarely changes which tiles are fast, and a fused search
+// given the same budget as its plain one otherwise starts from scratch.
+func plainWinners(cache *tunecache.Cache, key tunecache.Key) []string {
+	if key.Epilogue == "" && key.OutPrecision == "" {
+		return nil
+	}
+	plain := key
+	plain.Epilogue, plain.OutPrecision = "", ""
+	rec, ok := cache.Lookup(plain)
+	if !ok {
+		return nil
+	}
+	var ids []string
+	for _, m := range rec.Summary.Top {
+		if len(ids) == plainFirst {
+			break
+		}
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
 // recordOnGPU uses the cache's record for this exact device and toolchain, or
 // tunes a new one, which it returns with fresh set: the caller saves it
 // (keepAndWrite).
@@ -94,8 +123,12 @@ func recordOnGPU(ctx context.Context, r Request, cache *tunecache.Cache) (rec tu
 	logf(r.Log, "tuning on %s (%s, %d SMs), NVRTC %s from %s\n", info.Name, info.Arch, info.SMs, lib.VersionString(), lib.Path())
 	t := r.Tuning
 	started := time.Now()
+	first := plainWinners(cache, key)
+	if len(first) > 0 && !pinned {
+		logf(r.Log, "measuring first the %d fastest candidates of the plain problem's record (no epilogue chain, the input's output type)\n", len(first))
+	}
 	res, err := autotune.Tune(ctx, lib, autotune.Options{Problem: r.Problem, Worker: r.Worker, Trials: t.Trials,
-		Time: t.Time, Seed: t.Seed, Jobs: t.Jobs, Runs: t.Runs, Only: r.Pins, CompileTimeout: t.CompileTimeout, Progress: r.Progress})
+		Time: t.Time, Seed: t.Seed, Jobs: t.Jobs, Runs: t.Runs, Only: r.Pins, First: first, CompileTimeout: t.CompileTimeout, Progress: r.Progress})
 	if err != nil {
 		return tunecache.Record{}, nil, false, tuneError(res, err)
 	}
