@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,8 +64,14 @@ func fakeWorker() {
 				h.Write([]byte(req.Kernel))
 				base := 1 + float64(h.Sum32()%1000)/100
 				resp.Status, resp.RelError, resp.SampleError = StatusOK, 1e-7, 2e-7
+				if strings.Contains(req.Kernel, "sluggish") {
+					base = 1000 // far slower than any other: the cutoff ends its runs
+				}
 				for i := 0; i < req.Runs; i++ {
 					resp.TimesMS = append(resp.TimesMS, base+float64(i%3)*0.001)
+					if req.CutoffMS > 0 && len(resp.TimesMS) >= cutoffRuns && slices.Min(resp.TimesMS) > req.CutoffMS {
+						break // as the real worker does
+					}
 				}
 			}
 		}

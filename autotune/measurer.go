@@ -99,7 +99,7 @@ func (m *measurer) close() { m.drop() }
 
 // measure sends one candidate. A worker that dies, faults or times out is
 // replaced before the next candidate.
-func (m *measurer) measure(t *Trial, opt Options, seed uint32, runs int) (response, error) {
+func (m *measurer) measure(t *Trial, opt Options, seed uint32, runs int, cutoffMS float64) (response, error) {
 	if err := m.ensure(); err != nil {
 		return response{}, err
 	}
@@ -110,7 +110,7 @@ func (m *measurer) measure(t *Trial, opt Options, seed uint32, runs int) (respon
 	defer os.Remove(path)
 	k := t.kernel
 	resp, err := m.w.call(request{Op: "measure", Image: path, Kernel: k.Name, Grid: k.Grid, Block: k.Block,
-		Shared: k.SharedBytes, Seed: seed, Warmup: opt.Warmup, Runs: runs, Samples: 1024}, opt.Timeout)
+		Shared: k.SharedBytes, Seed: seed, Warmup: opt.Warmup, Runs: runs, CutoffMS: cutoffMS, Samples: 1024}, opt.Timeout)
 	if err != nil {
 		if errors.Is(err, errWorkerTimeout) {
 			_ = m.w.cmd.Process.Kill() // a hung kernel: no grace period

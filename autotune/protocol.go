@@ -33,15 +33,19 @@ type request struct {
 	SupportImage string           `json:"support_image,omitempty"` // path of the checking kernels' cubin
 
 	// measure
-	Image   string `json:"image,omitempty"` // path of the candidate's cubin
-	Kernel  string `json:"kernel,omitempty"`
-	Grid    [3]int `json:"grid,omitempty"`
-	Block   [3]int `json:"block,omitempty"`
-	Shared  int    `json:"shared,omitempty"`
-	Seed    uint32 `json:"seed,omitempty"`
-	Warmup  int    `json:"warmup,omitempty"`
-	Runs    int    `json:"runs,omitempty"`
-	Samples int    `json:"samples,omitempty"` // outputs checked against the CPU's float64 reference
+	Image  string `json:"image,omitempty"` // path of the candidate's cubin
+	Kernel string `json:"kernel,omitempty"`
+	Grid   [3]int `json:"grid,omitempty"`
+	Block  [3]int `json:"block,omitempty"`
+	Shared int    `json:"shared,omitempty"`
+	Seed   uint32 `json:"seed,omitempty"`
+	Warmup int    `json:"warmup,omitempty"`
+	Runs   int    `json:"runs,omitempty"`
+	// CutoffMS, when positive, ends the timed runs early once three of
+	// them are all slower than it: the candidate cannot win (the tuner
+	// passes twice the best median so far).
+	CutoffMS float64 `json:"cutoff_ms,omitempty"`
+	Samples  int     `json:"samples,omitempty"` // outputs checked against the CPU's float64 reference
 }
 
 // response is a worker's answer to one request.

@@ -502,11 +502,24 @@ func (s *search) bestIndex() int {
 	return best
 }
 
-// batch compiles the given candidates concurrently and measures each as soon
-// as its compile is done, in the order the compiles finish (a slow compile,
-// such as a heavily unrolled kernel's 25 s, does not hold back the ones
-// behind it), until the budget runs out; the budget also bounds the wait
-// for compiles.
+// cutoffFactor times the best median so far is the time over which a
+// candidate's timed runs stop after cutoffRuns of them.
+const (
+	cutoffFactor = 2.0
+	cutoffRuns   = 3
+)
+
+// compilePatience is how long batch waits for the next candidate in order
+// before it measures later ones whose compiles are done.
+const compilePatience = 3 * time.Second
+
+// batch compiles the given candidates concurrently and measures them in
+// the given order (each family gets its turns), each as soon as it is
+// compiled, except that a compile still running after compilePatience
+// (such as a heavily unrolled kernel's 25 s) no longer holds back the
+// candidates behind it whose compiles are done: those are measured in
+// order meanwhile. It stops when the budget runs out; the budget also
+// bounds the wait for compiles.
 func (s *search) batch(ctx context.Context, idx []int) {
 	type compiled struct {
 		out compileOutput
@@ -552,40 +565,68 @@ func (s *search) batch(ctx context.Context, idx []int) {
 		defer hard.Stop()
 		hardC = hard.C
 	}
-	for range idx {
+	ready := make([]bool, len(idx))   // compiled (or failed), not yet measured
+	handled := make([]bool, len(idx)) // measured or recorded
+	overdue := -1                     // the position whose compile outlasted compilePatience
+	for left := len(idx); left > 0; {
 		// The budget's timer fires once: where it fired before anything had
 		// passed, the budget is checked here before each further wait.
 		if s.outOfBudget() || ctx.Err() != nil {
 			return // the rest stay unmeasured (the deferred cancel stops their compiles)
 		}
-		n, stopped := -1, false
-		waitStart := time.Now()
-		select {
-		case n = <-done:
-		case <-budget:
-			if s.bestIndex() >= 0 {
-				stopped = true
-				break
+		head := slices.Index(handled, false)
+		next := -1
+		switch {
+		case ready[head]:
+			next = head
+		case overdue == head:
+			for n := head + 1; n < len(idx); n++ {
+				if ready[n] && !handled[n] {
+					next = n
+					break
+				}
 			}
-			// Nothing has passed yet: the budget waits for the next compile,
-			// up to the hard deadline.
+		}
+		if next < 0 {
+			var patience <-chan time.Time
+			if overdue != head {
+				patience = time.After(compilePatience)
+			}
+			stopped := false
+			waitStart := time.Now()
 			select {
-			case n = <-done:
+			case n := <-done:
+				ready[n] = true
+			case <-patience:
+				overdue = head
+			case <-budget:
+				if s.bestIndex() >= 0 {
+					stopped = true
+					break
+				}
+				// Nothing has passed yet: the budget waits for the next compile,
+				// up to the hard deadline.
+				select {
+				case n := <-done:
+					ready[n] = true
+				case <-hardC:
+					stopped = true
+				case <-ctx.Done():
+					stopped = true
+				}
 			case <-hardC:
 				stopped = true
 			case <-ctx.Done():
 				stopped = true
 			}
-		case <-hardC:
-			stopped = true
-		case <-ctx.Done():
-			stopped = true
+			s.compileWait += time.Since(waitStart)
+			if stopped {
+				return
+			}
+			continue
 		}
-		s.compileWait += time.Since(waitStart)
-		if stopped || s.outOfBudget() || ctx.Err() != nil {
-			return
-		}
-		r, t := results[n], &s.trials[idx[n]]
+		handled[next], left = true, left-1
+		r, t := results[next], &s.trials[idx[next]]
 		if r.err != nil {
 			if errors.Is(r.err, context.Canceled) {
 				continue
@@ -667,7 +708,15 @@ func (s *search) compile(i int) (compileOutput, error) {
 func (s *search) measure(t *Trial) {
 	s.m.seq++
 	start := time.Now()
-	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)+uint32(s.m.seq)*0x9e3779b9, s.opt.Runs)
+	// A candidate whose first runs are all over twice the best median so
+	// far stops being timed early: it cannot win, and slow candidates
+	// (FFMA kernels of a tensor-core problem, milliseconds a run) would
+	// otherwise spend the budget.
+	cutoff := 0.0
+	if best := s.bestTrial(); best != nil && best.MedianMS > 0 {
+		cutoff = cutoffFactor * best.MedianMS
+	}
+	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)+uint32(s.m.seq)*0x9e3779b9, s.opt.Runs, cutoff)
 	s.measureTime += time.Since(start)
 	if err != nil {
 		switch {
@@ -711,6 +760,9 @@ func (s *search) pick(res *Result) error {
 	}
 	slices.SortStableFunc(ok, func(a, b *Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 	top := ok[:min(len(ok), s.opt.Retime)]
+	// Finalists within cutoffFactor of the best only: a slower one cannot
+	// win (and may have been timed over cutoffRuns runs alone).
+	top = slices.DeleteFunc(top, func(t *Trial) bool { return t.MedianMS > cutoffFactor*ok[0].MedianMS })
 	var alive []*Trial
 	for _, t := range top {
 		s.measure2(t)
@@ -808,7 +860,7 @@ func (s *search) measure2(t *Trial) {
 func (s *search) remeasure(t *Trial, salt uint32, runs int) error {
 	s.m.seq++
 	start := time.Now()
-	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^salt+uint32(s.m.seq), runs)
+	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^salt+uint32(s.m.seq), runs, 0)
 	s.measureTime += time.Since(start)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@
 package autotune
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -479,5 +480,63 @@ func TestTuneFirst(t *testing.T) {
 	}
 	if len(measured) != 1 || measured[0] != last {
 		t.Errorf("measured %v, want only the First candidate %s", measured, last)
+	}
+}
+
+// TestTuneMeasuresInOrder: candidates are measured in the search's order
+// while their compiles take less than compilePatience: a planted kernel
+// compiling 1.5 s is measured before the one listed after it that
+// compiles at once (the progress lines come in measuring order). Measuring
+// in the order compiles finish had left fast-compiling FFMA kernels to
+// eat the budget of ResNet-50's wgrad tunes.
+func TestTuneMeasuresInOrder(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	pin := firstKept(t, p)
+	extra := []kernels.Kernel{plantedKernel("planted_slow", "out[0] = 1.0f;"), plantedKernel("planted_fast", "out[0] = 2.0f;")}
+	slow := func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
+		if strings.Contains(src, "planted_slow") {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		return lib.Compile(src, o)
+	}
+	var progress bytes.Buffer
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Only: []string{pin}, Extra: extra,
+		Trials: 0, Timeout: 10 * time.Second, Runs: 20, Seed: 3, Jobs: 3, compiler: slow, Progress: &progress})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	checkStatuses(t, res.Trials, map[string]Status{pin: StatusOK, "planted/planted_slow": StatusOK, "planted/planted_fast": StatusOK})
+	out := progress.String()
+	if a, b := strings.Index(out, "planted_slow"), strings.Index(out, "planted_fast"); a < 0 || b < 0 || a > b {
+		t.Errorf("planted_fast measured before planted_slow (or either missing) in the progress:\n%s", out)
+	}
+}
+
+// TestTuneCutoff: once a candidate has passed, one whose first runs are all
+// over cutoffFactor times the best median stops after cutoffRuns timed runs
+// (the worker ends them; the fake worker does as the real one), while the
+// others get every run.
+func TestTuneCutoff(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	pin := firstKept(t, p)
+	extra := []kernels.Kernel{plantedKernel("planted_sluggish", "out[0] = 1.0f;")}
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Only: []string{pin}, Extra: extra,
+		Trials: 0, Timeout: 10 * time.Second, Runs: 20, Seed: 3, Jobs: 1})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	for _, tr := range res.Trials {
+		switch tr.ID {
+		case pin:
+			if tr.Status != StatusOK || tr.Runs < 20 {
+				t.Errorf("%s: %s with %d runs, want ok with 20 or more", tr.ID, tr.Status, tr.Runs)
+			}
+		case "planted/planted_sluggish":
+			if tr.Status != StatusOK || tr.Runs != cutoffRuns {
+				t.Errorf("%s: %s with %d runs, want ok with the cutoff's %d", tr.ID, tr.Status, tr.Runs, cutoffRuns)
+			}
+		}
 	}
 }
