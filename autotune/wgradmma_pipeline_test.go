@@ -66,6 +66,23 @@ var wgradPipelinePins = []struct {
 	// tap rows one 2-byte element at a time; NCHW in tf32 and fp16.
 	{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []problem.Precision{problem.FP16}, [2]int{16, 2}, narrowPipelinePins, ""},
 	{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []problem.Precision{problem.TF32, problem.FP16}, [2]int{}, narrowPipelinePins, problem.NCHW},
+	// Stage=3 (input rows staged whole) on few-channel shapes: element
+	// copies (odd widths) and 16-byte ones (W=40 fp16 NCHW, W·C=96 NHWC),
+	// strides 4, 2 and (2, 3), dilation, partial channel and column tiles.
+	{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []problem.Precision{problem.TF32, problem.BF16}, [2]int{}, rowPins, problem.NCHW},
+	{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []problem.Precision{problem.FP16, problem.TF32}, [2]int{}, rowPins, ""},
+	{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", []problem.Precision{problem.FP16}, [2]int{}, rowPins, problem.NCHW},
+	{"N=2,C=3,H=30,W=32,K=24,R=5,S=5,stride=2,pad=2", []problem.Precision{problem.FP16, problem.TF32}, [2]int{}, rowPins, ""},
+	{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []problem.Precision{problem.TF32, problem.FP16}, [2]int{}, rowPins, problem.NCHW},
+	{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []problem.Precision{problem.BF16}, [2]int{}, rowPins, ""},
+}
+
+// rowPins are Stage=3 configurations: a cluster of 4 and of 8, and one
+// block per tile.
+var rowPins = []kernels.Config{
+	{"BM": 48, "BN": 64, "WM": 1, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 3},
+	{"BM": 96, "BN": 128, "WM": 2, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3},
+	{"BM": 32, "BN": 64, "WM": 1, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 3},
 }
 
 // TestWGradMMAPipeline measures wgradmma's cp.async pipeline (Stage=2) on
@@ -78,7 +95,8 @@ var wgradPipelinePins = []struct {
 // the space may soft-reject it on a small shape) must pass the float64
 // checks of dW and dBias within the problem's bound, in one run per
 // problem with one kept candidate of the space beside it. Its times and
-// registers are logged. Seventeen tuning runs of four kernels.
+// registers are logged; and Stage=3 (input rows staged whole) on
+// few-channel shapes in every precision and layout. 27 tuning runs of four kernels.
 func TestWGradMMAPipeline(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	f, err := kernels.FamilyByName("wgradmma")

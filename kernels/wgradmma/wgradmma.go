@@ -17,7 +17,7 @@ import (
 
 // templateFS holds the family's template.
 //
-//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl reduce.tmpl
+//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl reduce.tmpl
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
@@ -47,6 +47,10 @@ var templateFS embed.FS
 //     pipeline into pixel-major shared memory, and the warps read their
 //     fragments with ldmatrix.trans (fp16, bf16) or transposed scalar
 //     loads (tf32) (pipeline.cu.tmpl);
+//     3, for few input channels (C ≤ 8, a first layer), the block stages
+//     per output row its dY and the input rows its columns read, each
+//     copied once, whole, and the warps read a column's value at a pixel
+//     from its staged row (no im2col copy: rows.cu.tmpl);
 //   - BP, Stages: Stage=2's pixels per tile and tiles in flight (absent,
 //     0, for Stage 0 and 1, so that their IDs are as before).
 //
@@ -94,6 +98,67 @@ type geometry struct {
 	KStep                                   int             // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
 	Staging                                 gradmma.Staging // Stage=1
 	Pipe                                    pipe            // Stage=2
+	Rows                                    rows            // Stage=3
+}
+
+// rows is a Stage=3 configuration's staging geometry (rows.cu.tmpl).
+type rows struct {
+	// Rows is the output rows N·P (the reduction, Q pixels each); QP the
+	// pixels of a row rounded up to whole k steps, QPP the staged dY row's
+	// pitch (conflict-free fragment reads).
+	Rows, QP, QPP int
+	// Unit is the columns one staged input row serves (S·C for NHWC's row
+	// r, S for NCHW's row (c, r)); NRB the rows a column tile reads at most.
+	Unit, NRB int
+	// PWA is the staged columns left of w = 0 (at least PadW, aligned to
+	// 16 bytes), WB a staged row's length in elements; VX the X elements
+	// per copy (16 bytes where rows and edges allow, else one), VXBytes
+	// the same in bytes.
+	PWA, WB, VX, VXBytes int
+	// Bytes is the dynamic shared memory of two stages and two constants.
+	Bytes int
+}
+
+// newRows is the Stage=3 geometry of knobs k for p.
+func newRows(p problem.Problem, k knobs) rows {
+	s := p.Shape
+	eb := p.Precision.ElementBytes()
+	kstep := 8
+	if eb == 2 {
+		kstep = 16
+	}
+	var g rows
+	g.Rows = s.N * s.P()
+	g.QP = family.CeilDiv(s.Q(), kstep) * kstep
+	g.QPP = g.QP + 4 // tf32: ≡ 4 mod 8 words
+	if eb == 2 {
+		g.QPP = g.QP + 8 // 2-byte: half a row ≡ 4 mod 8 words
+	}
+	ce := 1
+	g.Unit = s.S
+	if p.Layout == problem.NHWC {
+		ce, g.Unit = s.C, s.S*s.C
+	}
+	crs := s.C * s.R * s.S
+	if k.BN > 0 {
+		for j0 := 0; j0 < crs; j0 += k.BN {
+			last := min(j0+k.BN, crs) - 1
+			g.NRB = max(g.NRB, last/g.Unit-j0/g.Unit+1)
+		}
+	}
+	vec := 16 / eb // elements of a 16-byte copy
+	g.PWA = s.PadW
+	for (g.PWA*ce)%vec != 0 {
+		g.PWA++
+	}
+	need := ((g.QP-1)*s.StrideW - s.PadW + (s.S-1)*s.DilationW + g.PWA + 1) * ce
+	g.WB = family.CeilDiv(need, vec) * vec
+	g.VX, g.VXBytes = 1, eb
+	if (s.W*ce*eb)%16 == 0 {
+		g.VX, g.VXBytes = vec, 16
+	}
+	g.Bytes = 2*(k.BM*g.QPP+g.NRB*g.WB)*eb + 16
+	return g
 }
 
 // pipe is a Stage=2 configuration's copy geometry.
@@ -182,6 +247,10 @@ func geom(p problem.Problem, k knobs) geometry {
 		g.Pipe = newPipe(p, k, g.Threads)
 		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
 	}
+	if k.Stage == 3 {
+		g.Rows = newRows(p, k)
+		g.SharedBytes = max(g.SharedBytes, g.Rows.Bytes)
+	}
 	if k.BN > 0 && k.BM > 0 {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
 	}
@@ -202,7 +271,15 @@ var (
 	// Stage=2's tiles (BM × BN on WM × WN warps) and (BP, Stages).
 	spacePipeTiles  = [][4]int{{32, 32, 1, 1}, {64, 64, 2, 2}, {128, 64, 2, 2}, {64, 128, 2, 2}, {128, 128, 2, 4}}
 	spacePipeStages = [][2]int{{32, 4}, {64, 3}}
+	// Stage=3's tiles (BM × BN on WM × WN warps) and cluster splits.
+	spaceRowTiles = [][4]int{{32, 64, 1, 2}, {48, 64, 1, 2}, {64, 64, 2, 2}, {96, 64, 2, 2}, {48, 128, 1, 4}, {96, 128, 2, 4}}
+	spaceRowSplit = []int{1, 4, 8}
 )
+
+// rowStaged says whether Stage=3 (input rows staged whole) is searched:
+// few input channels (C ≤ 8), where an im2col copy per tap costs more
+// than the math.
+func rowStaged(p problem.Problem) bool { return p.Shape.C <= 8 }
 
 // Space implements family.Family. Without an sm_90 device (or limits for
 // one) every configuration is listed as rejected.
@@ -216,6 +293,14 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 				r := reject(p, k, lim)
 				piped = piped || (r.Rule == "" && vectorPipe(p, k))
 				out = append(out, family.NewCandidate(f.Name(), k, r))
+			}
+		}
+	}
+	if rowStaged(p) {
+		for _, tile := range spaceRowTiles {
+			for _, sp := range spaceRowSplit {
+				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 3}
+				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 			}
 		}
 	}
@@ -255,11 +340,20 @@ func vectorPipe(p problem.Problem, k knobs) bool {
 
 // check says what is wrong with a configuration's knobs, or "".
 func check(k knobs) string {
-	if k.Stage < 0 || k.Stage > 2 {
-		return "Stage 0, 1 or 2"
+	if k.Stage < 0 || k.Stage > 3 {
+		return "Stage 0, 1, 2 or 3"
 	}
 	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, min(k.Stage, 1)); msg != "" {
 		return msg
+	}
+	if k.Stage == 3 {
+		switch {
+		case k.Split < 1 || k.Split > 8:
+			return "Split 1 to 8 (a portable cluster)"
+		case k.Unroll != 1 || k.BP != 0 || k.Stages != 0:
+			return "Stage=3: Unroll=1, no BP or Stages"
+		}
+		return ""
 	}
 	if k.Split < 1 || k.Split > 8 {
 		return "Split 1 to 8 (a portable cluster)"
@@ -319,6 +413,8 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case k.Stage < 2 && g.SharedBytes > 48*1024:
 		return family.Hard("shared memory", "%d B per block > 48 KiB", g.SharedBytes)
+	case k.Stage == 3 && g.SharedBytes > lim.MaxSharedPerBlock:
+		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d channel tiles > 65535 (gridDim.y)", g.TilesM)
 	case k.Split > 1 && g.Chunk*(k.Split-1) >= g.L:
@@ -355,6 +451,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if k.Stage < 2 && g.SharedBytes > 48*1024 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > 48 KiB (no opt-in)", cfg, g.SharedBytes)
 	}
+	if k.Stage == 3 && g.SharedBytes > maxShared {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > %d", cfg, g.SharedBytes, maxShared)
+	}
 	if k.Stage == 2 {
 		if msg := checkPipe(p, g); msg != "" {
 			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
@@ -377,8 +476,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Split3                                         bool
 	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3}
 	file := f.Template()
-	if k.Stage == 2 {
+	switch k.Stage {
+	case 2:
 		file = "pipeline.cu.tmpl"
+	case 3:
+		file = "rows.cu.tmpl"
 	}
 	src, err := family.Render(templateFS, file, data, "reduce.tmpl")
 	if err != nil {
