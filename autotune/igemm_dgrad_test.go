@@ -24,34 +24,46 @@ import (
 // shapes. 17 tuning runs.
 func TestIGEMMDgrad(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
-	type mode struct {
-		prec problem.Precision
-		lay  problem.Layout
-	}
 	fp16, bf16, tf32, x3 := problem.FP16, problem.BF16, problem.TF32, problem.TF32x3
 	nhwc, nchw := problem.NHWC, problem.NCHW
-	for _, tc := range []struct {
-		shape string
-		modes []mode
-	}{
-		{"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", []mode{{fp16, nhwc}, {bf16, nhwc}, {tf32, nhwc}}},
-		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", []mode{{fp16, nhwc}, {tf32, nhwc}, {tf32, nchw}}},
-		{"N=32,C=64,H=56,W=56,K=256,R=1,S=1", []mode{{fp16, nhwc}}},
-		{"N=3,C=13,H=9,W=11,K=24,R=3,S=3,pad=1,dilation=2", []mode{{fp16, nhwc}, {bf16, nchw}, {tf32, nhwc}, {x3, nchw}}},
-		{"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", []mode{{fp16, nhwc}, {tf32, nchw}}},
-		{"N=3,C=24,H=19,W=23,K=17,R=3,S=5,stride_h=2,pad_h=1,pad_w=2,dilation_w=2", []mode{{bf16, nhwc}, {x3, nhwc}, {fp16, nchw}}},
-	} {
+	runDgradCases(t, []dgradCase{
+		{"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", []precLayout{{fp16, nhwc}, {bf16, nhwc}, {tf32, nhwc}}},
+		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", []precLayout{{fp16, nhwc}, {tf32, nhwc}, {tf32, nchw}}},
+		{"N=32,C=64,H=56,W=56,K=256,R=1,S=1", []precLayout{{fp16, nhwc}}},
+		{"N=3,C=13,H=9,W=11,K=24,R=3,S=3,pad=1,dilation=2", []precLayout{{fp16, nhwc}, {bf16, nchw}, {tf32, nhwc}, {x3, nchw}}},
+		{"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", []precLayout{{fp16, nhwc}, {tf32, nchw}}},
+		{"N=3,C=24,H=19,W=23,K=17,R=3,S=5,stride_h=2,pad_h=1,pad_w=2,dilation_w=2", []precLayout{{bf16, nhwc}, {x3, nhwc}, {fp16, nchw}}},
+	}, func(t *testing.T, p problem.Problem) {
+		if !tuneFamilyPinned(t, lib, worker, lim, p, "igemm") {
+			t.Fatal("no kept igemm dgrad candidate")
+		}
+	})
+}
+
+// precLayout is a precision and a layout a dgrad case runs in.
+type precLayout struct {
+	prec problem.Precision
+	lay  problem.Layout
+}
+
+// dgradCase is a shape and the precisions and layouts its dgrad runs in.
+type dgradCase struct {
+	shape string
+	modes []precLayout
+}
+
+// runDgradCases runs run as a subtest for the op=dgrad problem of each
+// case's shape in each of its modes.
+func runDgradCases(t *testing.T, cases []dgradCase, run func(t *testing.T, p problem.Problem)) {
+	t.Helper()
+	for _, tc := range cases {
 		shape, err := problem.ParseShape(tc.shape)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range tc.modes {
 			p := problem.Problem{Shape: shape, Precision: m.prec, Layout: m.lay, Op: problem.OpDgrad}
-			t.Run(p.String(), func(t *testing.T) {
-				if !tuneFamilyPinned(t, lib, worker, lim, p, "igemm") {
-					t.Fatal("no kept igemm dgrad candidate")
-				}
-			})
+			t.Run(p.String(), func(t *testing.T) { run(t, p) })
 		}
 	}
 }
@@ -187,43 +199,27 @@ func TestIGEMMSplitK(t *testing.T) {
 // the float64 checks within the precision's bound. 10 tuning runs.
 func TestIGEMMDgradFold(t *testing.T) {
 	lib, worker, _ := gpuSetup(t)
-	type mode struct {
-		prec problem.Precision
-		lay  problem.Layout
-	}
 	fp16, bf16, tf32, x3 := problem.FP16, problem.BF16, problem.TF32, problem.TF32x3
 	nhwc, nchw := problem.NHWC, problem.NCHW
 	pins := []string{"igemm/BK=32,BM=128,BN=64,Fold=1,Stages=3,WarpsM=4,WarpsN=2", "igemm/BK=32,BM=64,BN=64,Fold=1,Stages=2,WarpsM=2,WarpsN=2"}
-	for _, tc := range []struct {
-		shape string
-		modes []mode
-	}{
-		{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []mode{{fp16, nhwc}, {tf32, nchw}, {x3, nchw}}},
-		{"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", []mode{{bf16, nhwc}, {tf32, nhwc}}},
-		{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []mode{{fp16, nchw}, {x3, nhwc}, {bf16, nchw}}},
-		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", []mode{{fp16, nhwc}, {tf32, nchw}}},
-	} {
-		shape, err := problem.ParseShape(tc.shape)
+	runDgradCases(t, []dgradCase{
+		{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []precLayout{{fp16, nhwc}, {tf32, nchw}, {x3, nchw}}},
+		{"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", []precLayout{{bf16, nhwc}, {tf32, nhwc}}},
+		{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []precLayout{{fp16, nchw}, {x3, nhwc}, {bf16, nchw}}},
+		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", []precLayout{{fp16, nhwc}, {tf32, nchw}}},
+	}, func(t *testing.T, p problem.Problem) {
+		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+			Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("tune: %v", err)
 		}
-		for _, m := range tc.modes {
-			p := problem.Problem{Shape: shape, Precision: m.prec, Layout: m.lay, Op: problem.OpDgrad}
-			t.Run(p.String(), func(t *testing.T) {
-				res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
-					Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
-				if err != nil {
-					t.Fatalf("tune: %v", err)
-				}
-				if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
-					t.Errorf("%d of %d folded kernels passed", passed, len(pins))
-				}
-				for _, tr := range res.Trials {
-					if tr.Status != StatusRejected && tr.Status != StatusSkipped {
-						t.Logf("%s: %s, %.4f ms, error %.2e", tr.ID, tr.Status, tr.MedianMS, tr.RelError)
-					}
-				}
-			})
+		if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+			t.Errorf("%d of %d folded kernels passed", passed, len(pins))
 		}
-	}
+		for _, tr := range res.Trials {
+			if tr.Status != StatusRejected && tr.Status != StatusSkipped {
+				t.Logf("%s: %s, %.4f ms, error %.2e", tr.ID, tr.Status, tr.MedianMS, tr.RelError)
+			}
+		}
+	})
 }

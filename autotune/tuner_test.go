@@ -84,11 +84,7 @@ func TestTuneRecordsFailuresAndGoesOn(t *testing.T) {
 // exactly the budget, skips the rest, and is deterministic for a seed.
 func TestTuneBudget(t *testing.T) {
 	lib := nvrtctest.Open(t)
-	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=32,R=3,S=3,pad=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
+	p := smallTF32Problem(t)
 	run := func() *Result {
 		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t),
 			Trials: 5, Runs: 20, Seed: 11, Timeout: 10 * time.Second})
@@ -113,6 +109,11 @@ func TestTuneBudget(t *testing.T) {
 	if a.Winner == nil || b.Winner == nil || a.Winner.ID != b.Winner.ID {
 		t.Errorf("same seed, different winners: %v vs %v", a.Winner, b.Winner)
 	}
+}
+
+// smallTF32Problem is a small tf32 NCHW problem with a few dozen candidates.
+func smallTF32Problem(t *testing.T) problem.Problem {
+	return smallProblem(t, "N=2,C=3,H=32,W=32,K=32,R=3,S=3,pad=1", problem.TF32)
 }
 
 // stuckCompiler wraps NVRTC so that sources naming planted_stuck never
@@ -375,12 +376,17 @@ func TestPinsMustNameCandidates(t *testing.T) {
 // smallFP32Problem is a small strict-FP32 NCHW problem whose space is quick
 // to enumerate, compile and measure.
 func smallFP32Problem(t *testing.T) problem.Problem {
+	return smallProblem(t, "N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1", problem.FP32)
+}
+
+// smallProblem is shape's NCHW problem in prec.
+func smallProblem(t *testing.T, shape string, prec problem.Precision) problem.Problem {
 	t.Helper()
-	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1")
+	s, err := problem.ParseShape(shape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return problem.Problem{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW}
+	return problem.Problem{Shape: s, Precision: prec, Layout: problem.NCHW}
 }
 
 // TestTuneFallback: the fallback is the fastest verified candidate that fits
@@ -452,11 +458,7 @@ func TestTuneBudgetHardDeadline(t *testing.T) {
 // an ID that is no candidate is ignored).
 func TestTuneFirst(t *testing.T) {
 	lib := nvrtctest.Open(t)
-	shape, err := problem.ParseShape("N=2,C=3,H=32,W=32,K=32,R=3,S=3,pad=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
+	p := smallTF32Problem(t)
 	cands, err := kernels.Enumerate(p, kernels.DefaultLimits(80))
 	if err != nil {
 		t.Fatal(err)
