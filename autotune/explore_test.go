@@ -70,3 +70,28 @@ func TestOneLine(t *testing.T) {
 		t.Errorf("oneLine kept %d bytes", len(long))
 	}
 }
+
+// TestExplorationVariants: a family's variants (its Stage or Fold values)
+// take turns like families, so that a small variant is sampled early.
+func TestExplorationVariants(t *testing.T) {
+	var trials []Trial
+	var kept []int
+	for i := range 40 {
+		trials = append(trials, Trial{Family: "wgradmma", Config: map[string]int{"Stage": i % 2, "BM": i}})
+		kept = append(kept, i)
+	}
+	for i := range 3 {
+		trials = append(trials, Trial{Family: "wgradmma", Config: map[string]int{"Stage": 3, "BM": i}})
+		kept = append(kept, 40+i)
+	}
+	order := explorationOrder(kept, trials, rand.New(rand.NewPCG(2, 1)))
+	stage3 := 0
+	for _, i := range order[:9] {
+		if trials[i].Config["Stage"] == 3 {
+			stage3++
+		}
+	}
+	if stage3 != 3 {
+		t.Errorf("%d of the first 9 samples are Stage=3, want 3 (variants in turn)", stage3)
+	}
+}

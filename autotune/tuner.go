@@ -439,14 +439,15 @@ func (s *search) firstOf(kept []int) []int {
 
 // explorationOrder is the order in which a sampled search explores the kept
 // candidates: each family's candidates shuffled (kept in enumeration order
-// when rng is nil), then taken from the families in turn, so that every family gets the same share of the exploration
+// when rng is nil), then taken from the families in turn (a family's
+// variants, exploreGroup, count as families), so that every family gets the same share of the exploration
 // whatever the size of its space (a large space, such as generic's, would
 // otherwise take most of the samples from small ones that may be faster).
 func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
 	byFamily := map[string][]int{}
 	var families []string
 	for _, i := range kept {
-		f := trials[i].Family
+		f := exploreGroup(trials[i])
 		if _, ok := byFamily[f]; !ok {
 			families = append(families, f)
 		}
@@ -469,6 +470,25 @@ func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
 		}
 	}
 	return order
+}
+
+// variantKnobs are the knobs that select a different kernel design within a
+// family (wgradmma's and dgradmma's Stage, igemm's Fold): each value is its
+// own group in the exploration's rotation, so that a small variant (the
+// 18 configurations of wgradmma's Stage=3 among its 300) is sampled as
+// often as a large one.
+var variantKnobs = []string{"Stage", "Fold"}
+
+// exploreGroup is t's group in the exploration's rotation: its family and
+// the values of its variant knobs.
+func exploreGroup(t Trial) string {
+	g := t.Family
+	for _, k := range variantKnobs {
+		if v, ok := t.Config[k]; ok {
+			g += fmt.Sprintf("/%s=%d", k, v)
+		}
+	}
+	return g
 }
 
 func (s *search) unvisited(order []int) []int {
