@@ -62,6 +62,8 @@ type Options struct {
 	// grace replaces the grace past Time of a search with nothing verified
 	// (tests); zero: as long as Time, at least GraceMin.
 	grace time.Duration
+	// patience replaces compilePatience (tests); zero: compilePatience.
+	patience time.Duration
 }
 
 // Trial is what happened to one candidate.
@@ -585,9 +587,14 @@ func (s *search) batch(ctx context.Context, idx []int) {
 		defer hard.Stop()
 		hardC = hard.C
 	}
-	ready := make([]bool, len(idx))   // compiled (or failed), not yet measured
-	handled := make([]bool, len(idx)) // measured or recorded
-	overdue := -1                     // the position whose compile outlasted compilePatience
+	patienceFor := compilePatience
+	if s.opt.patience > 0 {
+		patienceFor = s.opt.patience
+	}
+	ready := make([]bool, len(idx))        // compiled (or failed)
+	handled := make([]bool, len(idx))      // measured or recorded
+	overdue := -1                          // the position whose compile outlasted the patience
+	waitHead, waitSince := -1, time.Time{} // the head waited for, and since when
 	for left := len(idx); left > 0; {
 		// The budget's timer fires once: where it fired before anything had
 		// passed, the budget is checked here before each further wait.
@@ -610,7 +617,12 @@ func (s *search) batch(ctx context.Context, idx []int) {
 		if next < 0 {
 			var patience <-chan time.Time
 			if overdue != head {
-				patience = time.After(compilePatience)
+				// The patience runs from when the head was first waited for,
+				// not from the last compile that finished meanwhile.
+				if waitHead != head {
+					waitHead, waitSince = head, time.Now()
+				}
+				patience = time.After(time.Until(waitSince.Add(patienceFor)))
 			}
 			stopped := false
 			waitStart := time.Now()
@@ -780,9 +792,9 @@ func (s *search) pick(res *Result) error {
 	}
 	slices.SortStableFunc(ok, func(a, b *Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 	top := ok[:min(len(ok), s.opt.Retime)]
-	// Finalists within cutoffFactor of the best only: a slower one cannot
-	// win (and may have been timed over cutoffRuns runs alone).
-	top = slices.DeleteFunc(top, func(t *Trial) bool { return t.MedianMS > cutoffFactor*ok[0].MedianMS })
+	// Not a finalist: a candidate whose timing the cutoff ended (fewer runs
+	// than asked: it was over twice the best, and cannot win).
+	top = slices.DeleteFunc(top, func(t *Trial) bool { return t.Runs < s.opt.Runs && t.Runs <= cutoffRuns })
 	var alive []*Trial
 	for _, t := range top {
 		s.measure2(t)

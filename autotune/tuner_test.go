@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -195,9 +196,9 @@ func checkStatuses(t *testing.T, trials []Trial, want map[string]Status) {
 // TestTuneBudgetBoundsCompiles: the time budget also bounds the wait for
 // compiles: a stuck compile (with no compile timeout to speak of) ends the
 // run at the budget, leaving it unmeasured, and does not hold back the
-// candidate compiled after it (measured in the order compiles finish: a
-// 25 s compile of one candidate had left a MobileNetV2 layer with one
-// measured candidate at -time 8s).
+// candidate compiled after it, which is measured once the stuck compile
+// has run past compilePatience (a 25 s compile of one candidate had left
+// a MobileNetV2 layer with one measured candidate at -time 8s).
 func TestTuneBudgetBoundsCompiles(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	p := smallFP32Problem(t)
@@ -540,5 +541,40 @@ func TestTuneCutoff(t *testing.T) {
 				t.Errorf("%s: %s with %d runs, want ok with the cutoff's %d", tr.ID, tr.Status, tr.Runs, cutoffRuns)
 			}
 		}
+	}
+}
+
+// TestTunePatienceFromTheHead: the patience for a slow compile at the head
+// of the order runs from when the head was first waited for, however many
+// compiles behind it finish meanwhile: with a 500 ms patience, a 3 s head
+// compile and 24 compiles of 100 ms finishing one after another behind it
+// (for longer than the head takes), those are measured before the head (a
+// timer restarted at every finished compile never fired).
+func TestTunePatienceFromTheHead(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	pin := firstKept(t, p)
+	extra := []kernels.Kernel{plantedKernel("planted_slow", "out[0] = 1.0f;")}
+	for i := range 24 {
+		extra = append(extra, plantedKernel(fmt.Sprintf("planted_quick%d", i), fmt.Sprintf("out[0] = %d.0f;", i+2)))
+	}
+	compile := func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
+		switch {
+		case strings.Contains(src, "planted_slow"):
+			time.Sleep(3 * time.Second)
+		case strings.Contains(src, "planted_quick"):
+			time.Sleep(100 * time.Millisecond)
+		}
+		return lib.Compile(src, o)
+	}
+	var progress bytes.Buffer
+	_, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Only: []string{pin}, Extra: extra,
+		Trials: 0, Timeout: 10 * time.Second, Runs: 20, Seed: 3, Jobs: 2, compiler: compile, patience: 500 * time.Millisecond, Progress: &progress})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	out := progress.String()
+	if a, b := strings.Index(out, "planted_quick"), strings.Index(out, "planted_slow"); a < 0 || b < 0 || a > b {
+		t.Errorf("no quick candidate measured before the slow head planted_slow:\n%s", out)
 	}
 }

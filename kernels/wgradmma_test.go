@@ -318,9 +318,10 @@ func TestWGradMMAPipelineSpace(t *testing.T) {
 	} {
 		piped, other := false, false
 		for _, cand := range kept(WgradMMA{}.Space(c.p, lim)) {
-			if cand.Config["Stage"] == 2 {
+			switch cand.Config["Stage"] {
+			case 2:
 				piped = true
-			} else {
+			case 0, 1:
 				other = true
 			}
 		}

@@ -65,8 +65,9 @@ const plainFirst = 4
 
 // plainWinners returns the fastest candidate IDs (at most plainFirst) of
 // the cache's record of key's plain problem (no epilogue chain, output in
-// the input's type) on the same device, or nil when key is plain or there
-// is none: a chain rarely changes which tiles are fast, and a fused search
+// the input's type) under the same key otherwise (device, driver, NVRTC,
+// SM count: the record this machine would replay), or nil when key is
+// plain or there is none: a chain rarely changes which tiles are fast, and a fused search
 // given the same budget as its plain one otherwise starts from scratch.
 func plainWinners(cache *tunecache.Cache, key tunecache.Key) []string {
 	if key.Epilogue == "" && key.OutPrecision == "" {

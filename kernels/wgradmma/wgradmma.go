@@ -417,6 +417,8 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d channel tiles > 65535 (gridDim.y)", g.TilesM)
+	case k.Stage == 3 && k.Split > g.Rows.Rows:
+		return family.Soft("waste", "Split=%d leaves a block of the cluster without output rows (N·P=%d)", k.Split, g.Rows.Rows)
 	case k.Split > 1 && g.Chunk*(k.Split-1) >= g.L:
 		return family.Soft("waste", "Split=%d leaves a block of the cluster without pixels (L=%d)", k.Split, g.L)
 	case k.BM > 32 && 2*p.Shape.K <= k.BM:
