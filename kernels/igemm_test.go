@@ -199,13 +199,22 @@ func igemmSampleJob(t *testing.T, rng *rand.Rand, p problem.Problem) compileJob 
 // operands), a row stride of 2 (dgrad's phase tables) and a dilated,
 // padded 3x3 filter.
 func goldenIGEMM(t *testing.T, op problem.Op) Kernel {
+	return goldenIGEMMFold(t, op, 0)
+}
+
+// goldenIGEMMFold is goldenIGEMM with the knob Fold (1: the folded dgrad).
+func goldenIGEMMFold(t *testing.T, op problem.Op, fold int) Kernel {
 	t.Helper()
 	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: op}
-	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3})
+	cfg := Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3}
+	if fold != 0 {
+		cfg["Fold"] = fold
+	}
+	k, err := IGEMM{}.Render(p, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,15 +539,7 @@ func TestIGEMMSplitKCompile(t *testing.T) {
 // NVRTC-compiles for sm_80 and sm_90; its grid has no phase dimension and
 // its columns are the SH·SW·C folded ones.
 func TestIGEMMDgradFold(t *testing.T) {
-	s, err := problem.ParseShape("N=2,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
-	k, err := IGEMM{}.Render(p, Config{"BM": 64, "BN": 64, "BK": 32, "WarpsM": 2, "WarpsN": 2, "Stages": 3, "Fold": 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := goldenIGEMMFold(t, problem.OpDgrad, 1)
 	if k.Grid != [3]int{(2*8*17 + 63) / 64, 1, 1} || !strings.Contains(k.Source, "#define CF 26") {
 		t.Errorf("folded grid %v (want the 8x17 phase pixels of 2 images by one tile of 26 columns)", k.Grid)
 	}
