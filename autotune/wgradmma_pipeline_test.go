@@ -20,6 +20,8 @@ var narrowPipelinePins = []kernels.Config{
 	{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 	{"BM": 32, "BN": 64, "WM": 1, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 	{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 16, "Stages": 2},
+	// Three clusters of two per tile, added up through the workspace.
+	{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 16, "Stages": 2, "Clusters": 3},
 }
 
 // wgradPipelinePins are the Stage=2 (cp.async pipeline) wgradmma
@@ -48,6 +50,7 @@ var wgradPipelinePins = []struct {
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
 		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
+		{"BM": 64, "BN": 128, "WM": 2, "WN": 2, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3, "Clusters": 4},
 	}, ""},
 	{"N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", nil, [2]int{}, []kernels.Config{ // odd: K=40 rows, 217 columns, 297 pixels
 		{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4},
@@ -77,12 +80,14 @@ var wgradPipelinePins = []struct {
 	{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []problem.Precision{problem.BF16}, [2]int{}, rowPins, ""},
 }
 
-// rowPins are Stage=3 configurations: a cluster of 4 and of 8, and one
-// block per tile.
+// rowPins are Stage=3 configurations: a cluster of 4 and of 8, one
+// block per tile, and five clusters of 8 per tile (the workspace; on the
+// small shapes some of the 40 blocks have no output rows).
 var rowPins = []kernels.Config{
 	{"BM": 48, "BN": 64, "WM": 1, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 3},
 	{"BM": 96, "BN": 128, "WM": 2, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3},
 	{"BM": 32, "BN": 64, "WM": 1, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 3},
+	{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3, "Clusters": 5},
 }
 
 // TestWGradMMAPipeline measures wgradmma's cp.async pipeline (Stage=2) on
@@ -96,7 +101,9 @@ var rowPins = []kernels.Config{
 // checks of dW and dBias within the problem's bound, in one run per
 // problem with one kept candidate of the space beside it. Its times and
 // registers are logged; and Stage=3 (input rows staged whole) on
-// few-channel shapes in every precision and layout. 27 tuning runs of four kernels.
+// few-channel shapes in every precision and layout; with Clusters > 1
+// (the reduction across clusters) among the pins. 27 tuning runs of four
+// or five kernels.
 func TestWGradMMAPipeline(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	f, err := kernels.FamilyByName("wgradmma")

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -171,7 +172,8 @@ func sampleConfigs(cfgs []Config, turn *int) []Config {
 // kernels/wgradmma/testdata (go test ./kernels -run TestWGradMMAGoldenSource
 // -update rewrites them): a Stage=0 and a Stage=1 kernel, which the
 // cp.async pipeline (Stage=2) must leave as they were (cached records
-// render them), and a Stage=2 kernel of each precision (and an NCHW one).
+// render them), a Stage=2 kernel of each precision (and an NCHW one), and
+// two with Clusters > 1 (the workspace reduction).
 func TestWGradMMAGoldenSource(t *testing.T) {
 	odd := "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1"
 	for name, c := range map[string]struct {
@@ -188,6 +190,12 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 3}},
 		"wgradmma_fp16_nchw_s2": {gradProblem(t, odd, problem.FP16, problem.NCHW, problem.OpWgrad),
 			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4}},
+		// Clusters > 1: the reduction across clusters through the workspace,
+		// with a cluster of 8 and (Split=1) with none.
+		"wgradmma_tf32_nchw_s3_clusters": {gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpWgrad),
+			Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3, "Clusters": 4}},
+		"wgradmma_fp16_nhwc_s2_clusters": {gradProblem(t, odd, problem.FP16, problem.NHWC, problem.OpWgrad),
+			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4, "Clusters": 3}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k, err := WgradMMA{}.Render(c.p, c.cfg)
@@ -327,6 +335,74 @@ func TestWGradMMAPipelineSpace(t *testing.T) {
 		}
 		if piped != c.piped || other != c.other {
 			t.Errorf("%s: Stage=2 kept %v, Stage 0/1 kept %v; want %v, %v", c.p, piped, other, c.piped, c.other)
+		}
+	}
+}
+
+// TestWGradMMAClusters renders Clusters > 1 (the reduction across
+// clusters through a workspace) for Stage=3 on the flagship and Stage=2 on
+// an odd shape (Split=1, no cluster) and compiles them for sm_90: the grid
+// holds Split·Clusters blocks per tile, the PTX the workspace and count in
+// global memory, the atomic count and the L2 loads of the last block.
+// Clusters=1 renders the kernel without them, under the ID without the
+// knob. The space offers Clusters > 1 where a full cluster per tile
+// leaves SMs idle (the flagship, ResNet-50's 56² 3x3) and not where the
+// tiles fill them (ResNet-50's 7² 3x3: 148 tiles of 128x128).
+func TestWGradMMAClusters(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	if !lib.SupportsArch("sm_90") {
+		t.Skip("this NVRTC cannot target sm_90")
+	}
+	flagship := gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpWgrad)
+	odd := gradProblem(t, "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad)
+	for _, c := range []struct {
+		p     problem.Problem
+		cfg   Config
+		gridZ int
+	}{
+		{flagship, Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3, "Clusters": 4}, 32},
+		{odd, Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4, "Clusters": 3}, 3},
+	} {
+		k, ptx := renderPTX(t, lib, WgradMMA{}, c.p, c.cfg, "sm_90")
+		if k.Grid[2] != c.gridZ {
+			t.Errorf("%s %v: grid z %d, want %d", c.p, c.cfg, k.Grid[2], c.gridZ)
+		}
+		for _, w := range []string{k.Name + "_ws[", k.Name + "_count[", "atom.global.add.u32", "ld.global.cg.f32"} {
+			if !strings.Contains(ptx, w) {
+				t.Errorf("%s %v: PTX lacks %q", c.p, c.cfg, w)
+			}
+		}
+		one := maps.Clone(c.cfg)
+		one["Clusters"] = 1
+		k1, err := WgradMMA{}.Render(c.p, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(one, "Clusters")
+		k0, err := WgradMMA{}.Render(c.p, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k1.Source != k0.Source || k1.Config.String() != k0.Config.String() || strings.Contains(k1.Source, "_ws[") || k1.Grid[2] != c.cfg["Split"] {
+			t.Errorf("%s: Clusters=1 renders %s, want the kernel without the knob (%s), no workspace", c.p, k1.Config, k0.Config)
+		}
+	}
+	lim := DefaultLimits(90)
+	for _, c := range []struct {
+		p    problem.Problem
+		want bool // some kept candidate has Clusters > 1
+	}{
+		{flagship, true},
+		{gradProblem(t, flagshipSpec, problem.FP16, problem.NHWC, problem.OpWgrad), true},
+		{gradProblem(t, pipelineSpecs[0], problem.FP16, problem.NHWC, problem.OpWgrad), true},
+		{gradProblem(t, pipelineSpecs[2], problem.FP16, problem.NHWC, problem.OpWgrad), false},
+	} {
+		got := false
+		for _, cand := range kept(WgradMMA{}.Space(c.p, lim)) {
+			got = got || cand.Config["Clusters"] > 1
+		}
+		if got != c.want {
+			t.Errorf("%s: a kept candidate with Clusters > 1: %v, want %v", c.p, got, c.want)
 		}
 	}
 }

@@ -23,11 +23,11 @@ var templateFS embed.FS
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
 // op=wgrad in tf32 (operands rounded to TF32, m16n8k8), fp16 and bf16
 // (m16n8k16, FP32 accumulation, dW rounded to the element type once), both
-// layouts, groups=1, tensors below 2³¹
-// elements, on sm_90 (clusters). dBias is FP32, from a column of ones in
-// the same GEMM. Every
-// sum is taken in an order the configuration fixes: deterministic, with no
-// atomics and no workspace.
+// layouts, groups=1, tensors below 2³¹ elements, on sm_90 (clusters).
+// dBias is FP32, from a column of ones in the same GEMM. Every sum is
+// taken in an order the configuration fixes: deterministic (the atomic
+// count of Clusters > 1 only elects which block adds the partial tiles up,
+// not their order).
 //
 // Knobs:
 //   - BM: output channels per block (rows), BN: taps per block (columns);
@@ -52,7 +52,16 @@ var templateFS embed.FS
 //     copied once, whole, and the warps read a column's value at a pixel
 //     from its staged row (no im2col copy: rows.cu.tmpl);
 //   - BP, Stages: Stage=2's pixels per tile and tiles in flight (absent,
-//     0, for Stage 0 and 1, so that their IDs are as before).
+//     0, for Stage 0 and 1, so that their IDs are as before);
+//   - Clusters: clusters (of Split blocks each) sharing one tile, each
+//     summing 1/Clusters of the pixels (absent, 0, or 1: one cluster).
+//     Each cluster leaves its partial tile in a workspace in the module's
+//     global memory; the last cluster to finish a share of the tile's rows
+//     (an atomic count) adds the clusters' partial tiles up in cluster
+//     order and stores them: deterministic, where a cluster caps the split
+//     at 8 blocks and a small dW (few tiles) would leave most SMs idle.
+//     The workspace is static: launches of one loaded module must not run
+//     concurrently (one stream at a time).
 //
 // Where Stage=2 keeps a candidate for a shape (NHWC, K and C rows of a
 // multiple of 4 bytes), Space keeps only Stage=2's: the older stages
@@ -87,18 +96,30 @@ type knobs struct {
 	BM, BN, WM, WN, Split, Unroll, Stage int
 	BP                                   int `knob:",optional"`
 	Stages                               int `knob:",optional"`
+	Clusters                             int `knob:",optional"`
 }
+
+// maxWorkspace is the largest workspace (bytes) of Clusters > 1.
+const maxWorkspace = 256 << 20
+
+// clusters is k's clusters per tile (Clusters, 0 read as 1).
+func (k knobs) clusters() int { return max(1, k.Clusters) }
 
 // geometry holds a configuration's derived sizes; the template asserts
 // each one it uses.
 type geometry struct {
 	Threads, CRS, NG, L, Chunk, SharedBytes int
 	TilesM, TilesN                          int
-	Acc                                     int             // FP32 accumulators per thread
-	KStep                                   int             // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
-	Staging                                 gradmma.Staging // Stage=1
-	Pipe                                    pipe            // Stage=2
-	Rows                                    rows            // Stage=3
+	// NClusters is the clusters per tile (Clusters, at least 1), Parts the
+	// blocks per tile (Split·NClusters) that the pixels are split over;
+	// WorkspaceFloats the workspace of NClusters > 1: TilesM·TilesN·
+	// NClusters partial tiles of BM·BN.
+	NClusters, Parts, WorkspaceFloats int
+	Acc                               int             // FP32 accumulators per thread
+	KStep                             int             // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
+	Staging                           gradmma.Staging // Stage=1
+	Pipe                              pipe            // Stage=2
+	Rows                              rows            // Stage=3
 }
 
 // rows is a Stage=3 configuration's staging geometry (rows.cu.tmpl).
@@ -233,10 +254,12 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.L = s.N * s.P() * s.Q()
 	mm := gradmma.For(p, "dW")
 	g.KStep = mm.KStep
-	if k.Stage == 2 && k.Split > 0 && k.BP > 0 {
-		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, k.BP), k.Split) * k.BP
-	} else if k.Split > 0 {
-		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), k.Split) * g.KStep
+	g.NClusters = k.clusters()
+	g.Parts = k.Split * g.NClusters
+	if k.Stage == 2 && g.Parts > 0 && k.BP > 0 {
+		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, k.BP), g.Parts) * k.BP
+	} else if g.Parts > 0 {
+		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), g.Parts) * g.KStep
 	}
 	g.SharedBytes = 4 * k.BM * (k.BN + 1)
 	if k.Stage == 1 {
@@ -253,6 +276,9 @@ func geom(p problem.Problem, k knobs) geometry {
 	}
 	if k.BN > 0 && k.BM > 0 {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
+		if g.NClusters > 1 {
+			g.WorkspaceFloats = g.TilesM * g.TilesN * g.NClusters * k.BM * k.BN
+		}
 	}
 	if k.WM > 0 && k.WN > 0 {
 		g.Acc = k.BM / k.WM * k.BN / k.WN / 32
@@ -274,6 +300,9 @@ var (
 	// Stage=3's tiles (BM × BN on WM × WN warps) and cluster splits.
 	spaceRowTiles = [][4]int{{32, 64, 1, 2}, {48, 64, 1, 2}, {64, 64, 2, 2}, {96, 64, 2, 2}, {48, 128, 1, 4}, {96, 128, 2, 4}}
 	spaceRowSplit = []int{1, 4, 8}
+	// Clusters per tile, searched with full clusters (Split=8) of Stage 2
+	// and 3 where the tiles leave SMs idle.
+	spaceClusters = []int{2, 4, 8, 16}
 )
 
 // rowStaged says whether Stage=3 (input rows staged whole) is searched:
@@ -294,12 +323,20 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 				piped = piped || (r.Rule == "" && vectorPipe(p, k))
 				out = append(out, family.NewCandidate(f.Name(), k, r))
 			}
+			for _, cl := range spaceClusters {
+				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Clusters: cl}
+				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+			}
 		}
 	}
 	if rowStaged(p) {
 		for _, tile := range spaceRowTiles {
 			for _, sp := range spaceRowSplit {
 				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 3}
+				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+			}
+			for _, cl := range spaceClusters {
+				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 3, Clusters: cl}
 				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 			}
 		}
@@ -342,6 +379,9 @@ func vectorPipe(p problem.Problem, k knobs) bool {
 func check(k knobs) string {
 	if k.Stage < 0 || k.Stage > 3 {
 		return "Stage 0, 1, 2 or 3"
+	}
+	if k.Clusters < 0 || k.Clusters > 64 {
+		return "Clusters 1 to 64"
 	}
 	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, min(k.Stage, 1)); msg != "" {
 		return msg
@@ -417,18 +457,22 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d channel tiles > 65535 (gridDim.y)", g.TilesM)
-	case k.Stage == 3 && k.Split > g.Rows.Rows:
-		return family.Soft("waste", "Split=%d leaves a block of the cluster without output rows (N·P=%d)", k.Split, g.Rows.Rows)
-	case k.Split > 1 && g.Chunk*(k.Split-1) >= g.L:
-		return family.Soft("waste", "Split=%d leaves a block of the cluster without pixels (L=%d)", k.Split, g.L)
+	case 4*g.WorkspaceFloats > maxWorkspace:
+		return family.Hard("workspace", "%d B of partial tiles > %d", 4*g.WorkspaceFloats, maxWorkspace)
+	case k.Stage == 3 && g.Parts > g.Rows.Rows:
+		return family.Soft("waste", "Split=%d·Clusters=%d leaves a block without output rows (N·P=%d)", k.Split, g.NClusters, g.Rows.Rows)
+	case g.Parts > 1 && g.Chunk*(g.Parts-1) >= g.L:
+		return family.Soft("waste", "Split=%d·Clusters=%d leaves a block without pixels (L=%d)", k.Split, g.NClusters, g.L)
 	case k.BM > 32 && 2*p.Shape.K <= k.BM:
 		return family.Soft("waste", "BM=%d is more than twice K=%d", k.BM, p.Shape.K)
 	case k.BN > 16 && 2*g.NG <= k.BN:
 		return family.Soft("waste", "BN=%d is more than twice the %d columns", k.BN, g.NG)
-	case lim.SMs > 0 && g.TilesM*g.TilesN*k.Split < lim.SMs/2:
-		return family.Soft("occupancy", "%d blocks for %d SMs", g.TilesM*g.TilesN*k.Split, lim.SMs)
+	case lim.SMs > 0 && g.TilesM*g.TilesN*g.Parts < lim.SMs/2:
+		return family.Soft("occupancy", "%d blocks for %d SMs", g.TilesM*g.TilesN*g.Parts, lim.SMs)
 	case lim.SMs > 0 && k.Split > 1 && g.TilesM*g.TilesN*(k.Split/2) >= 2*lim.SMs:
 		return family.Soft("split", "%d tiles fill the SMs without Split=%d", g.TilesM*g.TilesN, k.Split)
+	case lim.SMs > 0 && g.NClusters > 1 && g.TilesM*g.TilesN*k.Split*(g.NClusters/2) >= 2*lim.SMs:
+		return family.Soft("split", "%d blocks fill the SMs without Clusters=%d", g.TilesM*g.TilesN*k.Split*(g.NClusters/2), g.NClusters)
 	}
 	return family.Rejection{}
 }
@@ -445,10 +489,19 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if msg := check(k); msg != "" {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 	}
+	if k.Clusters == 1 {
+		k.Clusters = 0 // one cluster is the kernel without a workspace, under its ID
+	}
 	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
+	}
+	if 4*g.WorkspaceFloats > maxWorkspace {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of partial tiles > %d", cfg, 4*g.WorkspaceFloats, maxWorkspace)
+	}
+	if g.Parts > 65535 {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d blocks per tile > 65535 (gridDim.z)", cfg, g.Parts)
 	}
 	if k.Stage < 2 && g.SharedBytes > 48*1024 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > 48 KiB (no opt-in)", cfg, g.SharedBytes)
@@ -489,5 +542,5 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
-		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, k.Split}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, g.Parts}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
