@@ -13,15 +13,17 @@ import (
 )
 
 // TestWGMMAIGEMMDgrad tunes op=dgrad through wgmmaigemm alone (wgmma with
-// the filter read MN-major, imm-trans-b) in fp16 and bf16 NHWC on
+// the filter read MN-major, imm-trans-b, in fp16 and bf16; copied element
+// by element into K-major rows in tf32) in fp16, bf16 and tf32 NHWC on
 // ResNet-50's stride-1 s1-3x3 (56², C=K=64) and s3-3x3 (14², C=K=256) and
 // a 1x1 (56², C=64 → K=256) at N=32, and an odd dilated shape (partial
 // pixel and channel tiles, padding 2 with dilation 2): pinned to three of
 // the family's kept configurations (the first, middle and last), plus
 // split-K kernels rendered by the test (the reduction over a cluster of 2
-// or 4 blocks) and, on the odd shape in fp16, the producer warpgroup.
-// Every kernel must pass the float64 checks within the precision's bound;
-// the medians are logged. sm_90 only; 8 tuning runs, 35 kernels.
+// or 4 blocks) and, on the odd shape in fp16 and tf32, the producer
+// warpgroup. Every kernel must pass the float64 checks within the
+// precision's bound; the medians are logged. sm_90 only; 12 tuning runs,
+// about 53 kernels.
 func TestWGMMAIGEMMDgrad(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -41,7 +43,7 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
 			p := problem.Problem{Shape: shape, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 			t.Run(p.String(), func(t *testing.T) {
 				cands, err := kernels.Enumerate(p, lim)
@@ -67,8 +69,8 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 				for _, st := range tc.tiles {
 					cfgs = append(cfgs, st.config(prec))
 				}
-				if i == len(cases)-1 && prec == problem.FP16 {
-					cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4,
+				if i == len(cases)-1 && prec != problem.BF16 {
+					cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 128 / prec.ElementBytes(), "Warpgroups": 1, "Stages": 4,
 						"BlocksPerSM": 1, "Producer": 1, "Swizzle": 1})
 				}
 				var extra []kernels.Kernel

@@ -488,8 +488,8 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		p    problem.Problem
 		want string
 	}{
-		{dgrad(odd, problem.TF32, problem.NHWC), "fp16 and bf16, not tf32"},
-		{dgrad(odd, problem.TF32x3, problem.NHWC), "fp16 and bf16, not 3xtf32"},
+		{dgrad(shape("N=2,C=16,H=9,W=9,K=18,R=3,S=3,pad=1"), problem.TF32, problem.NHWC), "K divisible by 4"},
+		{dgrad(odd, problem.TF32x3, problem.NHWC), "fp16, bf16 and tf32, not 3xtf32"},
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=16,R=3,S=3,stride=2,pad=1"), problem.FP16, problem.NHWC), "stride 1"},
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=16,R=3,S=3,stride_w=2,pad=1"), problem.BF16, problem.NHWC), "stride 1"},
 		{dgrad(odd, problem.FP16, problem.NCHW), "NHWC"},
@@ -529,10 +529,12 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 // machine's NVRTC): on every shape above in fp16 and bf16, two kept
 // unsplit configurations (all with the full sweep), the split-K pins
 // (SplitK 2 and 4 where the k-tiles allow) and, on the odd shape, the
-// producer warpgroup. Each PTX must hold the configuration's
-// m64nBNk16 wgmma on the precision's type with B transposed, the 16-byte
-// cp.async copies and, split, the cluster and its distributed
-// shared-memory reads.
+// producer warpgroup; in tf32 one kept unsplit configuration and the
+// first split-K pin (all with the full sweep). Each PTX must hold the
+// configuration's wgmma on the precision's type (16-bit types: m64nBNk16
+// with B transposed; tf32: m64nBNk8, B's 4-byte element copies and the
+// rounding to TF32), the 16-byte cp.async copies and, split, the cluster
+// and its distributed shared-memory reads.
 func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
@@ -543,7 +545,7 @@ func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+		for j, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
 			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 			var unsplit []Candidate
 			for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
@@ -554,16 +556,22 @@ func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 			if len(unsplit) == 0 {
 				t.Fatalf("%s: no kept unsplit candidate", p)
 			}
-			if !fullSweep() {
+			splits := dgradSplitConfigs(t, p)
+			switch {
+			case fullSweep():
+			case prec == problem.TF32:
+				unsplit = []Candidate{unsplit[i%len(unsplit)]}
+				splits = splits[:min(1, len(splits))]
+			default:
 				a, b := (2*i+j)%len(unsplit), (2*i+j+len(unsplit)/2)%len(unsplit)
 				unsplit = []Candidate{unsplit[a], unsplit[b]}
 			}
 			cands := unsplit
-			for _, cfg := range dgradSplitConfigs(t, p) {
+			for _, cfg := range splits {
 				cands = append(cands, Candidate{Family: "wgmmaigemm", Config: cfg})
 			}
 			if i == 3 {
-				cands = append(cands, Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 64, "BK": 64, "Warpgroups": 1,
+				cands = append(cands, Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 64, "BK": 128 / prec.ElementBytes(), "Warpgroups": 1,
 					"Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}})
 			}
 			for _, c := range cands {
@@ -586,6 +594,16 @@ func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 		}
 		want := []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", j.kernel.Config["BN"], typ, typ),
 			"p, 1, 1, 0, 1;", "cp.async.cg.shared.global"}
+		if strings.Contains(j.id, "tf32") {
+			want = []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", j.kernel.Config["BN"]),
+				"cp.async.cg.shared.global", "cp.async.ca.shared.global", "cvt.rna.tf32.f32"}
+			if strings.Contains(res.PTX, "p, 1, 1, 0, 1;") {
+				return "tf32 PTX transposes B (imm-trans-b = 1)"
+			}
+			if !fourByteCopy.MatchString(res.PTX) {
+				return "PTX lacks B's 4-byte cp.async"
+			}
+		}
 		if sk := j.kernel.Config["SplitK"]; sk > 1 {
 			want = append(want, fmt.Sprintf(".reqnctapercluster 1, 1, %d", sk), "ld.shared::cluster.v4.f32", "mapa.shared::cluster.u32")
 		}

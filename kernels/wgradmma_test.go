@@ -210,6 +210,9 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 // eightByteCopy matches an 8-byte cp.async in PTX.
 var eightByteCopy = regexp.MustCompile(`cp\.async\.ca\.shared\.global(\.L2::\w+)? \[%r\d+\], \[%rd\d+\], 8,`)
 
+// fourByteCopy matches a 4-byte cp.async in PTX.
+var fourByteCopy = regexp.MustCompile(`cp\.async\.ca\.shared\.global(\.L2::\w+)? \[%r\d+\], \[%rd\d+\], 4,`)
+
 // pipelineSpecs are the shapes TestWGradMMAPipeline* render Stage=2 for:
 // ResNet-50's channel-heavy layers at N=32 (3×3 at 56², 14², 7²; 1×1
 // 256→64 at 56² and 1024→256 at 14²) and an odd one (C=24, K=40: 16-byte

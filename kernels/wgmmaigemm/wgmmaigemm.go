@@ -72,8 +72,7 @@ func (Family) Name() string { return "wgmmaigemm" }
 // Template implements family.Family.
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
-// Serves implements family.Family: op fprop, and op dgrad at stride 1 in
-// fp16 and bf16.
+// Serves implements family.Family: op fprop, and op dgrad at stride 1.
 func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
 	switch p.Op {
@@ -116,18 +115,18 @@ func (Family) Serves(p problem.Problem) error {
 }
 
 // servesDgrad declines the data gradients the dgrad kernel does not
-// compute: strided ones (their stride holes need igemm's phases), TF32
-// (wgmma reads a TF32 operand K-major only, and B, the filter's channels,
-// is MN-major) and K that 16-byte copies of dY's channels cannot cover.
+// compute: strided ones (their stride holes need igemm's phases) and K
+// that 16-byte copies of dY's channels cannot cover. (TF32's B, the
+// filter's channels, is MN-major, which wgmma reads for 16-bit types only:
+// the TF32 kernel copies it element by element into K-major rows.)
 func servesDgrad(p problem.Problem) error {
 	s := p.Shape
+	vec := 16 / p.Precision.ElementBytes()
 	switch {
 	case s.StrideH != 1 || s.StrideW != 1:
 		return fmt.Errorf("wgmmaigemm dgrad serves stride 1, not %dx%d (igemm and dgradmma split a strided dX into phases)", s.StrideH, s.StrideW)
-	case p.Precision != problem.FP16 && p.Precision != problem.BF16:
-		return fmt.Errorf("wgmmaigemm dgrad serves fp16 and bf16, not %s: its B operand (the filter, channel-contiguous) is MN-major, which wgmma reads for 16-bit types only (igemm and dgradmma serve %s dgrad)", p.Precision, p.Precision)
-	case s.K%8 != 0:
-		return fmt.Errorf("wgmmaigemm dgrad needs K divisible by 8 (16-byte copies of dY's channels), not %d", s.K)
+	case s.K%vec != 0:
+		return fmt.Errorf("wgmmaigemm dgrad needs K divisible by %d (16-byte copies of dY's channels), not %d", vec, s.K)
 	}
 	return nil
 }
@@ -223,7 +222,7 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.RankRows = c.BM / g.Split
 		g.SharedBytes = max(g.SharedBytes, g.PartBytes)
 	}
-	if p.Op == problem.OpDgrad {
+	if p.Op == problem.OpDgrad && g.ElemBytes == 2 {
 		g.BLBO, g.BSBO = 1024, c.BN/64*1024
 		g.BChunks = c.BN / g.Vec
 		loaders := g.Threads // copying threads: all, or the producer warpgroup
@@ -376,10 +375,13 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		TypeName, KName, AccOperands, AccConstrs string
 		SubAcc, DescAOperand, DescBOperand       int
 		ScaleOperand                             int
-		Dgrad                                    bool
-		Col, Cols                                string
+		// Dgrad: the data gradient; BMN (fp16, bf16) its B MN-major in
+		// shared memory, BT (tf32) its B copied transposed, K-major.
+		Dgrad, BMN, BT bool
+		Col, Cols      string
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
-		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2, dgrad, col, cols}
+		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, col, cols}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
