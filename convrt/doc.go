@@ -34,6 +34,12 @@
 // it. After Close, Forward returns an error that wraps ErrClosed, and
 // Close again does nothing.
 //
+// A kernel whose module keeps a workspace in its global memory (a filter
+// gradient summed across thread-block clusters, whose module defines
+// KERNEL_count) runs one launch at a time: each launch waits on the GPU,
+// through an event, for the previous one, whatever the streams, so that
+// concurrent calls stay correct; they no longer overlap on the GPU.
+//
 // # Versions
 //
 // A generated package refers to the constant SupportVersion1 of the convrt

@@ -51,7 +51,21 @@ type Kernel struct {
 	mod  cu.Module
 	fn   cu.Function
 	open bool // until Close
+
+	// serial is set for a kernel whose module keeps a workspace in its
+	// global memory (a wgrad reduction across clusters: the global
+	// KERNEL_count): its launches must not overlap, so each one waits,
+	// whatever its stream, for the one before (the event last, recorded
+	// after every launch, under order).
+	serial  bool
+	order   sync.Mutex
+	last    cu.Event
+	started bool // last has been recorded
 }
+
+// workspaceSuffix names the global through which a module's kernel says
+// it keeps a workspace (kernels/wgradmma's Clusters > 1).
+const workspaceSuffix = "_count"
 
 // Load loads s's kernel into the CUDA context current on the calling OS
 // thread: call runtime.LockOSThread and make a context current first. On a
@@ -119,12 +133,44 @@ func load(s *Spec, img Image, what string) (*Kernel, error) {
 			return nil, unload(mod, fmt.Errorf("%s: load %s: %w", s.Package, what, err))
 		}
 	}
-	return &Kernel{
+	k := &Kernel{
 		info: Info{Package: s.Package, Problem: s.Problem, TunedArch: s.TunedArch, Image: what, Launch: img.Launch},
 		mod:  mod,
 		fn:   fn,
 		open: true,
-	}, nil
+	}
+	if _, _, err := mod.Global(img.Kernel + workspaceSuffix); err == nil {
+		k.serial = true
+		if k.last, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return nil, unload(mod, fmt.Errorf("%s: load %s: the event that orders its launches: %w", s.Package, what, err))
+		}
+	}
+	return k, nil
+}
+
+// launch launches k's kernel on stream with params; a serial kernel's
+// launch first waits (on the GPU) for the previous launch, on any stream.
+func (k *Kernel) launch(stream Stream, params []unsafe.Pointer) error {
+	l := k.info.Launch
+	cs := cuStream(stream)
+	if !k.serial {
+		return k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cs, params)
+	}
+	k.order.Lock()
+	defer k.order.Unlock()
+	if k.started {
+		if err := cs.Wait(k.last, 0); err != nil {
+			return fmt.Errorf("wait for the previous launch (the kernel's workspace is shared): %w", err)
+		}
+	}
+	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cs, params); err != nil {
+		return err
+	}
+	if err := k.last.Record(cs); err != nil {
+		return fmt.Errorf("record the launch's event: %w", err)
+	}
+	k.started = true
+	return nil
 }
 
 // defaultSharedLimit is the dynamic shared memory a block may use without
@@ -198,9 +244,8 @@ func (k *Kernel) launchGrad(stream Stream, what string, op problem.Op, named map
 	for i := range args {
 		params[i] = unsafe.Pointer(&args[i])
 	}
-	l := k.info.Launch
-	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cuStream(stream), params[:]); err != nil {
-		return fmt.Errorf("%s: launch %s: %w", k.info.Package, l.Kernel, err)
+	if err := k.launch(stream, params[:]); err != nil {
+		return fmt.Errorf("%s: launch %s: %w", k.info.Package, k.info.Launch.Kernel, err)
 	}
 	return nil
 }
@@ -239,9 +284,8 @@ func (k *Kernel) ForwardEpilogue(stream Stream, out, in, filter, bias DevicePtr,
 	for i := range args {
 		params[i] = unsafe.Pointer(&args[i])
 	}
-	l := k.info.Launch
-	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cuStream(stream), params); err != nil {
-		return fmt.Errorf("%s: launch %s: %w", k.info.Package, l.Kernel, err)
+	if err := k.launch(stream, params); err != nil {
+		return fmt.Errorf("%s: launch %s: %w", k.info.Package, k.info.Launch.Kernel, err)
 	}
 	return nil
 }
@@ -271,7 +315,14 @@ func (k *Kernel) Close() error {
 	if err := k.mod.Unload(); err != nil {
 		return fmt.Errorf("%s: close: unload module: %w", k.info.Package, err)
 	}
+	var eventErr error
+	if k.serial {
+		if err := cu.DestroyEvent(&k.last); err != nil {
+			eventErr = fmt.Errorf("%s: close: destroy the launch-order event: %w", k.info.Package, err)
+		}
+		k.serial = false
+	}
 	k.open = false
 	k.mod, k.fn = cu.Module{}, cu.Function{}
-	return nil
+	return eventErr
 }

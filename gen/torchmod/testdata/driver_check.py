@@ -28,7 +28,8 @@ for name, res in [("fake_loaded", ctypes.c_char_p), ("fake_function", ctypes.c_c
                   ("fake_stream", ctypes.c_size_t),
                   ("fake_param", ctypes.c_uint64), ("fake_current", ctypes.c_size_t),
                   ("fake_log_function", ctypes.c_char_p), ("fake_log_stream", ctypes.c_size_t),
-                  ("fake_log_param", ctypes.c_uint64)]:
+                  ("fake_log_param", ctypes.c_uint64), ("fake_order", ctypes.c_char_p),
+                  ("fake_order_stream", ctypes.c_size_t)]:
     getattr(fake, name).restype = res
 fake.fake_set_current.argtypes = [ctypes.c_size_t]
 
@@ -475,6 +476,25 @@ def backward_checks():
 
 
 backward_checks()
+
+# A kernel whose module keeps a workspace (a global KERNEL_count): its
+# launches are ordered through an event, whatever the streams; a kernel
+# without one launches with no event calls.
+cc[0] = cubin["cc"] if cubin else ptx["cc"]
+fake.fake_set_current(0)
+fake.fake_set_nparams(nparams)
+fake.fake_set_workspace(0)
+plain = mod._Kernel(op, 0)
+plain.launch(0x5000, *range(1, nparams + 1))
+check(not plain.serial and fake.fake_order() == b"L", "a kernel without a workspace: launches with no event calls")
+fake.fake_set_workspace(1)
+serial = mod._Kernel(op, 0)
+for st in (0x5000, 0x6000, 0x6000):
+    serial.launch(st, *range(1, nparams + 1))
+streams = [fake.fake_order_stream(i) for i in range(9)]
+check(serial.serial and fake.fake_order() == b"LRWLRWLR" and streams[:8] == [0x5000] * 2 + [0x6000] * 6,
+      f"a kernel with a workspace: each launch waits for the last one's event (order {fake.fake_order()})")
+fake.fake_set_workspace(0)
 
 with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as f:
     f.write(b"FAIL this PTX")

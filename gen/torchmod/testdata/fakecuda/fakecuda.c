@@ -41,6 +41,15 @@ static struct {
 } launch_log[LOG_SIZE];
 static int logged;
 
+static int workspace;
+static char order[256];
+static uintptr_t order_stream[256];
+static int norder;
+
+static void note(char op, uintptr_t st) {
+    if (norder < (int)sizeof order - 1) order_stream[norder] = st, order[norder++] = op;
+}
+
 CUresult cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
 CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_FAKE"; return 0; }
 CUresult cuGetErrorString(CUresult r, const char **s) { *s = "fake error"; return 0; }
@@ -96,6 +105,7 @@ CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int
     stream = (uintptr_t)st;
     for (int i = 0; i < nparams; i++) params[i] = *(uint64_t *)kp[i];
     launches++;
+    note('L', stream);
     int e = logged++ % LOG_SIZE;
     launch_log[e].function = function_index(fn);
     memcpy(launch_log[e].grid, grid, sizeof grid);
@@ -123,6 +133,32 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *c, void *fn, void **kp, void **e
     if (r == 0) launches_ex++;
     return r;
 }
+
+// A module's globals: with fake_set_workspace(1), cuModuleGetGlobal finds
+// any name ending in "_count" (a kernel with a workspace), else none
+// (CUDA_ERROR_NOT_FOUND). Events: one handle; what was recorded and waited
+// for is logged as (op, stream) pairs, 'R' for cuEventRecord and 'W' for
+// cuStreamWaitEvent, interleaved with the launches ('L').
+
+CUresult cuModuleGetGlobal_v2(uint64_t *dptr, size_t *bytes, void *mod, const char *name) {
+    size_t n = strlen(name);
+    if (mod != (void *)0x2000) return 400;
+    if (!workspace || n < 6 || strcmp(name + n - 6, "_count") != 0) return 500;
+    *dptr = 0x8000, *bytes = 4;
+    return 0;
+}
+
+CUresult cuEventCreate(void **ev, unsigned int flags) { *ev = (void *)0x9000; return flags == 2 ? 0 : 1; }
+CUresult cuEventRecord(void *ev, void *st) { if (ev != (void *)0x9000) return 400; note('R', (uintptr_t)st); return 0; }
+CUresult cuStreamWaitEvent(void *st, void *ev, unsigned int flags) {
+    if (ev != (void *)0x9000 || flags != 0) return 400;
+    note('W', (uintptr_t)st);
+    return 0;
+}
+
+void fake_set_workspace(int on) { workspace = on; norder = 0; order[0] = 0; }
+const char *fake_order(void) { order[norder] = 0; return order; }
+uintptr_t fake_order_stream(int i) { return order_stream[i]; }
 
 // What the test reads back.
 const char *fake_loaded(void) { return loaded; }
