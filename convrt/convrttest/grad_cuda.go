@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,9 +47,10 @@ func BackwardData(t *testing.T, load func() (*convrt.Kernel, error), bound float
 // value (both filled with NaN before), that the relative L2 errors of dW
 // (over random elements, as many as a CPU budget allows, and the first and
 // last) and of dBias (every value) against the float64 references
-// (convrt.ReferenceWgrad, ReferenceBiasGrad) are at most bound, and that
+// (convrt.ReferenceWgrad, ReferenceBiasGrad) are at most bound, that
 // the second run on the first run's inputs gives the same bits
-// (determinism).
+// (determinism), and that so do Goroutines launches on as many streams at
+// once (concurrentFilter).
 func BackwardFilter(t *testing.T, load func() (*convrt.Kernel, error), bound float64) {
 	withKernel(t, load, func(ctx cu.CUContext, k *convrt.Kernel) {
 		switch k.Info().Problem.Precision {
@@ -199,6 +201,9 @@ func backwardFilter[E convrt.Element](t *testing.T, k *convrt.Kernel, codec conv
 					t.Fatalf("dBias[%d] differs between two runs on the same inputs (%v, then %v): not deterministic", i, firstBias[i], bias[i])
 				}
 			}
+			if err := concurrentFilter(k, codec, dX, dDY, first, firstBias); err != nil {
+				t.Error(err)
+			}
 			break
 		}
 		first, firstBias = append([]E(nil), dw...), append([]float32(nil), bias...)
@@ -236,6 +241,78 @@ func backwardFilter[E convrt.Element](t *testing.T, k *convrt.Kernel, codec conv
 			}
 		}
 	}
+}
+
+// concurrentFilter launches k's filter gradient on Goroutines streams at
+// once, on the same inputs (dX, dDY) into outputs of their own, and checks
+// that each gives the bits of a single launch (want, wantBias): overlapping
+// launches must not share state (a kernel whose module keeps a workspace
+// has its launches ordered by convrt).
+func concurrentFilter[E convrt.Element](k *convrt.Kernel, codec convrt.Codec[E], dX, dDY cu.DevicePtr, want []E, wantBias []float32) (err error) {
+	var mem memory
+	streams := make([]cu.Stream, 0, Goroutines)
+	defer func() {
+		for _, st := range streams {
+			err = errors.Join(err, st.Destroy())
+		}
+		err = errors.Join(err, mem.free())
+	}()
+	nW, nB := len(want), len(wantBias)
+	dws, err := allocElems[E](&mem, slices.Repeat([]int{nW}, Goroutines)...)
+	if err != nil {
+		return err
+	}
+	dbs, err := allocElems[float32](&mem, slices.Repeat([]int{nB}, Goroutines)...)
+	if err != nil {
+		return err
+	}
+	for g := range Goroutines {
+		st, err := cu.MakeStream(cu.NonBlocking)
+		if err != nil {
+			return fmt.Errorf("concurrent launches: make stream: %w", err)
+		}
+		streams = append(streams, st)
+		err = poison(dws[g], codec, nW)
+		if nB > 0 {
+			err = errors.Join(err, poison(dbs[g], convrt.Float32Codec(), nB))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := cu.Synchronize(); err != nil {
+		return err
+	}
+	for g, st := range streams {
+		if err := k.BackwardFilter(convrt.StreamOf(st), convrt.PtrOf(dX), convrt.PtrOf(dDY), convrt.PtrOf(dws[g]), convrt.PtrOf(dbs[g])); err != nil {
+			return fmt.Errorf("concurrent launch %d: BackwardFilter: %w", g, err)
+		}
+	}
+	if err := cu.Synchronize(); err != nil {
+		return fmt.Errorf("concurrent launches: %w", err)
+	}
+	dw, bias := make([]E, nW), make([]float32, nB)
+	for g := range Goroutines {
+		if err := fromDevice(dw, dws[g]); err != nil {
+			return err
+		}
+		if nB > 0 {
+			if err := fromDevice(bias, dbs[g]); err != nil {
+				return err
+			}
+		}
+		for i := range dw {
+			if dw[i] != want[i] {
+				return fmt.Errorf("concurrent launch %d of %d: dW[%d] = %v, a single launch gave %v", g, Goroutines, i, codec.Decode(dw[i]), codec.Decode(want[i]))
+			}
+		}
+		for i := range bias {
+			if math.Float32bits(bias[i]) != math.Float32bits(wantBias[i]) {
+				return fmt.Errorf("concurrent launch %d of %d: dBias[%d] = %v, a single launch gave %v", g, Goroutines, i, bias[i], wantBias[i])
+			}
+		}
+	}
+	return nil
 }
 
 // samples lists n random offsets below total, and the first and the last.
