@@ -24,7 +24,8 @@ var wgmmaIGEMMShapes = []string{
 }
 
 // TestWGMMAIGEMMServes checks which problems the family serves and that
-// every shape above keeps candidates on sm_90a in fp16, bf16 and tf32 NHWC.
+// every shape above keeps candidates on sm_90a in fp16, bf16 and tf32 NHWC
+// and in tf32 NCHW.
 func TestWGMMAIGEMMServes(t *testing.T) {
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -44,6 +45,16 @@ func TestWGMMAIGEMMServes(t *testing.T) {
 				t.Errorf("%s %s: no candidate kept", spec, prec)
 			}
 		}
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NCHW}
+		if err := f.Serves(p); err != nil {
+			t.Errorf("%s tf32 NCHW: %v", spec, err)
+		} else if len(kept(f.Space(p, lim))) == 0 {
+			t.Errorf("%s tf32 NCHW: no candidate kept", spec)
+		}
+	}
+	odd, _ := problem.ParseShape("N=2,C=3,H=9,W=9,K=16,R=3,S=3")
+	if err := f.Serves(problem.Problem{Shape: odd, Precision: problem.TF32, Layout: problem.NCHW}); err == nil || !strings.Contains(err.Error(), "C·R·S divisible by 4") {
+		t.Errorf("tf32 NCHW with C·R·S = 27: %v, want a refusal naming C·R·S", err)
 	}
 	s, _ := problem.ParseShape("N=2,C=12,H=9,W=9,K=16,R=3,S=3")
 	for _, p := range []problem.Problem{
@@ -120,6 +131,31 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 			jobs = append(jobs, compileJob{fmt.Sprintf("%s %s (pin)", p, c.ID()), kern})
 		}
 	}
+	// tf32 NCHW (A copied element by element): one kept configuration per
+	// shape (all with the full sweep), and on the fourth the producer
+	// warpgroup and no swizzle.
+	for i, spec := range wgmmaIGEMMShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NCHW}
+		k := kept(WGMMAIGEMM{}.Space(p, lim))
+		if !fullSweep() && len(k) > 0 {
+			k = k[i%len(k) : i%len(k)+1]
+		}
+		if i == 3 {
+			k = append(k, Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
+				Candidate{Family: "wgmmaigemm", Config: Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}})
+		}
+		for _, c := range k {
+			kern, err := RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, c.ID(), err)
+			}
+			jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+		}
+	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
 		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
@@ -132,6 +168,9 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 		want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%d%s", j.kernel.Config["BN"], k)
 		if !strings.Contains(res.PTX, want) || !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
 			return fmt.Sprintf("PTX lacks %q or 16-byte cp.async", want)
+		}
+		if strings.Contains(j.id, "layout=nchw") && (!fourByteCopy.MatchString(res.PTX) || !strings.Contains(res.PTX, "cvt.rna.tf32.f32")) {
+			return "NCHW PTX lacks A's 4-byte cp.async or the rounding to TF32"
 		}
 		return ""
 	})
@@ -492,7 +531,7 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		{dgrad(odd, problem.TF32x3, problem.NHWC), "fp16, bf16 and tf32, not 3xtf32"},
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=16,R=3,S=3,stride=2,pad=1"), problem.FP16, problem.NHWC), "stride 1"},
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=16,R=3,S=3,stride_w=2,pad=1"), problem.BF16, problem.NHWC), "stride 1"},
-		{dgrad(odd, problem.FP16, problem.NCHW), "NHWC"},
+		{dgrad(odd, problem.FP16, problem.NCHW), "NCHW in tf32 op=fprop only"},
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=20,R=3,S=3,pad=1"), problem.FP16, problem.NHWC), "K divisible by 8"},
 		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.BF16, problem.NHWC), "C divisible by 8"},
 		{withChain, problem.ErrEpilogueOp.Error()},

@@ -72,7 +72,8 @@ func (Family) Name() string { return "wgmmaigemm" }
 // Template implements family.Family.
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
-// Serves implements family.Family: op fprop, and op dgrad at stride 1.
+// Serves implements family.Family: op fprop (NHWC; NCHW in tf32, where
+// C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC).
 func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
 	switch p.Op {
@@ -103,7 +104,15 @@ func (Family) Serves(p problem.Problem) error {
 		return fmt.Errorf("wgmmaigemm serves fp16, bf16 and tf32, not %s", p.Precision)
 	}
 	if p.Layout != problem.NHWC {
-		return fmt.Errorf("wgmmaigemm serves NHWC (K-major im2col rows), not %s", p.Layout)
+		// NCHW: A copied element by element (4-byte cp.async), tf32
+		// only; B's rows (the KCRS filter's) in 16-byte copies.
+		switch {
+		case p.Op != problem.OpFprop || p.Precision != problem.TF32:
+			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 op=fprop only (its A copied one 4-byte element at a time), not %s op=%s", p.Precision, p.Op)
+		case (s.C*s.R*s.S)%4 != 0:
+			return fmt.Errorf("wgmmaigemm NCHW needs C·R·S divisible by 4 (16-byte copies of a filter row), not %d", s.C*s.R*s.S)
+		}
+		return nil
 	}
 	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 {
 		if p.Op == problem.OpDgrad {
@@ -234,6 +243,21 @@ func geom(p problem.Problem, c knobs) geometry {
 	return g
 }
 
+// loaders is the threads that copy: all, or the producer warpgroup.
+func (g geometry) loaders(c knobs) int {
+	if c.Producer == 1 {
+		return 128
+	}
+	return g.Threads
+}
+
+// nchwRows says whether NCHW's A element copies split evenly: each warp
+// of the copying threads takes whole groups of 8 rows of BM.
+func (g geometry) nchwRows(c knobs) bool {
+	w := g.loaders(c) / 32
+	return w > 0 && (c.BM/8)%w == 0
+}
+
 // The knob values the space takes: (BM, Warpgroups) pairs, BN and
 // (BlocksPerSM, Stages) pairs, with 128-byte tile rows in the 128-byte
 // swizzle and no producer warpgroup. Swizzle=0 (with 128- or 256-byte
@@ -291,6 +315,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	switch {
 	case c.Swizzle == 1 && c.BK*g.ElemBytes != 128:
 		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
+	case p.Layout == problem.NCHW && !g.nchwRows(c):
+		return family.Hard("shape", "NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", g.loaders(c), c.BM)
 	case g.TilesM > 65535:
 		return family.Hard("grid", "%d pixel tiles > 65535 (gridDim.y)", g.TilesM)
 	case g.Split > 1 && g.RankKTiles < 2:
@@ -343,6 +369,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if p.Op == problem.OpDgrad && c.Swizzle != 1 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)", cfg)
 	}
+	if p.Layout == problem.NCHW && !g.nchwRows(c) {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
+	}
 	if g.TilesM > 65535 {
 		// The pixel tiles run along gridDim.y: a launch past its limit
 		// would fail only on the GPU (the space rejects these; a kernel
@@ -377,11 +406,12 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		ScaleOperand                             int
 		// Dgrad: the data gradient; BMN (fp16, bf16) its B MN-major in
 		// shared memory, BT (tf32) its B copied transposed, K-major.
-		Dgrad, BMN, BT bool
-		Col, Cols      string
+		// NCHWA: the forward in NCHW (A copied element by element).
+		Dgrad, BMN, BT, NCHWA bool
+		Col, Cols             string
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, col, cols}
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, col, cols}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err

@@ -1,0 +1,104 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGMMAIGEMMNCHW tunes tf32 NCHW forward problems through wgmmaigemm
+// alone (A copied one 4-byte element at a time into the K-major swizzled
+// tiles, rounded to TF32 by its copying thread; the output stored channel
+// plane by channel plane): ResNet-50's s3-3x3 and strided 1×1 at N=32, a
+// 7×7 map, an odd dilated shape with asymmetric strides and pads (partial
+// tiles), a KernelBench-style 3×3 without bias, and the odd shape with the
+// epilogue chains scale_shift,relu and residual(0.5) (their NCHW offsets):
+// pinned to the first, middle and last kept configurations, plus the
+// producer warpgroup and no swizzle where they render. Every kernel must
+// pass the float64 checks within tf32's bound; the medians are logged.
+func TestWGMMAIGEMMNCHW(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
+	cases := []struct{ shape, chain string }{
+		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", ""},
+		{"N=32,C=256,H=56,W=56,K=512,R=1,S=1,stride=2,bias=false", ""},
+		{"N=32,C=512,H=7,W=7,K=2048,R=1,S=1", ""},
+		{odd, ""},
+		{"N=8,C=64,H=66,W=70,K=128,R=3,S=3,bias=false", ""},
+		{odd, "scale_shift,relu"},
+		{odd, "residual(0.5)"},
+	}
+	for _, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
+		if tc.chain != "" {
+			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Fatalf("enumerate: %v", err)
+			}
+			var kept []kernels.Candidate
+			for _, c := range cands {
+				if c.Family == "wgmmaigemm" && c.Rejected == "" {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) == 0 {
+				t.Fatal("no kept wgmmaigemm candidate")
+			}
+			var extra []kernels.Kernel
+			want := map[string]bool{}
+			for _, c := range []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
+				{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
+				{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
+			} {
+				k, err := kernels.RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("render %s: %v", c.ID(), err)
+				}
+				if want[k.Family+"/"+k.Name] {
+					continue
+				}
+				want[k.Family+"/"+k.Name] = true
+				extra = append(extra, k)
+			}
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{kept[0].ID()}, Extra: extra,
+				Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			checkTrials(t, p, res.Trials)
+			seen := 0
+			for _, tr := range res.Trials {
+				if !want[tr.ID] {
+					continue
+				}
+				seen++
+				if tr.Status != StatusOK {
+					t.Errorf("%s %s: %s (%s), want ok", tr.ID, tr.Config.String(), tr.Status, tr.Reason)
+					continue
+				}
+				t.Logf("%s: %.4f ms, error %.2e (sampled %.2e), %d registers, %d B spilled", tr.Config.String(), tr.MedianMS, tr.RelError, tr.SampleError, tr.Registers, tr.SpillStores)
+			}
+			if seen != len(extra) {
+				t.Errorf("%d of the %d pinned kernels measured", seen, len(extra))
+			}
+		})
+	}
+}
