@@ -167,7 +167,13 @@ func (k *Kernel) launch(stream Stream, params []unsafe.Pointer) error {
 		return err
 	}
 	if err := k.last.Record(cs); err != nil {
-		return fmt.Errorf("record the launch's event: %w", err)
+		// The next launch would wait on the event of an earlier one: wait
+		// for this one on the host instead, so that none overlaps it.
+		if serr := cs.Synchronize(); serr != nil {
+			k.started = false
+			return errors.Join(fmt.Errorf("record the launch's event: %w", err), serr)
+		}
+		return fmt.Errorf("record the launch's event (the launch completed): %w", err)
 	}
 	k.started = true
 	return nil
