@@ -145,10 +145,11 @@ func pinsCovering(kept []kernels.Candidate) []string {
 }
 
 // TestLargeIndexShape tunes KernelBench's kb87-pointwise, whose output has
-// exactly 2^31 elements (one more than 32-bit offsets reach), in fp32 NCHW
-// and fp16 NHWC: only generic's 64-bit path serves it, and two of its
-// configurations must pass the float64 checks (the reference, fill, compare
-// and gather kernels at 2^31 elements). About 28 GB of device memory in fp32
+// exactly 2^31 elements (one more than 32-bit offsets reach), in fp32 NCHW,
+// fp16 NHWC and tf32 NCHW: generic's 64-bit path and (fp16, tf32)
+// wgmmaigemm's 64-bit image offsets serve it; two generic configurations
+// and wgmmaigemm's first kept one must pass the float64 checks (the
+// reference, fill, compare and gather kernels at 2^31 elements). About 28 GB of device memory in fp32
 // (4 GiB input, 8 GiB output, 16 GiB float64 reference).
 func TestLargeIndexShape(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
@@ -157,25 +158,35 @@ func TestLargeIndexShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []problem.Problem{{Shape: shape, Precision: problem.FP32, Layout: problem.NCHW},
-		{Shape: shape, Precision: problem.FP16, Layout: problem.NHWC}} {
+		{Shape: shape, Precision: problem.FP16, Layout: problem.NHWC}, {Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}} {
 		t.Run(p.String(), func(t *testing.T) {
 			cands, err := kernels.Enumerate(p, lim)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var kept []kernels.Candidate
+			wgmma := ""
 			for _, c := range cands {
-				if c.Family != "generic" {
+				if c.Family != "generic" && c.Family != "wgmmaigemm" {
 					t.Errorf("%s candidate %s for a 2^31-element output", c.Family, c.ID())
 				}
-				if c.Rejected == "" {
+				if c.Rejected == "" && c.Family == "generic" {
 					kept = append(kept, c)
+				}
+				if c.Rejected == "" && c.Family == "wgmmaigemm" && wgmma == "" {
+					wgmma = c.ID()
 				}
 			}
 			if len(kept) == 0 {
-				t.Fatal("no kept candidate")
+				t.Fatal("no kept generic candidate")
+			}
+			if (wgmma == "") != (p.Precision == problem.FP32) {
+				t.Errorf("kept wgmmaigemm candidate %q, want one in fp16 NHWC and tf32 NCHW (64-bit image offsets)", wgmma)
 			}
 			pins := []string{kept[0].ID(), kept[len(kept)-1].ID()}
+			if wgmma != "" {
+				pins = append(pins, wgmma)
+			}
 			res, err := Tune(context.Background(), lib, Options{Problem: p,
 				Worker: worker, Only: pins, Trials: 0, Runs: 3, Seed: 5, Timeout: 120 * time.Second})
 			if err != nil {

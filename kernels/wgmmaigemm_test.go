@@ -212,7 +212,11 @@ func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 			}
 			bm, bn := c.Config["BM"], c.Config["BN"]
 			threads := k.Block[0] * k.Block[1] * k.Block[2]
-			if k.Grid[0] != family.CeilDiv(s.K, bn) || k.Grid[1] != family.CeilDiv(m, bm) || k.Grid[2] != max(1, c.Config["SplitK"]) {
+			grid := k.Grid
+			if family.CeilDiv(m, bm) > 65535 { // the pixel tiles along x
+				grid[0], grid[1] = grid[1], grid[0]
+			}
+			if grid[0] != family.CeilDiv(s.K, bn) || grid[1] != family.CeilDiv(m, bm) || grid[2] != max(1, c.Config["SplitK"]) {
 				t.Errorf("%s %s: grid %v does not cover %d x %d outputs in %d x %d tiles", p, c.ID(), k.Grid, m, s.K, bm, bn)
 			}
 			if threads != 128*(c.Config["Warpgroups"]+c.Config["Producer"]) || threads > lim.MaxThreadsPerBlock ||
@@ -224,8 +228,8 @@ func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 }
 
 // TestWGMMAIGEMMRenderGridLimit: a configuration whose pixel tiles exceed
-// gridDim.y's 65535 is refused by Render (it was rendered, and its launch
-// failed on the GPU), not only by the space's rules.
+// gridDim.y's 65535 runs them along x (the channel tiles along y); one
+// within it keeps the pixel tiles along y (the kernels cached before).
 func TestWGMMAIGEMMRenderGridLimit(t *testing.T) {
 	s, err := problem.ParseShape("N=64,C=8,H=256,W=256,K=8,R=3,S=3,pad=1") // M = 64·256·256 = 65536·64
 	if err != nil {
@@ -233,12 +237,64 @@ func TestWGMMAIGEMMRenderGridLimit(t *testing.T) {
 	}
 	p := problem.Problem{Shape: s, Precision: problem.FP16, Layout: problem.NHWC}
 	small := Config{"BM": 64, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
-	if k, err := (WGMMAIGEMM{}).Render(p, small); err == nil || !strings.Contains(err.Error(), "gridDim.y") {
-		t.Errorf("BM=64 over M=%d: rendered %s (grid %v), err %v; want a gridDim.y error", 64*256*256, k.Name, k.Grid, err)
+	if k, err := (WGMMAIGEMM{}).Render(p, small); err != nil || k.Grid != [3]int{65536, 1, 1} || !strings.Contains(k.Source, "m0 = blockIdx.x * BM") {
+		t.Errorf("BM=64 over M=%d: %v, grid %v; want the 65536 pixel tiles along x", 64*256*256, err, k.Grid)
 	}
 	big := Config{"BM": 128, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
-	if k, err := (WGMMAIGEMM{}).Render(p, big); err != nil || k.Grid[1] != 32768 {
-		t.Errorf("BM=128: %v, grid %v; want 32768 pixel tiles", err, k.Grid)
+	if k, err := (WGMMAIGEMM{}).Render(p, big); err != nil || k.Grid[1] != 32768 || !strings.Contains(k.Source, "m0 = blockIdx.y * BM") {
+		t.Errorf("BM=128: %v, grid %v; want 32768 pixel tiles along y", err, k.Grid)
+	}
+}
+
+// TestWGMMAIGEMMWide: a problem with a tensor of 2^31 elements or more
+// (KernelBench's pointwise 1×1 on 1024² at N=16: a 2.1·10⁹-element output)
+// is served with 64-bit image offsets in fp16 NHWC and tf32 NCHW, its
+// kept candidates render with them and compile for sm_90a; one whose
+// single image passes 2^31 elements is refused naming generic; a small
+// problem renders 32-bit offsets.
+func TestWGMMAIGEMMWide(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	big, err := problem.ParseShape("N=16,C=64,H=1024,W=1024,K=128,R=1,S=1,bias=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []compileJob
+	for _, p := range []problem.Problem{{Shape: big, Precision: problem.FP16, Layout: problem.NHWC}, {Shape: big, Precision: problem.TF32, Layout: problem.NCHW}} {
+		if err := (WGMMAIGEMM{}).Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		k := kept(WGMMAIGEMM{}.Space(p, lim))
+		if len(k) == 0 {
+			t.Fatalf("%s: no kept candidate", p)
+		}
+		kern, err := RenderCandidate(p, k[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(kern.Source, "long long image;") {
+			t.Errorf("%s: the kernel keeps 32-bit image offsets", p)
+		}
+		jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, k[0].ID()), kern})
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		if _, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			return "front end: " + err.Error()
+		}
+		return ""
+	})
+	huge, err := problem.ParseShape("N=2,C=64,H=8192,W=8192,K=8,R=1,S=1") // one image: 2^32 elements
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (WGMMAIGEMM{}).Serves(problem.Problem{Shape: huge, Precision: problem.FP16, Layout: problem.NHWC}); err == nil || !strings.Contains(err.Error(), "generic") {
+		t.Errorf("an image of 2^32 elements: %v, want a refusal naming generic", err)
+	}
+	small, _ := problem.ParseShape("N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1")
+	ps := problem.Problem{Shape: small, Precision: problem.FP16, Layout: problem.NHWC}
+	if kern, err := RenderCandidate(ps, kept(WGMMAIGEMM{}.Space(ps, lim))[0]); err != nil || strings.Contains(kern.Source, "long long image") {
+		t.Errorf("a small problem: %v; want 32-bit image offsets", err)
 	}
 }
 

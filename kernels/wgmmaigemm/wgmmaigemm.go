@@ -7,6 +7,7 @@ package wgmmaigemm
 import (
 	"embed"
 	"fmt"
+	"math"
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
@@ -95,7 +96,7 @@ func (Family) Serves(p problem.Problem) error {
 	if err := family.OneGroup("wgmmaigemm", s); err != nil {
 		return err
 	}
-	if err := family.Index32("wgmmaigemm", s); err != nil {
+	if _, err := wideIndex(p); err != nil {
 		return err
 	}
 	switch p.Precision {
@@ -121,6 +122,35 @@ func (Family) Serves(p problem.Problem) error {
 		return fmt.Errorf("wgmmaigemm needs C divisible by %d (16-byte copies of one tap's channels), not %d", vec, s.C)
 	}
 	return nil
+}
+
+// wideIndex says whether p has a tensor of 2^31 elements or more, which
+// the kernel serves with 64-bit image offsets (.Wide), and refuses p when
+// even then a 32-bit offset would overflow: the GEMM's pixels, one image
+// of the input or the output, or the filter.
+func wideIndex(p problem.Problem) (bool, error) {
+	s := p.Shape
+	if !s.Needs64BitIndex() {
+		return false, nil
+	}
+	pixels := float64(s.N) * float64(s.P()) * float64(s.Q())
+	if p.Op == problem.OpDgrad {
+		pixels = float64(s.N) * float64(s.H) * float64(s.W)
+	}
+	for _, m := range []struct {
+		what  string
+		elems float64
+	}{
+		{"pixels", pixels},
+		{"one input image C·H·W", float64(s.C) * float64(s.H) * float64(s.W)},
+		{"one output image K·P·Q", float64(s.K) * float64(s.P()) * float64(s.Q())},
+		{"filter K·C·R·S", float64(s.K) * float64(s.C) * float64(s.R) * float64(s.S)},
+	} {
+		if m.elems > math.MaxInt32 {
+			return true, fmt.Errorf("wgmmaigemm's 64-bit image offsets keep the %s in 32 bits (%.0f elements): generic serves it", m.what, m.elems)
+		}
+	}
+	return true, nil
 }
 
 // servesDgrad declines the data gradients the dgrad kernel does not
@@ -317,8 +347,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
 	case p.Layout == problem.NCHW && !g.nchwRows(c):
 		return family.Hard("shape", "NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", g.loaders(c), c.BM)
-	case g.TilesM > 65535:
-		return family.Hard("grid", "%d pixel tiles > 65535 (gridDim.y)", g.TilesM)
+	case g.TilesM > 65535 && g.TilesN > 65535:
+		return family.Hard("grid", "%d pixel tiles and %d channel tiles: both past 65535 (gridDim.y)", g.TilesM, g.TilesN)
 	case g.Split > 1 && g.RankKTiles < 2:
 		return family.Hard("split", "SplitK=%d leaves a block %d of the %d k-tiles (at least 2)", g.Split, g.RankKTiles, g.KTiles)
 	case g.SharedBytes > lim.MaxSharedPerBlock:
@@ -372,11 +402,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if p.Layout == problem.NCHW && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
 	}
-	if g.TilesM > 65535 {
-		// The pixel tiles run along gridDim.y: a launch past its limit
-		// would fail only on the GPU (the space rejects these; a kernel
-		// rendered for a pin or Options.Extra comes here).
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d pixel tiles of BM=%d > 65535 (gridDim.y)", cfg, g.TilesM, c.BM)
+	if g.TilesM > 65535 && g.TilesN > 65535 {
+		// The pixel tiles run along gridDim.y, or along x where there are
+		// more than 65535 of them (PixelsOnX): with both past the limit a
+		// launch would fail only on the GPU.
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d pixel tiles of BM=%d and %d channel tiles: both past 65535 (gridDim.y)", cfg, g.TilesM, c.BM, g.TilesN)
 	}
 	var doc, typeName, kname string
 	switch p.Precision {
@@ -391,6 +421,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	accOps, accCons := hopper.AccOperands(acc)
 	name := fmt.Sprintf("convgen_wgmmaigemm_%s_%s", p.Precision, family.KernelSuffix(cfg))
 	dgrad := p.Op == problem.OpDgrad
+	wide, err := wideIndex(p)
+	if err != nil {
+		return family.Kernel{}, err
+	}
 	col, cols := "k", "K" // the output's column variable and count in the stores
 	if dgrad {
 		name = fmt.Sprintf("convgen_wgmmaigemm_dgrad_%s_%s", p.Precision, family.KernelSuffix(cfg))
@@ -407,17 +441,23 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// Dgrad: the data gradient; BMN (fp16, bf16) its B MN-major in
 		// shared memory, BT (tf32) its B copied transposed, K-major.
 		// NCHWA: the forward in NCHW (A copied element by element).
-		Dgrad, BMN, BT, NCHWA bool
-		Col, Cols             string
+		// Wide: 64-bit image offsets (wideIndex); PixelsOnX: the pixel
+		// tiles along gridDim.x (more than 65535 of them).
+		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX bool
+		Col, Cols                              string
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, col, cols}
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, col, cols}
+	grid := [3]int{g.TilesN, g.TilesM, g.Split}
+	if data.PixelsOnX {
+		grid = [3]int{g.TilesM, g.TilesN, g.Split}
+	}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
-		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, g.Split}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+		Launch: family.Launch{Grid: grid, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies
