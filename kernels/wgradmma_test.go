@@ -409,3 +409,34 @@ func TestWGradMMAClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestWgradFFMAFallbackOnly: on sm_90, where wgradmma serves a tf32, fp16
+// or bf16 wgrad, the FFMA wgrad family keeps one configuration (the
+// fallback) and soft-rejects the rest, which measured 10–100× slower and
+// took a short tune's budget; in fp32, which wgradmma does not serve, it
+// keeps several.
+func TestWgradFFMAFallbackOnly(t *testing.T) {
+	lim := DefaultLimits(90)
+	for _, c := range []struct {
+		prec problem.Precision
+		one  bool
+	}{{problem.FP16, true}, {problem.TF32, true}, {problem.BF16, true}, {problem.FP32, false}} {
+		p := gradProblem(t, pipelineSpecs[0], c.prec, problem.NHWC, problem.OpWgrad)
+		cands, err := Enumerate(p, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ffma []string
+		for _, cand := range cands {
+			if cand.Family == "wgrad" && cand.Rejected == "" {
+				ffma = append(ffma, cand.ID())
+			}
+		}
+		if c.one && (len(ffma) != 1 || ffma[0] != "wgrad/Outs=4,Threads=64") {
+			t.Errorf("%s: kept FFMA wgrad %v, want only wgrad/Outs=4,Threads=64", c.prec, ffma)
+		}
+		if !c.one && len(ffma) < 2 {
+			t.Errorf("%s: kept FFMA wgrad %v, want several (wgradmma does not serve it)", c.prec, ffma)
+		}
+	}
+}

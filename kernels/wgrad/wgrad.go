@@ -135,10 +135,13 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Soft("waste", "%d threads for a reduction over %d pixels: most idle", k.Threads, g.M)
 	case k.Outs > 1 && g.Blocks < int64(2*lim.SMs):
 		return family.Soft("occupancy", "%d blocks leave some of the %d SMs idle; fewer outputs per block make more", g.Blocks, lim.SMs)
-	case lim.Arch >= 90 && (wgradmma.Family{}).Serves(p) == nil:
+	case lim.Arch >= 90 && (wgradmma.Family{}).Serves(p) == nil && (k.Outs != 4 || k.Threads != 64):
 		// On ResNet-50's 56² wgrad these ran 20–45 ms against wgradmma's
-		// 0.15–0.5 and took most of a 15 s tune's measuring.
-		return family.Soft("tensor cores", "wgradmma serves %s on sm_90, 10–100× faster than FFMA", p.Precision)
+		// 0.15–0.5 and took most of a 15 s tune's measuring. One
+		// configuration (the fastest there) stays as the fallback: a
+		// family whose candidates were all soft-rejected would have them
+		// all admitted again (family.AdmitSoft).
+		return family.Soft("tensor cores", "wgradmma serves %s on sm_90, 10–100× faster than FFMA (Outs=4, Threads=64 is kept as the fallback)", p.Precision)
 	}
 	return family.Rejection{}
 }
