@@ -292,9 +292,7 @@ func (g geometry) nchwRows(c knobs) bool {
 // (BlocksPerSM, Stages) pairs, with 128-byte tile rows in the 128-byte
 // swizzle and no producer warpgroup. Swizzle=0 (with 128- or 256-byte
 // rows) and Producer=1 render (a pin) but are not searched: on an H100
-// they were 1.5–2.5× and 1.01–1.04× slower (docs/performance.md); but
-// the tf32 forward searches Producer=1 on spaceProducerTiles, whose
-// producer rounds in registers (RegCopy).
+// they were 1.5–2.5× and 1.01–1.04× slower (docs/performance.md).
 var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
@@ -302,13 +300,8 @@ var (
 	// Split-K is searched for small grids only, on these tiles (BM,
 	// Warpgroups, BN, BlocksPerSM, Stages): two warpgroups on 128 x 128
 	// and 128 x 256, one on 64 x 128 two blocks per SM.
-	spaceSplitK = []int{2, 4}
-	// tf32's producer warpgroup (Producer=1: loads into registers,
-	// rounds there, no rounding pass), on these tiles (BM, Warpgroups,
-	// BN, BlocksPerSM, Stages): two register sets of a k-tile's copies
-	// must fit beside the consumers' accumulators.
-	spaceProducerTiles = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 1, 6}, {64, 1, 128, 2, 4}}
-	spaceSplitTiles    = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
+	spaceSplitK     = []int{2, 4}
+	spaceSplitTiles = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
@@ -324,12 +317,6 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 				c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1}
 				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 			}
-		}
-	}
-	if p.Precision == problem.TF32 && p.Op == problem.OpFprop {
-		for _, t := range spaceProducerTiles {
-			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, Producer: 1}
-			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 		}
 	}
 	for _, t := range spaceSplitTiles {
@@ -456,13 +443,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// NCHWA: the forward in NCHW (A copied element by element).
 		// Wide: 64-bit image offsets (wideIndex); PixelsOnX: the pixel
 		// tiles along gridDim.x (more than 65535 of them).
-		// RegCopy: the tf32 forward's producer warpgroup loads into
-		// registers, rounds there and stores (no rounding pass).
-		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX, RegCopy bool
-		Col, Cols                                       string
+		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX bool
+		Col, Cols                              string
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.Producer == 1 && g.ElemBytes == 4 && !dgrad, col, cols}
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, col, cols}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
