@@ -176,6 +176,7 @@ func cpuCompiler(t *testing.T, flags ...string) (gxx, dir string) {
 // triple and every kept candidate under CONVGEN_FULL_SWEEP=1.
 // It needs g++ 12 or newer (C++20 barriers, _Float16).
 func TestDepthwiseOnCPU(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t)
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
 	shapes := parseShapes(t, []string{

@@ -33,6 +33,7 @@ var cpuScaleShiftResidualReLU = cpuChain{
 // of them, the others FP32 with one kernel; everything under
 // CONVGEN_FULL_SWEEP=1.
 func TestDepthwiseEpilogueOnCPU(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t, "-fno-strict-aliasing", "-pthread", "-w", "-fsanitize=address")
 	chain, err := epilogue.Parse("scale_shift,residual(0.5),relu")
 	if err != nil {

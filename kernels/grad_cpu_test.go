@@ -213,6 +213,7 @@ var gradCPUConfigs = map[string][]Config{
 // every precision, both layouts and every configuration. It needs g++ 12
 // or newer.
 func TestGradOnCPU(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t)
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
 	precs := []problem.Precision{problem.FP32, problem.FP16}

@@ -100,6 +100,7 @@ func TestGradEpilogueRefused(t *testing.T) {
 // for dgrad and wgrad), a leading comment saying what a block, warp and
 // thread compute, and, for these small shapes, the 32-bit path.
 func TestGradRenderedGeometry(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	lim := DefaultLimits(90)
 	for _, spec := range append([]string{flagshipSpec}, gradShapes...) {
 		for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {

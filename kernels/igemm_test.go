@@ -93,6 +93,7 @@ func TestIGEMMRenderRejectsBadConfigs(t *testing.T) {
 // launch that covers the output and respects the limits. Under sm_75
 // limits every candidate is rejected for the architecture.
 func TestIGEMMSpaceProperty(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	rng := rand.New(rand.NewPCG(19, 9))
 	tight := Limits{MaxThreadsPerBlock: 256, MaxSharedPerBlock: 48 * 1024, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 16}
 	n := 0

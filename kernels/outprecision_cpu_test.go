@@ -182,6 +182,7 @@ func runCPU(t *testing.T, gxx, dir string, jobs [][2]string, flags ...string) {
 // candidate (the first or the last) per shape and one depthwise shape per
 // case and layout, in turn; everything under the full sweep.
 func TestOutPrecisionOnCPU(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	asan := []string{"-fsanitize=address"}
 	gxx, dir := cpuCompiler(t, asan...)
 	chain, err := epilogue.Parse("scale_shift,residual(0.5),relu")
