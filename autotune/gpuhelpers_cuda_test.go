@@ -112,3 +112,26 @@ func tuneFamilyPinned(t *testing.T, lib *nvrtc.Library, worker []string, lim ker
 	}
 	return true
 }
+
+// checkPinnedOK checks that each of the n kernels named in want (family/name
+// IDs, rendered by the test and passed as Options.Extra) was measured and
+// passed its checks, and logs each one's time, error and resources.
+func checkPinnedOK(t *testing.T, trials []Trial, want map[string]bool, n int) {
+	t.Helper()
+	seen := 0
+	for _, tr := range trials {
+		if !want[tr.ID] {
+			continue
+		}
+		seen++
+		if tr.Status != StatusOK {
+			t.Errorf("%s %s: %s (%s), want ok", tr.ID, tr.Config.String(), tr.Status, tr.Reason)
+			continue
+		}
+		t.Logf("%s: %.4f ms, error %.2e (sampled %.2e), %d registers, %d B spilled, %d B shared",
+			tr.Config.String(), tr.MedianMS, tr.RelError, tr.SampleError, tr.Registers, tr.SpillStores, tr.SharedBytes)
+	}
+	if seen != n {
+		t.Errorf("%d of the %d pinned kernels measured", seen, n)
+	}
+}

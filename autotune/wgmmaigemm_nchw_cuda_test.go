@@ -84,21 +84,7 @@ func TestWGMMAIGEMMNCHW(t *testing.T) {
 				t.Fatalf("tune: %v", err)
 			}
 			checkTrials(t, p, res.Trials)
-			seen := 0
-			for _, tr := range res.Trials {
-				if !want[tr.ID] {
-					continue
-				}
-				seen++
-				if tr.Status != StatusOK {
-					t.Errorf("%s %s: %s (%s), want ok", tr.ID, tr.Config.String(), tr.Status, tr.Reason)
-					continue
-				}
-				t.Logf("%s: %.4f ms, error %.2e (sampled %.2e), %d registers, %d B spilled", tr.Config.String(), tr.MedianMS, tr.RelError, tr.SampleError, tr.Registers, tr.SpillStores)
-			}
-			if seen != len(extra) {
-				t.Errorf("%d of the %d pinned kernels measured", seen, len(extra))
-			}
+			checkPinnedOK(t, res.Trials, want, len(extra))
 		})
 	}
 }

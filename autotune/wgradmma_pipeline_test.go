@@ -167,22 +167,7 @@ func TestWGradMMAPipeline(t *testing.T) {
 					t.Fatalf("tune: %v", err)
 				}
 				checkTrials(t, p, res.Trials)
-				seen := 0
-				for _, tr := range res.Trials {
-					if !want[tr.ID] {
-						continue
-					}
-					seen++
-					if tr.Status != StatusOK {
-						t.Errorf("%s %s: %s (%s), want ok", tr.ID, tr.Config.String(), tr.Status, tr.Reason)
-						continue
-					}
-					t.Logf("%s: %.4f ms, error %.2e (sampled %.2e), %d registers, %d B spilled, %d B shared",
-						tr.Config.String(), tr.MedianMS, tr.RelError, tr.SampleError, tr.Registers, tr.SpillStores, tr.SharedBytes)
-				}
-				if seen != len(sp.cfgs) {
-					t.Errorf("%d of the %d pinned kernels measured", seen, len(sp.cfgs))
-				}
+				checkPinnedOK(t, res.Trials, want, len(sp.cfgs))
 				if res.Winner != nil {
 					t.Logf("winner %s: %.4f ms", res.Winner.ID, res.Winner.MedianMS)
 				}
