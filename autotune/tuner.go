@@ -744,9 +744,13 @@ func (s *search) measure(t *Trial) {
 	// far stops being timed early: it cannot win, and slow candidates
 	// (FFMA kernels of a tensor-core problem, milliseconds a run) would
 	// otherwise spend the budget.
-	cutoff := 0.0
+	// With a time budget, runs slower than a share of it stop likewise
+	// even before anything has passed (budgetCutoffMS).
+	cutoff := s.budgetCutoffMS()
 	if best := s.bestTrial(); best != nil && best.MedianMS > 0 {
-		cutoff = cutoffFactor * best.MedianMS
+		if c := cutoffFactor * best.MedianMS; cutoff == 0 || c < cutoff {
+			cutoff = c
+		}
 	}
 	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)+uint32(s.m.seq)*0x9e3779b9, s.opt.Runs, cutoff)
 	s.measureTime += time.Since(start)
@@ -761,6 +765,20 @@ func (s *search) measure(t *Trial) {
 		return
 	}
 	s.apply(t, r)
+}
+
+// budgetCutoffMS is the run time (ms) over which a candidate's timed runs
+// stop after cutoffRuns of them whatever the best so far: a 1/(8·Runs)
+// share of the time budget, so that a slow candidate measured before any
+// fast one (no best yet to compare with) cannot spend the budget on its
+// runs (on ResNet-50's s4-down at N=256 in fp32 a 233 ms `direct` kernel,
+// measured first, took 60 runs and the whole 8 s budget). 0 without a
+// time budget.
+func (s *search) budgetCutoffMS() float64 {
+	if s.opt.Time <= 0 || s.opt.Runs <= 0 {
+		return 0
+	}
+	return float64(s.opt.Time) / float64(time.Millisecond) / float64(8*s.opt.Runs)
 }
 
 func (s *search) apply(t *Trial, r response) {
@@ -793,8 +811,12 @@ func (s *search) pick(res *Result) error {
 	slices.SortStableFunc(ok, func(a, b *Trial) int { return cmp.Compare(a.MedianMS, b.MedianMS) })
 	top := ok[:min(len(ok), s.opt.Retime)]
 	// Not a finalist: a candidate whose timing the cutoff ended (fewer runs
-	// than asked: it was over twice the best, and cannot win).
-	top = slices.DeleteFunc(top, func(t *Trial) bool { return t.Runs < s.opt.Runs && t.Runs <= cutoffRuns })
+	// than asked: it was over twice the best, and cannot win), unless
+	// every one was cut (each slower than the budget's share a run: they
+	// are all there is).
+	if full := slices.DeleteFunc(slices.Clone(top), func(t *Trial) bool { return t.Runs < s.opt.Runs && t.Runs <= cutoffRuns }); len(full) > 0 {
+		top = full
+	}
 	var alive []*Trial
 	for _, t := range top {
 		s.measure2(t)
@@ -857,7 +879,7 @@ func (s *search) fallback() (*Fallback, string) {
 		}
 		probe := *best // the same kernel, loaded from its PTX
 		probe.cubin, probe.ptx = []byte(out.PTX), out.PTX
-		if err := s.remeasure(&probe, 0x5bd1e995, s.opt.Runs); err != nil {
+		if err := s.remeasure(&probe, 0x5bd1e995, s.opt.Runs, 0); err != nil {
 			return nil, oneLine(fmt.Sprintf("%s as PTX for %s: %v", best.ID, FallbackArch, err))
 		}
 		if probe.Status != StatusOK {
@@ -880,7 +902,7 @@ func oneLine(msg string) string {
 
 // measure2 times a finalist again with more runs and fresh inputs.
 func (s *search) measure2(t *Trial) {
-	if err := s.remeasure(t, 0xa5a5a5a5, 2*s.opt.Runs); err != nil {
+	if err := s.remeasure(t, 0xa5a5a5a5, 2*s.opt.Runs, s.budgetCutoffMS()); err != nil {
 		t.Status, t.Reason = StatusFault, "re-time: "+err.Error()
 	}
 }
@@ -888,11 +910,12 @@ func (s *search) measure2(t *Trial) {
 // remeasure checks and times t once more, over runs timed launches, on
 // inputs seeded afresh (the seed mixed with salt and a sequence number that
 // no other measurement of this search uses), and records the outcome in t;
-// an error means the worker gave no outcome and t is unchanged.
-func (s *search) remeasure(t *Trial, salt uint32, runs int) error {
+// an error means the worker gave no outcome and t is unchanged. A positive
+// cutoffMS ends the runs early as in measure.
+func (s *search) remeasure(t *Trial, salt uint32, runs int, cutoffMS float64) error {
 	s.m.seq++
 	start := time.Now()
-	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^salt+uint32(s.m.seq), runs, 0)
+	r, err := s.m.measure(t, s.opt, uint32(s.opt.Seed)^salt+uint32(s.m.seq), runs, cutoffMS)
 	s.measureTime += time.Since(start)
 	if err != nil {
 		return err

@@ -578,3 +578,41 @@ func TestTunePatienceFromTheHead(t *testing.T) {
 		t.Errorf("no quick candidate measured before the slow head planted_slow:\n%s", out)
 	}
 }
+
+// TestTuneBudgetCutoff: with a time budget, a candidate whose runs are all
+// slower than budgetCutoffMS stops after cutoffRuns timed runs even when it
+// is measured first (no best yet), so that the fast candidate after it wins
+// with every run.
+func TestTuneBudgetCutoff(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	p := smallFP32Problem(t)
+	pin := firstKept(t, p)
+	sluggish := "planted/planted_sluggish"
+	extra := []kernels.Kernel{plantedKernel("planted_sluggish", "out[0] = 1.0f;")}
+	// 2 s over 8·20 runs: runs over 12.5 ms are cut; the fake worker's
+	// sluggish kernel reports 1000 ms, the others 1–11 ms.
+	var progress bytes.Buffer
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: fakeWorkerArgv(t), Only: []string{pin}, Extra: extra,
+		First: []string{sluggish}, Trials: 0, Time: 2 * time.Second, Timeout: 10 * time.Second, Runs: 20, Seed: 3, Jobs: 1, Progress: &progress})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if a, b := strings.Index(progress.String(), sluggish), strings.Index(progress.String(), pin); a < 0 || b < 0 || a > b {
+		t.Errorf("%s not measured before %s (no best yet):\n%s", sluggish, pin, progress.String())
+	}
+	seen := false
+	for _, tr := range res.Trials {
+		if tr.ID == sluggish {
+			seen = true
+			if tr.Status != StatusOK || tr.Runs != cutoffRuns {
+				t.Errorf("%s measured first: %s with %d runs, want ok with the cutoff's %d", tr.ID, tr.Status, tr.Runs, cutoffRuns)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("%s was not measured", sluggish)
+	}
+	if res.Winner == nil || res.Winner.ID != pin || res.Winner.Runs < 20 {
+		t.Errorf("winner %v, want %s with every run", res.Winner, pin)
+	}
+}
