@@ -105,6 +105,32 @@ func referenceSample(t *testing.T) []problem.Problem {
 // jobs from the i-th on, in a child process.
 const shardEnv = "CONVGEN_COMPILE_SHARD"
 
+// shardOf assigns jobs to shards so that their compile times balance: the
+// longest sources (a proxy for NVRTC's time) first, each to the shard with
+// the least source so far (ties to the lower shard): every process of a
+// test computes the same assignment from the same jobs. Dealing the jobs
+// out in turn had left one of two shards idle for a quarter of the test.
+func shardOf(jobs []compileJob, shards int) []int {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(jobs[b].kernel.Source) - len(jobs[a].kernel.Source) })
+	load := make([]int, shards)
+	out := make([]int, len(jobs))
+	for _, i := range order {
+		least := 0
+		for s := 1; s < shards; s++ {
+			if load[s] < load[least] {
+				least = s
+			}
+		}
+		out[i] = least
+		load[least] += len(jobs[i].kernel.Source)
+	}
+	return out
+}
+
 // runCompileJobs runs compile on every job and reports the jobs it says
 // are wrong (a non-empty string). NVRTC 11 serialises compiles inside one
 // process, so it spreads the jobs over one child process per CPU (this test
@@ -123,8 +149,9 @@ func runCompileJobs(t *testing.T, jobs []compileJob, compile func(compileJob) st
 		return
 	}
 	var mine []compileJob
+	assigned := shardOf(jobs, shards)
 	for i, j := range jobs {
-		if i%shards == shard {
+		if assigned[i] == shard {
 			mine = append(mine, j)
 		}
 	}
