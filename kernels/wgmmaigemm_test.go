@@ -177,7 +177,8 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 }
 
 // TestWGMMAIGEMMSpaceProperty: for 300 random valid groups=1 NHWC problems
-// whose C the copies allow, wgmmaigemm serves fp16, bf16 and tf32 on
+// whose C the copies allow, wgmmaigemm serves fp16, bf16 and tf32 (and
+// the tf32 ones in NCHW too) on
 // sm_90a, keeps at least one candidate (after the soft rules, as
 // Enumerate admits them), and every kept candidate renders with a launch
 // that covers the output (channel tiles along x, pixel tiles along y, the
@@ -194,34 +195,40 @@ func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 			continue
 		}
 		prec := []problem.Precision{problem.FP16, problem.BF16, problem.TF32}[i%3]
-		p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC}
-		if err := f.Serves(p); err != nil {
-			t.Errorf("%s: declined: %v", p, err)
-			continue
+		layouts := []problem.Layout{problem.NHWC}
+		if prec == problem.TF32 {
+			layouts = append(layouts, problem.NCHW)
 		}
-		keep := kept(family.AdmitSoft(f.Space(p, lim)))
-		if len(keep) == 0 {
-			t.Errorf("%s: no candidate kept", p)
-			continue
-		}
-		m := s.N * s.P() * s.Q()
-		for _, c := range keep {
-			k, err := RenderCandidate(p, c)
-			if err != nil {
-				t.Fatalf("%s %s: %v", p, c.ID(), err)
+		for _, lay := range layouts {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
+			if err := f.Serves(p); err != nil {
+				t.Errorf("%s: declined: %v", p, err)
+				continue
 			}
-			bm, bn := c.Config["BM"], c.Config["BN"]
-			threads := k.Block[0] * k.Block[1] * k.Block[2]
-			grid := k.Grid
-			if family.CeilDiv(m, bm) > 65535 { // the pixel tiles along x
-				grid[0], grid[1] = grid[1], grid[0]
+			keep := kept(family.AdmitSoft(f.Space(p, lim)))
+			if len(keep) == 0 {
+				t.Errorf("%s: no candidate kept", p)
+				continue
 			}
-			if grid[0] != family.CeilDiv(s.K, bn) || grid[1] != family.CeilDiv(m, bm) || grid[2] != max(1, c.Config["SplitK"]) {
-				t.Errorf("%s %s: grid %v does not cover %d x %d outputs in %d x %d tiles", p, c.ID(), k.Grid, m, s.K, bm, bn)
-			}
-			if threads != 128*(c.Config["Warpgroups"]+c.Config["Producer"]) || threads > lim.MaxThreadsPerBlock ||
-				k.SharedBytes > lim.MaxSharedPerBlock || k.Grid[1] > 65535 {
-				t.Errorf("%s %s: %d threads, %d B shared, grid %v", p, c.ID(), threads, k.SharedBytes, k.Grid)
+			m := s.N * s.P() * s.Q()
+			for _, c := range keep {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				bm, bn := c.Config["BM"], c.Config["BN"]
+				threads := k.Block[0] * k.Block[1] * k.Block[2]
+				grid := k.Grid
+				if family.CeilDiv(m, bm) > 65535 { // the pixel tiles along x
+					grid[0], grid[1] = grid[1], grid[0]
+				}
+				if grid[0] != family.CeilDiv(s.K, bn) || grid[1] != family.CeilDiv(m, bm) || grid[2] != max(1, c.Config["SplitK"]) {
+					t.Errorf("%s %s: grid %v does not cover %d x %d outputs in %d x %d tiles", p, c.ID(), k.Grid, m, s.K, bm, bn)
+				}
+				if threads != 128*(c.Config["Warpgroups"]+c.Config["Producer"]) || threads > lim.MaxThreadsPerBlock ||
+					k.SharedBytes > lim.MaxSharedPerBlock || k.Grid[1] > 65535 {
+					t.Errorf("%s %s: %d threads, %d B shared, grid %v", p, c.ID(), threads, k.SharedBytes, k.Grid)
+				}
 			}
 		}
 	}
