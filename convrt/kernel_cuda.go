@@ -153,8 +153,11 @@ func load(s *Spec, img Image, what string) (*Kernel, error) {
 func (k *Kernel) launch(stream Stream, params []unsafe.Pointer) error {
 	l := k.info.Launch
 	cs := cuStream(stream)
-	if !k.serial {
+	run := func() error {
 		return k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cs, params)
+	}
+	if !k.serial {
+		return run()
 	}
 	k.order.Lock()
 	defer k.order.Unlock()
@@ -163,7 +166,7 @@ func (k *Kernel) launch(stream Stream, params []unsafe.Pointer) error {
 			return fmt.Errorf("wait for the previous launch (the kernel's workspace is shared): %w", err)
 		}
 	}
-	if err := k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cs, params); err != nil {
+	if err := run(); err != nil {
 		return err
 	}
 	if err := k.last.Record(cs); err != nil {
