@@ -510,10 +510,7 @@ func TestTuneMeasuresInOrder(t *testing.T) {
 		t.Fatalf("tune: %v", err)
 	}
 	checkStatuses(t, res.Trials, map[string]Status{pin: StatusOK, "planted/planted_slow": StatusOK, "planted/planted_fast": StatusOK})
-	out := progress.String()
-	if a, b := strings.Index(out, "planted_slow"), strings.Index(out, "planted_fast"); a < 0 || b < 0 || a > b {
-		t.Errorf("planted_fast measured before planted_slow (or either missing) in the progress:\n%s", out)
-	}
+	wantMeasuredBefore(t, progress.String(), "planted_slow", "planted_fast")
 }
 
 // TestTuneCutoff: once a candidate has passed, one whose first runs are all
@@ -573,10 +570,7 @@ func TestTunePatienceFromTheHead(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tune: %v", err)
 	}
-	out := progress.String()
-	if a, b := strings.Index(out, "planted_quick"), strings.Index(out, "planted_slow"); a < 0 || b < 0 || a > b {
-		t.Errorf("no quick candidate measured before the slow head planted_slow:\n%s", out)
-	}
+	wantMeasuredBefore(t, progress.String(), "planted_quick", "planted_slow")
 }
 
 // TestTuneBudgetCutoff: with a time budget, a candidate whose runs are all
@@ -597,9 +591,7 @@ func TestTuneBudgetCutoff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tune: %v", err)
 	}
-	if a, b := strings.Index(progress.String(), sluggish), strings.Index(progress.String(), pin); a < 0 || b < 0 || a > b {
-		t.Errorf("%s not measured before %s (no best yet):\n%s", sluggish, pin, progress.String())
-	}
+	wantMeasuredBefore(t, progress.String(), sluggish, pin)
 	seen := false
 	for _, tr := range res.Trials {
 		if tr.ID == sluggish {
@@ -614,5 +606,15 @@ func TestTuneBudgetCutoff(t *testing.T) {
 	}
 	if res.Winner == nil || res.Winner.ID != pin || res.Winner.Runs < 20 {
 		t.Errorf("winner %v, want %s with every run", res.Winner, pin)
+	}
+}
+
+// wantMeasuredBefore checks that the tuner's progress output names first
+// (its first occurrence) before second: the one was measured before the
+// other.
+func wantMeasuredBefore(t *testing.T, progress, first, second string) {
+	t.Helper()
+	if a, b := strings.Index(progress, first), strings.Index(progress, second); a < 0 || b < 0 || a > b {
+		t.Errorf("%s not measured before %s (or either missing) in the progress:\n%s", first, second, progress)
 	}
 }
