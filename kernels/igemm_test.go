@@ -86,7 +86,7 @@ func TestIGEMMRenderRejectsBadConfigs(t *testing.T) {
 	}
 }
 
-// TestIGEMMSpaceProperty: for 300 random valid groups=1 problems of the
+// TestIGEMMSpaceProperty: for 120 (300 under the full sweep) random valid groups=1 problems of the
 // served precisions, under the default and under tight limits, the space
 // is at most 46 candidates (40, and 6 split-K ones), at least one is kept,
 // rejections are "class: detail", and every kept candidate renders with a
@@ -96,8 +96,11 @@ func TestIGEMMSpaceProperty(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	rng := rand.New(rand.NewPCG(19, 9))
 	tight := Limits{MaxThreadsPerBlock: 256, MaxSharedPerBlock: 48 * 1024, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 16}
-	n := 0
-	for n < 300 {
+	n, count := 0, 120 // 300 under the full sweep
+	if fullSweep() {
+		count = 300
+	}
+	for n < count {
 		s := randomShape(rng)
 		if s.Groups != 1 {
 			continue
