@@ -21,7 +21,8 @@ import (
 // the family's kept configurations (the first, middle and last), plus
 // split-K kernels rendered by the test (the reduction over a cluster of 2
 // or 4 blocks) and, on the odd shape in fp16 and tf32, the producer
-// warpgroup. Every kernel must pass the float64 checks within the
+// warpgroup, and in tf32 A through registers (ARegs). Every kernel must
+// pass the float64 checks within the
 // precision's bound; the medians are logged. sm_90 only; 12 tuning runs,
 // about 53 kernels.
 func TestWGMMAIGEMMDgrad(t *testing.T) {
@@ -72,6 +73,17 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 				if i == len(cases)-1 && prec != problem.BF16 {
 					cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 128 / prec.ElementBytes(), "Warpgroups": 1, "Stages": 4,
 						"BlocksPerSM": 1, "Producer": 1, "Swizzle": 1})
+				}
+				if prec == problem.TF32 {
+					// A through registers (ARegs), split and, on the odd
+					// shape, with the producer warpgroup.
+					c := tc.tiles[0].config(prec)
+					c["ARegs"] = 1
+					cfgs = append(cfgs, c)
+					if i == len(cases)-1 {
+						cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4,
+							"BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "ARegs": 1})
+					}
 				}
 				var extra []kernels.Kernel
 				configOf := map[string]string{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -20,8 +21,11 @@ import (
 // tiles), a KernelBench-style 3×3 without bias, and the odd shape with the
 // epilogue chains scale_shift,relu and residual(0.5) (their NCHW offsets):
 // pinned to the first, middle and last kept configurations, plus the
-// producer warpgroup and no swizzle where they render. Every kernel must
-// pass the float64 checks within tf32's bound; the medians are logged.
+// producer warpgroup and no swizzle where they render, and A through
+// registers (ARegs: ldmatrix, rounded there; alone, with split-K and with
+// the producer). The same problems in NHWC (but the chains) check ARegs
+// there. Every kernel must pass the float64 checks within tf32's bound;
+// the medians are logged.
 func TestWGMMAIGEMMNCHW(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -38,53 +42,68 @@ func TestWGMMAIGEMMNCHW(t *testing.T) {
 		{odd, "residual(0.5)"},
 	}
 	for _, tc := range cases {
-		shape, err := problem.ParseShape(tc.shape)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NCHW}
-		if tc.chain != "" {
-			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
+		for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
+			if lay == problem.NHWC && tc.chain != "" {
+				continue
+			}
+			shape, err := problem.ParseShape(tc.shape)
+			if err != nil {
 				t.Fatal(err)
 			}
+			p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: lay}
+			if tc.chain != "" {
+				if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wgmmaIGEMMTF32Run(t, lib, worker, lim, p, tc.chain)
 		}
-		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
-			cands, err := kernels.Enumerate(p, lim)
-			if err != nil {
-				t.Fatalf("enumerate: %v", err)
-			}
-			var kept []kernels.Candidate
-			for _, c := range cands {
-				if c.Family == "wgmmaigemm" && c.Rejected == "" {
-					kept = append(kept, c)
-				}
-			}
-			if len(kept) == 0 {
-				t.Fatal("no kept wgmmaigemm candidate")
-			}
-			var extra []kernels.Kernel
-			want := map[string]bool{}
-			for _, c := range []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
-				{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
-				{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
-			} {
-				k, err := kernels.RenderCandidate(p, c)
-				if err != nil {
-					t.Fatalf("render %s: %v", c.ID(), err)
-				}
-				if want[k.Family+"/"+k.Name] {
-					continue
-				}
-				want[k.Family+"/"+k.Name] = true
-				extra = append(extra, k)
-			}
-			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{kept[0].ID()}, Extra: extra,
-				Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
-			if err != nil {
-				t.Fatalf("tune: %v", err)
-			}
-			checkTrials(t, p, res.Trials)
-			checkPinnedOK(t, res.Trials, want, len(extra))
-		})
 	}
+}
+
+// wgmmaIGEMMTF32Run tunes p through wgmmaigemm's first, middle and last
+// kept configurations and the pins of TestWGMMAIGEMMNCHW, and checks every
+// kernel passed.
+func wgmmaIGEMMTF32Run(t *testing.T, lib *nvrtc.Library, worker []string, lim kernels.Limits, p problem.Problem, chain string) {
+	t.Run(p.String()+" "+chain, func(t *testing.T) {
+		cands, err := kernels.Enumerate(p, lim)
+		if err != nil {
+			t.Fatalf("enumerate: %v", err)
+		}
+		var kept []kernels.Candidate
+		for _, c := range cands {
+			if c.Family == "wgmmaigemm" && c.Rejected == "" {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) == 0 {
+			t.Fatal("no kept wgmmaigemm candidate")
+		}
+		var extra []kernels.Kernel
+		want := map[string]bool{}
+		for _, c := range []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
+			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
+			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
+			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "ARegs": 1}},
+			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 256, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "ARegs": 1}},
+			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "SplitK": 2, "ARegs": 1}},
+		} {
+			k, err := kernels.RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("render %s: %v", c.ID(), err)
+			}
+			if want[k.Family+"/"+k.Name] {
+				continue
+			}
+			want[k.Family+"/"+k.Name] = true
+			extra = append(extra, k)
+		}
+		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{kept[0].ID()}, Extra: extra,
+			Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
+		if err != nil {
+			t.Fatalf("tune: %v", err)
+		}
+		checkTrials(t, p, res.Trials)
+		checkPinnedOK(t, res.Trials, want, len(extra))
+	})
 }

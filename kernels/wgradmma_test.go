@@ -213,6 +213,10 @@ var eightByteCopy = regexp.MustCompile(`cp\.async\.ca\.shared\.global(\.L2::\w+)
 // fourByteCopy matches a 4-byte cp.async in PTX.
 var fourByteCopy = regexp.MustCompile(`cp\.async\.ca\.shared\.global(\.L2::\w+)? \[%r\d+\], \[%rd\d+\], 4,`)
 
+// tf32Rounding matches wgmmaigemm's rounding of an operand to TF32 in PTX:
+// half a TF32 unit (4096) added to a finite value's bits.
+var tf32Rounding = regexp.MustCompile(`add\.s32\s+%r\d+, %r\d+, 4096;`)
+
 // pipelineSpecs are the shapes TestWGradMMAPipeline* render Stage=2 for:
 // ResNet-50's channel-heavy layers at N=32 (3×3 at 56², 14², 7²; 1×1
 // 256→64 at 56² and 1024→256 at 14²) and an odd one (C=24, K=40: 16-byte

@@ -25,7 +25,7 @@ var templateFS embed.FS
 // channels over the C·R·S taps in the KRSC filter's (r, s, c) order, so
 // that both operands are K-major (taps contiguous) as TF32 wgmma requires.
 // It serves NHWC, groups=1, in fp16, bf16 and tf32 (operands rounded to
-// TF32 in shared memory), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
+// TF32 in shared memory or, A with ARegs, in registers), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
 // so that a 16-byte copy is 16 bytes of one tap; any N, H, W, K, R, S,
 // stride, padding and dilation: pixels past M, channels past K and taps in
 // the zero padding are zero-filled by the copies, stores are predicated.
@@ -65,6 +65,10 @@ var templateFS embed.FS
 //     or 8 (a portable cluster), at least 2 k-tiles a block, Producer=0;
 //     absent (or 1) for none. Searched (2 and 4) only where the unsplit
 //     grid has fewer tiles than the device has SMs.
+//   - ARegs (tf32, optional): 1, A's fragments go to wgmma from registers,
+//     read with ldmatrix and rounded to TF32 there, so that only B is
+//     rounded in shared memory; absent (or 0), both operands are rounded
+//     in shared memory. Searched beside every tf32 configuration.
 type Family struct{}
 
 // Name implements family.Family.
@@ -170,11 +174,13 @@ func servesDgrad(p problem.Problem) error {
 	return nil
 }
 
-// knobs are a configuration's knobs (see Family). SplitK is optional (0:
-// no split), so that the unsplit configurations keep their IDs and kernels.
+// knobs are a configuration's knobs (see Family). SplitK and ARegs are
+// optional (0: no split, A read by wgmma from shared memory), so that the
+// other configurations keep their IDs and kernels.
 type knobs struct {
 	BM, BN, BK, Warpgroups, Stages, BlocksPerSM, Producer, Swizzle int
 	SplitK                                                         int `knob:",optional"`
+	ARegs                                                          int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -203,6 +209,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK must be 1, 2, 4 or 8 (a portable cluster)", cfg)
 	case c.SplitK > 1 && c.Producer != 0:
 		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK needs Producer=0", cfg)
+	case c.ARegs < 0 || c.ARegs > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
+	case c.ARegs == 1 && c.Swizzle != 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs needs Swizzle=1", cfg)
 	}
 	if c.SplitK == 1 {
 		c.SplitK = 0 // SplitK=1 is the unsplit kernel, under its ID
@@ -292,7 +302,10 @@ func (g geometry) nchwRows(c knobs) bool {
 // (BlocksPerSM, Stages) pairs, with 128-byte tile rows in the 128-byte
 // swizzle and no producer warpgroup. Swizzle=0 (with 128- or 256-byte
 // rows) and Producer=1 render (a pin) but are not searched: on an H100
-// they were 1.5–2.5× and 1.01–1.04× slower (docs/performance.md).
+// they were 1.5–2.5× and 1.01–1.04× slower (docs/performance.md); but
+// tf32 also searches every configuration with A through registers
+// (ARegs=1), and the producer warpgroup with it on
+// spaceARegsProducerTiles.
 var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
@@ -300,8 +313,12 @@ var (
 	// Split-K is searched for small grids only, on these tiles (BM,
 	// Warpgroups, BN, BlocksPerSM, Stages): two warpgroups on 128 x 128
 	// and 128 x 256, one on 64 x 128 two blocks per SM.
-	spaceSplitK     = []int{2, 4}
-	spaceSplitTiles = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
+	spaceSplitK = []int{2, 4}
+	// tf32's A through registers with the producer warpgroup (its B
+	// rounding pass off the computing threads' path), on these tiles
+	// (BM, Warpgroups, BN, Stages; one block per SM).
+	spaceARegsProducerTiles = [][4]int{{128, 2, 128, 4}, {128, 2, 256, 4}, {128, 1, 128, 4}}
+	spaceSplitTiles         = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
@@ -311,21 +328,35 @@ var (
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
+	aregs := []int{0}
+	if p.Precision == problem.TF32 {
+		aregs = []int{0, 1} // tf32: A through registers too (ARegs)
+	}
 	for _, mw := range spaceBMWarpgroups {
 		for _, bn := range spaceBN {
 			for _, oc := range spaceOccupancy {
-				c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1}
-				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+				for _, ar := range aregs {
+					c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar}
+					out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+				}
 			}
+		}
+	}
+	if p.Precision == problem.TF32 {
+		for _, t := range spaceARegsProducerTiles {
+			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1}
+			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 		}
 	}
 	for _, t := range spaceSplitTiles {
 		for _, sk := range spaceSplitK {
-			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk}
-			if g := geom(p, c); lim.SMs == 0 || g.TilesM*g.TilesN >= lim.SMs || g.KTiles < 4*sk {
-				continue
+			for _, ar := range aregs {
+				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar}
+				if g := geom(p, c); lim.SMs == 0 || g.TilesM*g.TilesN >= lim.SMs || g.KTiles < 4*sk {
+					continue
+				}
+				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 			}
-			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 		}
 	}
 	return out
@@ -358,6 +389,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("shared memory", "%d blocks × (%d + 1024) B > %d per SM", c.BlocksPerSM, g.SharedBytes, lim.MaxSharedPerBlock+1024)
 	case c.BlocksPerSM*g.Threads*(g.Acc+hopper.SpareRegs+8) > lim.RegistersPerSM:
 		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
+	case c.ARegs == 1 && g.ElemBytes != 4:
+		return family.Hard("aregs", "ARegs rounds tf32's A in registers, not %s", p.Precision)
 	case c.BK*g.ElemBytes > 128 && g.KTiles < 4:
 		return family.Soft("waste", "BK=%d leaves %d k-tiles", c.BK, g.KTiles)
 	case p.Op == problem.OpDgrad && c.Swizzle != 1:
@@ -398,6 +431,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if p.Op == problem.OpDgrad && c.Swizzle != 1 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)", cfg)
+	}
+	if c.ARegs == 1 && g.ElemBytes != 4 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: ARegs rounds tf32's A in registers, not %s", cfg, p.Precision)
 	}
 	if p.Layout == problem.NCHW && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
@@ -443,11 +479,16 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// NCHWA: the forward in NCHW (A copied element by element).
 		// Wide: 64-bit image offsets (wideIndex); PixelsOnX: the pixel
 		// tiles along gridDim.x (more than 65535 of them).
-		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX bool
-		Col, Cols                              string
+		// ARegs: tf32's A fragments go to wgmma from registers, read
+		// with ldmatrix and rounded there; ARegOperands, RSDescB and
+		// RSScale are that wgmma's operand numbers.
+		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX, ARegs bool
+		Col, Cols, ARegOperands                       string
+		RSDescB, RSScale                              int
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, col, cols}
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
+		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
