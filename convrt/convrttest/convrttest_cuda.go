@@ -38,7 +38,10 @@ const Goroutines = 4
 // (convrt.ReferenceEpilogue). A kernel whose output type differs from the
 // input's (problem.Problem.OutPrecision) writes, and its residual holds,
 // elements of the output's type, which the check reads as such
-// (convrt.ReferenceOutput).
+// (convrt.ReferenceOutput). Without a chain a third run plants a NaN and an
+// infinity in the input and checks where they reach the output (a NaN
+// where the sum reads the NaN, not finite where it reads the infinity,
+// finite elsewhere), as PyTorch's convolution propagates them.
 func Forward(t *testing.T, load func() (*convrt.Kernel, error), bound float64) {
 	withKernel(t, load, func(ctx cu.CUContext, k *convrt.Kernel) {
 		switch k.Info().Problem.Precision.Storage() {
@@ -224,6 +227,57 @@ func forward[E, O convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.C
 			t.Errorf("run %d: %v", run, err)
 		}
 	}
+	if len(p.Epilogue) > 0 {
+		return // a chain's own handling of NaN and infinity is not PyTorch's to check here
+	}
+	// Run 3: a NaN with the bits GPU arithmetic gives one (0x7fffffff) at
+	// one input element and +Inf at another propagate as in PyTorch's
+	// convolution: an output whose sum reads the NaN is NaN, one that reads
+	// only the infinity is not finite, and every other output is finite.
+	s := p.Shape
+	in := random(rng, codec, nIn, 0, 1)
+	nanAt, infAt := [4]int{0, 0, s.H / 2, s.W / 2}, [4]int{s.N - 1, s.C - 1, s.H / 3, 2 * s.W / 3}
+	nanWin, infWin := windowOf(p, nanAt[0], nanAt[1], nanAt[2], nanAt[3]), windowOf(p, infAt[0], infAt[1], infAt[2], infAt[3])
+	nanOff, infOff := convrt.InputAt(p, nanAt[0], nanAt[1], nanAt[2], nanAt[3]), convrt.InputAt(p, infAt[0], infAt[1], infAt[2], infAt[3])
+	if infOff == nanOff {
+		infWin.n = -1 // one element: the NaN alone
+	} else {
+		in[infOff] = codec.Encode(float32(math.Inf(1)))
+	}
+	in[nanOff] = codec.Encode(math.Float32frombits(0x7fffffff))
+	if err := errors.Join(toDevice(dIn, in), poison(dOut, outCodec, nOut), cu.Synchronize()); err != nil {
+		t.Fatalf("run 3: %v", err)
+	}
+	if err := k.ForwardEpilogue(convrt.StreamOf(stream), convrt.PtrOf(dOut), convrt.PtrOf(dIn), convrt.PtrOf(dFilter), convrt.PtrOf(dBias), dEp); err != nil {
+		t.Fatalf("run 3: ForwardEpilogue: %v", err)
+	}
+	if err := errors.Join(stream.Synchronize(), fromDevice(out, dOut)); err != nil {
+		t.Fatalf("run 3: %v", err)
+	}
+	var nans, infs, finite, bad int
+	for a := range allOutputs(s) {
+		v := outCodec.Decode(out[convrt.OutputAt(p, a)])
+		var ok bool
+		switch {
+		case nanWin.holds(a):
+			nans++
+			ok = math.IsNaN(v)
+		case infWin.holds(a):
+			infs++
+			ok = math.IsNaN(v) || math.IsInf(v, 0)
+		default:
+			finite++
+			ok = !math.IsNaN(v) && !math.IsInf(v, 0)
+		}
+		if !ok {
+			if bad < 5 {
+				t.Errorf("run 3: out[n=%d][k=%d][p=%d][q=%d] = %v with a NaN at in%v and +Inf at in%v (reads the NaN: %v, the Inf: %v)",
+					a.N, a.K, a.P, a.Q, v, nanAt, infAt, nanWin.holds(a), infWin.holds(a))
+			}
+			bad++
+		}
+	}
+	t.Logf("run 3: %d outputs read the NaN, %d the infinity only, %d neither; %d wrong", nans, infs, finite, bad)
 }
 
 // concurrent does Concurrent's work with input elements of type E and
