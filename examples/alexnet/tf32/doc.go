@@ -8,7 +8,7 @@
 //	precision  tf32: TF32 tensor cores (operands rounded to TF32) with FP32 accumulation, float32 data
 //	layout     nchw: input NCHW, filter KCRS, output NKPQ
 //	kernel     convgen_wgmmarow_tf32_4f1aa211, grid 132x1x1, block 256x1x1, 231472 bytes of dynamic shared memory
-//	tuning     tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgmmarow, median 0.310 ms, rel. error 4.0e-04
+//	tuning     tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgmmarow, median 0.307 ms, rel. error 3.8e-04
 //
 // # What it computes
 //
@@ -45,7 +45,7 @@
 //
 // Load picks the embedded sm_90a CUBIN on a sm_90a device; on any other GPU of
 // compute capability 8.0 or more it runs a fallback,
-// convgen_igemm_tf32_84622bc7 embedded as PTX for compute_80 (LoadPTX says
+// convgen_igemm_tf32_8bd09e13 embedded as PTX for compute_80 (LoadPTX says
 // more). Forward only enqueues the kernel; a Kernel is safe for concurrent use
 // (package convrt states the contract).
 //

@@ -7,8 +7,8 @@
 //	shape      N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2,dilation=1,groups=1,bias=true
 //	precision  tf32: TF32 tensor cores (operands rounded to TF32) with FP32 accumulation, float32 data
 //	layout     nhwc: input NHWC, filter KRSC, output NPQK
-//	kernel     convgen_wgmma_tf32_8190447c, grid 131x1x1, block 512x1x1, 191040 bytes of dynamic shared memory
-//	tuning     tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgmma, median 0.227 ms, rel. error 2.4e-04
+//	kernel     convgen_wgmma_tf32_eb772fa9, grid 131x1x1, block 640x1x1, 209760 bytes of dynamic shared memory
+//	tuning     tuned on NVIDIA H100 80GB HBM3 (sm_90a): wgmma, median 0.239 ms, rel. error 2.5e-04
 //
 // # What it computes
 //
@@ -44,10 +44,10 @@
 //	// ... stream.Synchronize(): out is ready
 //
 // Load picks the embedded sm_90a CUBIN on a sm_90a device; on any other GPU of
-// compute capability 8.0 or more it runs a fallback, convgen_mma_tf32_fbdaaac7
-// embedded as PTX for compute_80 (LoadPTX says more). Forward only enqueues
-// the kernel; a Kernel is safe for concurrent use (package convrt states the
-// contract).
+// compute capability 8.0 or more it runs a fallback,
+// convgen_igemm_tf32_8bd09e13 embedded as PTX for compute_80 (LoadPTX says
+// more). Forward only enqueues the kernel; a Kernel is safe for concurrent use
+// (package convrt states the contract).
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
 // (relative L2 error at most 0.001), the PTX's kernel too, and Forward from

@@ -38,5 +38,5 @@ const (
 	Precision    problem.Precision = "tf32"                                                                              // TF32 tensor cores (operands rounded to TF32) with FP32 accumulation
 	Layout       problem.Layout    = "nhwc"                                                                              // filter krsc
 	TunedArch                      = "sm_90a"                                                                            // architecture of the embedded CUBIN; other GPUs load the PTX
-	KernelName                     = "convgen_wgmma_tf32_8190447c"                                                       // the CUBIN's __global__ function
+	KernelName                     = "convgen_wgmma_tf32_eb772fa9"                                                       // the CUBIN's __global__ function
 )
