@@ -27,16 +27,7 @@ var depthwiseModes = []struct {
 // Enumerate admits them.
 func depthwiseKept(t *testing.T, p problem.Problem, lim kernels.Limits) []kernels.Candidate {
 	t.Helper()
-	cands, err := kernels.Enumerate(p, lim)
-	if err != nil {
-		t.Fatalf("enumerate: %v", err)
-	}
-	var kept []kernels.Candidate
-	for _, c := range cands {
-		if c.Family == "depthwise" && c.Rejected == "" {
-			kept = append(kept, c)
-		}
-	}
+	kept := keptOf(t, p, lim, "depthwise")
 	if len(kept) == 0 {
 		t.Fatal("no kept depthwise candidate")
 	}

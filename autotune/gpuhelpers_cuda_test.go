@@ -80,16 +80,7 @@ func checkTrials(t *testing.T, p problem.Problem, trials []Trial) (passed int) {
 // was tuned).
 func tuneFamilyPinned(t *testing.T, lib *nvrtc.Library, worker []string, lim kernels.Limits, p problem.Problem, fam string) bool {
 	t.Helper()
-	cands, err := kernels.Enumerate(p, lim)
-	if err != nil {
-		t.Fatalf("enumerate: %v", err)
-	}
-	var kept []kernels.Candidate
-	for _, c := range cands {
-		if c.Family == fam && c.Rejected == "" {
-			kept = append(kept, c)
-		}
-	}
+	kept := keptOf(t, p, lim, fam)
 	if len(kept) == 0 {
 		return false
 	}
@@ -134,4 +125,21 @@ func checkPinnedOK(t *testing.T, trials []Trial, want map[string]bool, n int) {
 	if seen != n {
 		t.Errorf("%d of the %d pinned kernels measured", seen, n)
 	}
+}
+
+// keptOf returns family fam's candidates for p that no rule rejects, in
+// enumeration order.
+func keptOf(t *testing.T, p problem.Problem, lim kernels.Limits, fam string) []kernels.Candidate {
+	t.Helper()
+	cands, err := kernels.Enumerate(p, lim)
+	if err != nil {
+		t.Fatalf("enumerate: %v", err)
+	}
+	var kept []kernels.Candidate
+	for _, c := range cands {
+		if c.Family == fam && c.Rejected == "" {
+			kept = append(kept, c)
+		}
+	}
+	return kept
 }

@@ -47,16 +47,7 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
 			p := problem.Problem{Shape: shape, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 			t.Run(p.String(), func(t *testing.T) {
-				cands, err := kernels.Enumerate(p, lim)
-				if err != nil {
-					t.Fatalf("enumerate: %v", err)
-				}
-				var kept []kernels.Candidate
-				for _, c := range cands {
-					if c.Family == "wgmmaigemm" && c.Rejected == "" {
-						kept = append(kept, c)
-					}
-				}
+				kept := keptOf(t, p, lim, "wgmmaigemm")
 				if len(kept) == 0 {
 					t.Fatal("no kept wgmmaigemm dgrad candidate")
 				}

@@ -66,16 +66,7 @@ func TestWGMMAIGEMMNCHW(t *testing.T) {
 // kernel passed.
 func wgmmaIGEMMTF32Run(t *testing.T, lib *nvrtc.Library, worker []string, lim kernels.Limits, p problem.Problem, chain string) {
 	t.Run(p.String()+" "+chain, func(t *testing.T) {
-		cands, err := kernels.Enumerate(p, lim)
-		if err != nil {
-			t.Fatalf("enumerate: %v", err)
-		}
-		var kept []kernels.Candidate
-		for _, c := range cands {
-			if c.Family == "wgmmaigemm" && c.Rejected == "" {
-				kept = append(kept, c)
-			}
-		}
+		kept := keptOf(t, p, lim, "wgmmaigemm")
 		if len(kept) == 0 {
 			t.Fatal("no kept wgmmaigemm candidate")
 		}
