@@ -181,7 +181,6 @@ type knobs struct {
 	BM, BN, BK, Warpgroups, Stages, BlocksPerSM, Producer, Swizzle int
 	SplitK                                                         int `knob:",optional"`
 	ARegs                                                          int `knob:",optional"`
-	RoundAhead                                                     int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -214,10 +213,6 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
 	case c.ARegs == 1 && c.Swizzle != 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs needs Swizzle=1", cfg)
-	case c.RoundAhead < 0 || c.RoundAhead > 1:
-		return c, fmt.Errorf("wgmmaigemm: config %s: RoundAhead must be 0 or 1", cfg)
-	case c.RoundAhead == 1 && c.Producer != 0:
-		return c, fmt.Errorf("wgmmaigemm: config %s: RoundAhead needs Producer=0 (the producer rounds off the computing path already)", cfg)
 	}
 	if c.SplitK == 1 {
 		c.SplitK = 0 // SplitK=1 is the unsplit kernel, under its ID
@@ -341,10 +336,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		for _, bn := range spaceBN {
 			for _, oc := range spaceOccupancy {
 				for _, ar := range aregs {
-					for _, ra := range aregs { // tf32: rounding ahead too (RoundAhead)
-						c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, RoundAhead: ra}
-						out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
-					}
+					c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar}
+					out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 				}
 			}
 		}
@@ -396,8 +389,6 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("shared memory", "%d blocks × (%d + 1024) B > %d per SM", c.BlocksPerSM, g.SharedBytes, lim.MaxSharedPerBlock+1024)
 	case c.BlocksPerSM*g.Threads*(g.Acc+hopper.SpareRegs+8) > lim.RegistersPerSM:
 		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
-	case c.RoundAhead == 1 && g.ElemBytes != 4:
-		return family.Hard("roundahead", "RoundAhead rounds tf32 operands, not %s", p.Precision)
 	case c.ARegs == 1 && g.ElemBytes != 4:
 		return family.Hard("aregs", "ARegs rounds tf32's A in registers, not %s", p.Precision)
 	case c.BK*g.ElemBytes > 128 && g.KTiles < 4:
@@ -440,9 +431,6 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if p.Op == problem.OpDgrad && c.Swizzle != 1 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)", cfg)
-	}
-	if c.RoundAhead == 1 && g.ElemBytes != 4 {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: RoundAhead rounds tf32 operands, not %s", cfg, p.Precision)
 	}
 	if c.ARegs == 1 && g.ElemBytes != 4 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: ARegs rounds tf32's A in registers, not %s", cfg, p.Precision)
@@ -494,12 +482,12 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// ARegs: tf32's A fragments go to wgmma from registers, read
 		// with ldmatrix and rounded there; ARegOperands, RSDescB and
 		// RSScale are that wgmma's operand numbers.
-		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX, ARegs, RoundAhead bool
-		Col, Cols, ARegOperands                                   string
-		RSDescB, RSScale                                          int
+		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX, ARegs bool
+		Col, Cols, ARegOperands                       string
+		RSDescB, RSScale                              int
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, c.RoundAhead == 1, col, cols,
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
