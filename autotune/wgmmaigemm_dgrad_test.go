@@ -74,8 +74,6 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 					if i == len(cases)-1 {
 						cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4,
 							"BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "ARegs": 1})
-						cfgs = append(cfgs, kernels.Config{"BM": 128, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4,
-							"BlocksPerSM": 1, "Producer": 2, "Swizzle": 1, "ARegs": 1})
 					}
 				}
 				var extra []kernels.Kernel

@@ -56,8 +56,8 @@ var templateFS embed.FS
 //     side (no swizzle); 1, rows of 128 bytes in wgmma's 128-byte swizzle
 //     (needs 128-byte tile rows);
 //   - Producer: 0, every thread copies and computes, a block barrier per
-//     k-tile; 1 or 2, one or two more warpgroups only copy (and round tf32),
-//     handing stages over through mbarriers (warp specialisation);
+//     k-tile; 1, one more warpgroup only copies, handing stages over through
+//     mbarriers (warp specialisation);
 //   - SplitK: blocks of a thread-block cluster (grid z, __cluster_dims__)
 //     that split the k-tiles of one output tile in contiguous, balanced
 //     ranges and add their FP32 partial tiles up in distributed shared
@@ -201,8 +201,8 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: Stages must be 3 to 8", cfg)
 	case c.Swizzle < 0 || c.Swizzle > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Swizzle must be 0 or 1", cfg)
-	case c.Producer < 0 || c.Producer > 2:
-		return c, fmt.Errorf("wgmmaigemm: config %s: Producer must be 0, 1 or 2", cfg)
+	case c.Producer < 0 || c.Producer > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Producer must be 0 or 1", cfg)
 	case c.BlocksPerSM < 1 || c.BlocksPerSM > 4:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BlocksPerSM must be 1 to 4", cfg)
 	case c.SplitK != 0 && c.SplitK != 1 && c.SplitK != 2 && c.SplitK != 4 && c.SplitK != 8:
@@ -274,15 +274,19 @@ func geom(p problem.Problem, c knobs) geometry {
 	if p.Op == problem.OpDgrad && g.ElemBytes == 2 {
 		g.BLBO, g.BSBO = 1024, c.BN/64*1024
 		g.BChunks = c.BN / g.Vec
-		g.BRowsPerIter = g.loaders(c) / g.BChunks
+		loaders := g.Threads // copying threads: all, or the producer warpgroup
+		if c.Producer == 1 {
+			loaders = 128
+		}
+		g.BRowsPerIter = loaders / g.BChunks
 	}
 	return g
 }
 
-// loaders is the threads that copy: all, or the producer warpgroups.
+// loaders is the threads that copy: all, or the producer warpgroup.
 func (g geometry) loaders(c knobs) int {
-	if c.Producer > 0 {
-		return 128 * c.Producer
+	if c.Producer == 1 {
+		return 128
 	}
 	return g.Threads
 }
@@ -314,11 +318,7 @@ var (
 	// rounding pass off the computing threads' path), on these tiles
 	// (BM, Warpgroups, BN, Stages; one block per SM).
 	spaceARegsProducerTiles = [][4]int{{128, 2, 128, 4}, {128, 2, 256, 4}, {128, 1, 128, 4}}
-	// tf32's two producer warpgroups (Producer=2: twice the threads for
-	// the copies and the rounding), with and without ARegs, on these tiles
-	// (BM, Warpgroups, BN, Stages; one block per SM).
-	spaceTwoProducerTiles = [][4]int{{128, 2, 128, 4}, {128, 1, 128, 4}, {64, 1, 256, 4}}
-	spaceSplitTiles       = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
+	spaceSplitTiles         = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
@@ -346,12 +346,6 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		for _, t := range spaceARegsProducerTiles {
 			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1}
 			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
-		}
-		for _, t := range spaceTwoProducerTiles {
-			for _, ar := range aregs {
-				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 2, ARegs: ar}
-				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
-			}
 		}
 	}
 	for _, t := range spaceSplitTiles {
