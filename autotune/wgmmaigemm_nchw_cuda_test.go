@@ -21,7 +21,8 @@ import (
 // tiles), a KernelBench-style 3×3 without bias, and the odd shape with the
 // epilogue chains scale_shift,relu and residual(0.5) (their NCHW offsets):
 // pinned to the first, middle and last kept configurations, plus the
-// producer warpgroup and no swizzle where they render, and A through
+// producer warpgroup and no swizzle (128- and 256-byte rows) where they
+// render, and A through
 // registers (ARegs: ldmatrix, rounded there; alone, with split-K and with
 // the producer). The same problems in NHWC (but the chains) check ARegs
 // there. Every kernel must pass the float64 checks within tf32's bound;
@@ -75,6 +76,7 @@ func wgmmaIGEMMTF32Run(t *testing.T, lib *nvrtc.Library, worker []string, lim ke
 		for _, c := range []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
+			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "ARegs": 1}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 256, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "ARegs": 1}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "SplitK": 2, "ARegs": 1}},

@@ -241,7 +241,8 @@ func forward[E, O convrt.Element](t *testing.T, k *convrt.Kernel, codec convrt.C
 	// which are counted, not failed.
 	s := p.Shape
 	in := random(rng, codec, nIn, 0, 1)
-	nanAt, infAt := [4]int{0, 0, s.H / 2, s.W / 2}, [4]int{s.N - 1, s.C - 1, s.H / 3, 2 * s.W / 3}
+	// Both in image 0, so that every other image must come out finite.
+	nanAt, infAt := [4]int{0, 0, s.H / 2, s.W / 2}, [4]int{0, s.C - 1, s.H / 3, 2 * s.W / 3}
 	nanWin, infWin := windowOf(p, nanAt[0], nanAt[1], nanAt[2], nanAt[3]), windowOf(p, infAt[0], infAt[1], infAt[2], infAt[3])
 	nanOff, infOff := convrt.InputAt(p, nanAt[0], nanAt[1], nanAt[2], nanAt[3]), convrt.InputAt(p, infAt[0], infAt[1], infAt[2], infAt[3])
 	if infOff == nanOff {
