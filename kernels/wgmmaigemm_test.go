@@ -209,13 +209,8 @@ func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
 		}
 		for _, lay := range layouts {
 			p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
-			if err := f.Serves(p); err != nil {
-				t.Errorf("%s: declined: %v", p, err)
-				continue
-			}
-			keep := kept(family.AdmitSoft(f.Space(p, lim)))
+			keep := servedKept(t, f, p, lim)
 			if len(keep) == 0 {
-				t.Errorf("%s: no candidate kept", p)
 				continue
 			}
 			m := s.N * s.P() * s.Q()
@@ -546,13 +541,8 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		}
 		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
 			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
-			if err := f.Serves(p); err != nil {
-				t.Errorf("%s: declined: %v", p, err)
-				continue
-			}
-			keep := kept(family.AdmitSoft(f.Space(p, lim)))
+			keep := servedKept(t, f, p, lim)
 			if len(keep) == 0 {
-				t.Errorf("%s: no candidate kept", p)
 				continue
 			}
 			m := s.N * s.H * s.W
@@ -730,4 +720,20 @@ func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// servedKept returns wgmmaigemm's kept candidates for p, as Enumerate
+// admits them, failing t (and returning none) where the family declines p
+// or keeps nothing.
+func servedKept(t *testing.T, f WGMMAIGEMM, p problem.Problem, lim Limits) []Candidate {
+	t.Helper()
+	if err := f.Serves(p); err != nil {
+		t.Errorf("%s: declined: %v", p, err)
+		return nil
+	}
+	keep := kept(family.AdmitSoft(f.Space(p, lim)))
+	if len(keep) == 0 {
+		t.Errorf("%s: no candidate kept", p)
+	}
+	return keep
 }
