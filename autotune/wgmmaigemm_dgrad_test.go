@@ -114,3 +114,71 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 		}
 	}
 }
+
+// TestWGMMAIGEMMDgradFold tunes folded tf32 data gradients (Fold=1: the
+// stride phases as the GEMM's columns, B gathered element by element)
+// through wgmmaigemm alone, in both layouts: the flagship's geometry at a
+// small size (C=3, 11x11, stride 4), one whose row phases 2 and 3 meet no
+// tap (their dX must come out zero), asymmetric strides with odd C and K
+// (NCHW only in NHWC's stead where K is not a multiple of 4), a 7x7
+// stride-2 stem, a ResNet-like stride-2 3x3 with C=64 (folded columns in
+// several tiles) and a stride-1 3x3 in NCHW (NCHW dgrad is always folded).
+// Pinned: the first and last kept configurations, and on the first shape
+// the tile of its 48 columns with A through registers and with the
+// producer warpgroup. Every kernel must pass the float64 checks within
+// tf32's bound. 11 tuning runs, about 30 kernels.
+func TestWGMMAIGEMMDgradFold(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	tf32, nhwc, nchw := problem.TF32, problem.NHWC, problem.NCHW
+	runDgradCases(t, []dgradCase{
+		{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []precLayout{{tf32, nhwc}, {tf32, nchw}}},
+		{"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", []precLayout{{tf32, nhwc}, {tf32, nchw}}},
+		{"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []precLayout{{tf32, nchw}}},
+		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", []precLayout{{tf32, nhwc}, {tf32, nchw}}},
+		{"N=4,C=64,H=28,W=28,K=32,R=3,S=3,stride=2,pad=1", []precLayout{{tf32, nhwc}, {tf32, nchw}}},
+		{"N=4,C=24,H=14,W=14,K=40,R=3,S=3,pad=1", []precLayout{{tf32, nchw}}},
+	}, func(t *testing.T, p problem.Problem) {
+		kept := keptOf(t, p, lim, "wgmmaigemm")
+		if len(kept) == 0 {
+			t.Fatal("no kept folded wgmmaigemm candidate")
+		}
+		pins := []string{kept[0].ID()}
+		if last := kept[len(kept)-1].ID(); last != pins[0] {
+			pins = append(pins, last)
+		}
+		var extra []kernels.Kernel
+		if p.Shape.C == 3 && p.Shape.StrideH == 4 {
+			for _, cfg := range []kernels.Config{
+				{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1, "ARegs": 1},
+				{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "Fold": 1},
+			} {
+				k, err := kernels.RenderCandidate(p, kernels.Candidate{Family: "wgmmaigemm", Config: cfg})
+				if err != nil {
+					t.Fatalf("render %s: %v", cfg, err)
+				}
+				extra = append(extra, k)
+			}
+		}
+		for _, id := range pins {
+			if !strings.Contains(id, "Fold=1") {
+				t.Fatalf("kept candidate %s is not folded", id)
+			}
+		}
+		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins, Extra: extra,
+			Trials: 0, Runs: 10, Seed: 31, Timeout: 60 * time.Second})
+		if err != nil {
+			t.Fatalf("tune: %v", err)
+		}
+		if passed := checkTrials(t, p, res.Trials); passed != len(pins)+len(extra) {
+			t.Errorf("%d of %d folded kernels passed", passed, len(pins)+len(extra))
+		}
+		for _, tr := range res.Trials {
+			if tr.Family == "wgmmaigemm" && tr.Status != StatusRejected && tr.Status != StatusSkipped {
+				t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
+			}
+		}
+	})
+}

@@ -223,8 +223,8 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 			// time (its rows are not contiguous filter runs).
 			g.Folded, g.Phases = true, 1
 			g.CF = s.StrideH * s.StrideW * s.C
-			g.DPMin, g.NDP = offsetSpan(dgradphase.Rows(s))
-			g.DQMin, g.NDQ = offsetSpan(dgradphase.Cols(s))
+			g.DPMin, g.NDP = dgradphase.Rows(s).OffsetSpan()
+			g.DQMin, g.NDQ = dgradphase.Cols(s).OffsetSpan()
 			g.KRed = g.NDP * g.NDQ * s.K
 			g.KTiles = family.CeilDiv(g.KRed, c.BK)
 			g.TilesN = family.CeilDiv(g.CF, c.BN)
@@ -251,27 +251,6 @@ func igemmGeom(p problem.Problem, c igemmKnobs) igemmGeometry {
 	}
 	g.Registers = acc + frags + 40
 	return g
-}
-
-// offsetSpan is the smallest range [lo, lo+n) holding every phase's output
-// offsets along an axis (n ≥ 1; lo 0 when no phase has a tap).
-func offsetSpan(ts dgradphase.Taps) (lo, n int) {
-	first, hi := true, 0
-	for _, offs := range ts.Off {
-		for _, o := range offs {
-			if first || o < lo {
-				lo = o
-			}
-			if first || o > hi {
-				hi = o
-			}
-			first = false
-		}
-	}
-	if first {
-		return 0, 1
-	}
-	return lo, hi - lo + 1
 }
 
 // The knob values the space takes: block tiles, warp grids, and (BK,

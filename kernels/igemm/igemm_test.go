@@ -45,7 +45,7 @@ func TestFoldGeometry(t *testing.T) {
 	if !g.Folded || g.CF != 48 || g.DPMin != -2 || g.NDP != 4 || g.DQMin != -2 || g.NDQ != 4 || g.KRed != 4*4*96 || g.TilesN != 1 || g.GridZ != 1 || g.M != 256*56*56 {
 		t.Errorf("flagship fold geometry %+v", g)
 	}
-	if lo, n := offsetSpan(dgradphase.Axis(1, 2, 0, 1)); lo != 0 || n != 1 {
+	if lo, n := dgradphase.Axis(1, 2, 0, 1).OffsetSpan(); lo != 0 || n != 1 {
 		t.Errorf("1-tap stride-2 span [%d, +%d), want [0, +1)", lo, n)
 	}
 	if !foldable(p) {

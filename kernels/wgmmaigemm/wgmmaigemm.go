@@ -11,6 +11,7 @@ import (
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/kernels/internal/hopper"
 	"github.com/convgen/convgen/problem"
 )
@@ -39,6 +40,15 @@ var templateFS embed.FS
 // as rows of the reduction into wgmma's MN-major 128-byte swizzle and read
 // transposed (imm-trans-b), which only 16-bit wgmma can do. No bias,
 // epilogue chain or other output type; Swizzle=1 only.
+//
+// In tf32, strided dgrad and NCHW dgrad are folded (Fold=1, as igemm's
+// Fold): one GEMM of the N·HP·WP phase pixels (HP = ⌈H/stride_h⌉, WP
+// likewise) by the stride_h·stride_w·C columns (a, b, c), dX pixel (a +
+// stride_h·i, b + stride_w·j) channel c, over the union of the phases' dY
+// offsets × K; B, the filter gathered with zeros where a phase meets no
+// tap, is copied element by element, A (dY) by 16-byte copies in NHWC (K a
+// multiple of 4) and element by element in NCHW. A channel-poor first
+// layer (the flagship's C=3, stride 4) so fills the tile's columns.
 //
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
@@ -69,6 +79,9 @@ var templateFS embed.FS
 //     read with ldmatrix and rounded to TF32 there, so that only B is
 //     rounded in shared memory; absent (or 0), both operands are rounded
 //     in shared memory. Searched beside every tf32 configuration.
+//   - Fold (tf32 dgrad, optional): 1, the folded data gradient above, with
+//     BN also the folded columns rounded up to 8; required where the
+//     stride is above 1 or the layout NCHW, refused elsewhere.
 type Family struct{}
 
 // Name implements family.Family.
@@ -78,7 +91,8 @@ func (Family) Name() string { return "wgmmaigemm" }
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
 // Serves implements family.Family: op fprop (NHWC; NCHW in tf32, where
-// C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC).
+// C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC), and in tf32
+// at any stride in both layouts (folded).
 func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
 	switch p.Op {
@@ -110,16 +124,19 @@ func (Family) Serves(p problem.Problem) error {
 	}
 	if p.Layout != problem.NHWC {
 		// NCHW: A copied element by element (4-byte cp.async), tf32
-		// only; B's rows (the KCRS filter's) in 16-byte copies.
+		// only; B's rows (the KCRS filter's) in 16-byte copies, or,
+		// folded dgrad, element by element.
 		switch {
-		case p.Op != problem.OpFprop || p.Precision != problem.TF32:
-			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 op=fprop only (its A copied one 4-byte element at a time), not %s op=%s", p.Precision, p.Op)
+		case p.Precision != problem.TF32:
+			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 only (its A copied one 4-byte element at a time), not %s op=%s", p.Precision, p.Op)
+		case p.Op == problem.OpDgrad:
+			return nil
 		case (s.C*s.R*s.S)%4 != 0:
 			return fmt.Errorf("wgmmaigemm NCHW needs C·R·S divisible by 4 (16-byte copies of a filter row), not %d", s.C*s.R*s.S)
 		}
 		return nil
 	}
-	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 {
+	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 && !folds(p) {
 		if p.Op == problem.OpDgrad {
 			return fmt.Errorf("wgmmaigemm dgrad needs C divisible by %d (16-byte copies of a filter row's channels), not %d", vec, s.C)
 		}
@@ -158,29 +175,38 @@ func wideIndex(p problem.Problem) (bool, error) {
 }
 
 // servesDgrad declines the data gradients the dgrad kernel does not
-// compute: strided ones (their stride holes need igemm's phases) and K
-// that 16-byte copies of dY's channels cannot cover. (TF32's B, the
-// filter's channels, is MN-major, which wgmma reads for 16-bit types only:
-// the TF32 kernel copies it element by element into K-major rows.)
+// compute: strided ones outside tf32 (their stride holes need igemm's
+// phases or the tf32 fold's element copies of B) and, in NHWC, K that
+// 16-byte copies of dY's channels cannot cover. (TF32's B, the filter's
+// channels, is MN-major, which wgmma reads for 16-bit types only: the TF32
+// kernel copies it element by element into K-major rows.)
 func servesDgrad(p problem.Problem) error {
 	s := p.Shape
 	vec := 16 / p.Precision.ElementBytes()
 	switch {
-	case s.StrideH != 1 || s.StrideW != 1:
-		return fmt.Errorf("wgmmaigemm dgrad serves stride 1, not %dx%d (igemm and dgradmma split a strided dX into phases)", s.StrideH, s.StrideW)
-	case s.K%vec != 0:
+	case (s.StrideH != 1 || s.StrideW != 1) && p.Precision != problem.TF32:
+		return fmt.Errorf("wgmmaigemm dgrad serves stride 1 in %s, not %dx%d (igemm and dgradmma split a strided dX into phases; tf32 folds them)", p.Precision, s.StrideH, s.StrideW)
+	case p.Layout == problem.NHWC && s.K%vec != 0:
 		return fmt.Errorf("wgmmaigemm dgrad needs K divisible by %d (16-byte copies of dY's channels), not %d", vec, s.K)
 	}
 	return nil
 }
 
-// knobs are a configuration's knobs (see Family). SplitK and ARegs are
-// optional (0: no split, A read by wgmma from shared memory), so that the
-// other configurations keep their IDs and kernels.
+// folds says whether p is computed folded (Fold=1): a tf32 data gradient
+// at a stride above 1 or in NCHW.
+func folds(p problem.Problem) bool {
+	s := p.Shape
+	return p.Op == problem.OpDgrad && p.Precision == problem.TF32 && (s.StrideH*s.StrideW > 1 || p.Layout == problem.NCHW)
+}
+
+// knobs are a configuration's knobs (see Family). SplitK, ARegs and Fold
+// are optional (0: no split, A read by wgmma from shared memory, not
+// folded), so that the other configurations keep their IDs and kernels.
 type knobs struct {
 	BM, BN, BK, Warpgroups, Stages, BlocksPerSM, Producer, Swizzle int
 	SplitK                                                         int `knob:",optional"`
 	ARegs                                                          int `knob:",optional"`
+	Fold                                                           int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -193,8 +219,14 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: Warpgroups must be 1 to 4", cfg)
 	case c.BM < 64 || c.BM%(64*c.Warpgroups) != 0 || c.BM/(64*c.Warpgroups) > 2:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BM must be 64 × Warpgroups × (1 or 2)", cfg)
-	case c.BN != 64 && c.BN != 128 && c.BN != 256:
+	case c.Fold < 0 || c.Fold > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Fold must be 0 or 1", cfg)
+	case c.Fold == 1 && (c.BN < 8 || c.BN > 256 || c.BN%8 != 0):
+		return c, fmt.Errorf("wgmmaigemm: config %s: a folded BN must be a multiple of 8 up to 256", cfg)
+	case c.Fold == 0 && c.BN != 64 && c.BN != 128 && c.BN != 256:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BN must be 64, 128 or 256", cfg)
+	case c.Fold == 1 && c.SplitK > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Fold does not split K", cfg)
 	case c.BK < 16 || c.BK%16 != 0:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BK must be a positive multiple of 16", cfg)
 	case c.Stages < 3 || c.Stages > 8:
@@ -240,6 +272,11 @@ type geometry struct {
 	// rows (its stride byte offset); BChunks: 16-byte copies per B row
 	// (BN/Vec), BRowsPerIter: B rows the copying threads cover at once.
 	BLBO, BSBO, BChunks, BRowsPerIter int
+	// Fold: the phase grid HP x WP, the folded columns CF = SH·SW·C and
+	// the union of the phases' dY offsets, dp in [DPMin, DPMin+NDP), dq in
+	// [DQMin, DQMin+NDQ).
+	Folded                             bool
+	HP, WP, CF, DPMin, NDP, DQMin, NDQ int
 }
 
 func geom(p problem.Problem, c knobs) geometry {
@@ -250,6 +287,14 @@ func geom(p problem.Problem, c knobs) geometry {
 	cols := s.K
 	if p.Op == problem.OpDgrad {
 		g.M, g.KRed, cols = s.N*s.H*s.W, s.K*s.R*s.S, s.C
+	}
+	if c.Fold == 1 {
+		g.Folded = true
+		g.HP, g.WP = family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
+		g.CF = s.StrideH * s.StrideW * s.C
+		g.DPMin, g.NDP = dgradphase.Rows(s).OffsetSpan()
+		g.DQMin, g.NDQ = dgradphase.Cols(s).OffsetSpan()
+		g.M, g.KRed, cols = s.N*g.HP*g.WP, g.NDP*g.NDQ*s.K, g.CF
 	}
 	g.KTiles = family.CeilDiv(g.KRed, c.BK)
 	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(cols, c.BN)
@@ -332,11 +377,19 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	if p.Precision == problem.TF32 {
 		aregs = []int{0, 1} // tf32: A through registers too (ARegs)
 	}
+	bns, fold := spaceBN, 0
+	if folds(p) {
+		// Folded: also the folded columns, rounded up to 8, as one tile.
+		fold = 1
+		if cf := family.CeilDiv(p.Shape.StrideH*p.Shape.StrideW*p.Shape.C, 8) * 8; cf < 64 || (cf < 256 && cf%64 != 0) {
+			bns = append([]int{cf}, spaceBN...)
+		}
+	}
 	for _, mw := range spaceBMWarpgroups {
-		for _, bn := range spaceBN {
+		for _, bn := range bns {
 			for _, oc := range spaceOccupancy {
 				for _, ar := range aregs {
-					c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar}
+					c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold}
 					out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 				}
 			}
@@ -344,7 +397,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	}
 	if p.Precision == problem.TF32 {
 		for _, t := range spaceARegsProducerTiles {
-			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1}
+			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold}
 			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 		}
 	}
@@ -352,7 +405,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		for _, sk := range spaceSplitK {
 			for _, ar := range aregs {
 				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar}
-				if g := geom(p, c); lim.SMs == 0 || g.TilesM*g.TilesN >= lim.SMs || g.KTiles < 4*sk {
+				if g := geom(p, c); fold == 1 || lim.SMs == 0 || g.TilesM*g.TilesN >= lim.SMs || g.KTiles < 4*sk {
 					continue
 				}
 				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
@@ -395,7 +448,13 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("waste", "BK=%d leaves %d k-tiles", c.BK, g.KTiles)
 	case p.Op == problem.OpDgrad && c.Swizzle != 1:
 		return family.Hard("swizzle", "dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)")
-	case p.Op == problem.OpDgrad && c.BN > 64 && 2*p.Shape.C <= c.BN:
+	case c.Fold == 1 && !folds(p):
+		return family.Hard("fold", "Fold folds a tf32 data gradient at a stride above 1 or in NCHW, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+	case c.Fold == 0 && folds(p):
+		return family.Hard("fold", "a tf32 data gradient at stride %dx%d in %s is computed folded (Fold=1)", p.Shape.StrideH, p.Shape.StrideW, p.Layout)
+	case c.Fold == 1 && c.BN > 64 && 2*g.CF <= c.BN:
+		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
+	case p.Op == problem.OpDgrad && c.Fold == 0 && c.BN > 64 && 2*p.Shape.C <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)
 	case p.Op != problem.OpDgrad && c.BN > 64 && 2*p.Shape.K <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice K=%d", c.BN, p.Shape.K)
@@ -435,6 +494,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if c.ARegs == 1 && g.ElemBytes != 4 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: ARegs rounds tf32's A in registers, not %s", cfg, p.Precision)
 	}
+	if (c.Fold == 1) != folds(p) {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a tf32 data gradient at a stride above 1 or in NCHW (%s op=%s %s, stride %dx%d)",
+			cfg, p.Precision, p.Op, p.Layout, p.Shape.StrideH, p.Shape.StrideW)
+	}
 	if p.Layout == problem.NCHW && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
 	}
@@ -466,6 +529,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		name = fmt.Sprintf("convgen_wgmmaigemm_dgrad_%s_%s", p.Precision, family.KernelSuffix(cfg))
 		col, cols = "c", "C"
 	}
+	if g.Folded {
+		cols = "CF"
+	}
 	data := struct {
 		family.ShapeData
 		geometry
@@ -476,7 +542,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		ScaleOperand                             int
 		// Dgrad: the data gradient; BMN (fp16, bf16) its B MN-major in
 		// shared memory, BT (tf32) its B copied transposed, K-major.
-		// NCHWA: the forward in NCHW (A copied element by element).
+		// NCHWA: the forward or the folded dgrad in NCHW (A copied
+		// element by element); Folded (in geometry): the folded dgrad.
 		// Wide: 64-bit image offsets (wideIndex); PixelsOnX: the pixel
 		// tiles along gridDim.x (more than 65535 of them).
 		// ARegs: tf32's A fragments go to wgmma from registers, read
@@ -487,7 +554,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		RSDescB, RSScale                              int
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, !dgrad && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || g.Folded) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {

@@ -50,6 +50,27 @@ func Rows(s problem.Shape) Taps { return Axis(s.R, s.StrideH, s.PadH, s.Dilation
 // W).
 func Cols(s problem.Shape) Taps { return Axis(s.S, s.StrideW, s.PadW, s.DilationW) }
 
+// OffsetSpan is the smallest range [lo, lo+n) holding every phase's
+// output offsets along the axis (n ≥ 1; lo 0 when no phase has a tap).
+func (ts Taps) OffsetSpan() (lo, n int) {
+	first, hi := true, 0
+	for _, offs := range ts.Off {
+		for _, o := range offs {
+			if first || o < lo {
+				lo = o
+			}
+			if first || o > hi {
+				hi = o
+			}
+			first = false
+		}
+	}
+	if first {
+		return 0, 1
+	}
+	return lo, hi - lo + 1
+}
+
 // Count is the C initialiser of the taps per phase ("3, 2, 3, 3").
 func (ts Taps) Count() string {
 	b := make([]string, len(ts.Tap))

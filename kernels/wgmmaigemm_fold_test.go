@@ -1,0 +1,193 @@
+package kernels
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// wgmmaFoldShapes are data gradients wgmmaigemm computes folded in tf32:
+// the flagship's (C=3, 11x11, stride 4), one whose row phases 2 and 3 meet
+// no tap (dilation 4), asymmetric strides with odd C and K, a 7x7 stride-2
+// stem and, in NCHW only, a stride-1 3x3 (NCHW dgrad is always folded).
+var wgmmaFoldShapes = []string{
+	"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2",
+	"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false",
+	"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2",
+	"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3",
+	"N=4,C=24,H=14,W=14,K=40,R=3,S=3,pad=1",
+}
+
+// TestWGMMAIGEMMDgradFold checks the folded tf32 data gradient's rules:
+// which problems fold (every tf32 dgrad at a stride above 1, and NCHW at
+// any stride; never 16-bit types, which igemm's fold serves, nor NHWC at
+// stride 1), that a foldable problem's candidates are all Fold=1 (and the
+// folded columns rounded up to 8 are among the tiles), the flagship's
+// geometry, the grid over the folded columns and phase pixels, and Fold
+// refused where it does not apply.
+func TestWGMMAIGEMMDgradFold(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	f := WGMMAIGEMM{}
+	dgrad := func(spec string, prec problem.Precision, lay problem.Layout) problem.Problem {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bias = false
+		return problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
+	}
+	for i, spec := range wgmmaFoldShapes {
+		for _, lay := range []problem.Layout{problem.NHWC, problem.NCHW} {
+			p := dgrad(spec, problem.TF32, lay)
+			s := p.Shape
+			strided := s.StrideH*s.StrideW > 1
+			if !strided && lay == problem.NHWC {
+				continue
+			}
+			if strided && lay == problem.NHWC && s.K%4 != 0 {
+				if err := f.Serves(p); err == nil || !strings.Contains(err.Error(), "K divisible by 4") {
+					t.Errorf("%s: %v, want a refusal naming K divisible by 4", p, err)
+				}
+				continue
+			}
+			keep := servedKept(t, f, p, lim)
+			if len(keep) == 0 {
+				t.Errorf("%s: no kept candidate", p)
+				continue
+			}
+			cf := s.StrideH * s.StrideW * s.C
+			hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
+			bns := map[int]bool{}
+			for _, c := range f.Space(p, lim) {
+				if c.Config["Fold"] != 1 {
+					t.Errorf("%s %s: a foldable problem's candidate without Fold=1", p, c.ID())
+				}
+				bns[c.Config["BN"]] = true
+			}
+			if r8 := family.CeilDiv(cf, 8) * 8; r8 < 64 && !bns[r8] {
+				t.Errorf("%s: no tile of the %d folded columns rounded up to 8 (BN %v)", p, cf, bns)
+			}
+			for _, c := range keep {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				want := [3]int{family.CeilDiv(cf, c.Config["BN"]), family.CeilDiv(s.N*hp*wp, c.Config["BM"]), 1}
+				if want[1] > 65535 {
+					want[0], want[1] = want[1], want[0]
+				}
+				if k.Grid != want || !strings.Contains(k.Source, "folded") || !strings.Contains(k.Name, "_dgrad_tf32_") {
+					t.Errorf("%s %s: kernel %s grid %v, want a folded dgrad kernel on grid %v", p, c.ID(), k.Name, k.Grid, want)
+				}
+			}
+			if i == 0 {
+				src := keep[0]
+				k, _ := RenderCandidate(p, src)
+				for _, d := range []string{"#define CF 48", "#define DP_MIN -2", "#define NDP 4", "#define DQ_MIN -2", "#define NDQ 4",
+					"#define HP 56", "#define WP 56", fmt.Sprintf("#define KRED %d", 4*4*96)} {
+					if !strings.Contains(k.Source, d) {
+						t.Errorf("flagship %s: source lacks %q", lay, d)
+					}
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		p    problem.Problem
+		want string
+	}{
+		{dgrad(wgmmaFoldShapes[0], problem.FP16, problem.NHWC), "stride 1 in fp16"},
+		{dgrad(wgmmaFoldShapes[0], problem.BF16, problem.NCHW), "stride 1 in bf16"},
+		{dgrad(wgmmaFoldShapes[4], problem.FP16, problem.NCHW), "NCHW in tf32 only"},
+	} {
+		if err := f.Serves(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", tc.p, err, tc.want)
+		}
+	}
+	cfg := Config{"BM": 128, "BN": 64, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
+	folded := Config{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1}
+	for _, tc := range []struct {
+		p   problem.Problem
+		cfg Config
+	}{
+		{dgrad(wgmmaFoldShapes[0], problem.TF32, problem.NCHW), cfg},                                                                                 // foldable without Fold
+		{dgrad(wgmmaFoldShapes[4], problem.TF32, problem.NHWC), folded},                                                                              // NHWC stride 1: not folded
+		{problem.Problem{Shape: dgrad(wgmmaFoldShapes[4], problem.TF32, problem.NHWC).Shape, Precision: problem.TF32, Layout: problem.NHWC}, folded}, // the forward
+		{dgrad(wgmmaFoldShapes[0], problem.TF32, problem.NCHW), Config{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1, "SplitK": 2}},
+	} {
+		if _, err := f.Render(tc.p, tc.cfg); err == nil {
+			t.Errorf("%s op=%s %s: rendered, want a refusal", tc.p, tc.p.Op, tc.cfg)
+		}
+	}
+}
+
+// TestWGMMAIGEMMDgradFoldFrontEnd runs folded dgrad kernels through
+// NVRTC's front end for sm_90a: on every fold shape in both layouts (NHWC
+// where K allows), one kept configuration, and on the flagship the tile of
+// its 48 columns with A through registers and with the producer
+// warpgroup (every kept one with the full sweep). Each PTX must hold the
+// wgmma of its BN, the 4-byte copies of B, the rounding to TF32 and, for
+// the producer, its mbarrier wait.
+func TestWGMMAIGEMMDgradFoldFrontEnd(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	var jobs []compileJob
+	for i, spec := range wgmmaFoldShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bias = false
+		for j, lay := range []problem.Layout{problem.NHWC, problem.NCHW} {
+			p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: lay, Op: problem.OpDgrad}
+			if (WGMMAIGEMM{}).Serves(p) != nil {
+				continue
+			}
+			cands := kept(WGMMAIGEMM{}.Space(p, lim))
+			if len(cands) == 0 {
+				t.Fatalf("%s: no kept candidate", p)
+			}
+			if !fullSweep() {
+				cands = []Candidate{cands[(3*i+j)%len(cands)]}
+			}
+			if i == 0 {
+				for _, extra := range []Config{
+					{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1, "ARegs": 1},
+					{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "Fold": 1},
+				} {
+					cands = append(cands, Candidate{Family: "wgmmaigemm", Config: extra})
+				}
+			}
+			for _, c := range cands {
+				kern, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+			}
+		}
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			return "front end: " + err.Error()
+		}
+		if !strings.Contains(res.PTX, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", j.kernel.Config["BN"])) {
+			return "PTX lacks the tile's tf32 wgmma"
+		}
+		if !fourByteCopy.MatchString(res.PTX) || !tf32Rounding.MatchString(res.PTX) {
+			return "PTX lacks B's 4-byte copies or the rounding to TF32"
+		}
+		if j.kernel.Config["Producer"] == 1 && !strings.Contains(res.PTX, "mbarrier.try_wait.parity.shared::cta.b64") {
+			return "producer PTX lacks the mbarrier wait"
+		}
+		return ""
+	})
+}
