@@ -1,6 +1,7 @@
 // Package dgradphase holds the stride-phase tap tables of the data
 // gradient (dgrad), shared by the families that split dX into stride
-// phases (dgradmma, igemm's op=dgrad). Along an axis of stride s, the dX
+// phases (dgradmma, igemm's op=dgrad) or fold them into the GEMM's columns
+// (igemm's and wgmmaigemm's Fold). Along an axis of stride s, the dX
 // indices of one phase ph (index ≡ ph mod s) all meet the same filter taps:
 // those t with ph + pad − t·dil divisible by s. A phase is then a GEMM over
 // its valid taps only, which never visits a stride hole; the templates read
