@@ -277,6 +277,10 @@ type geometry struct {
 	// [DQMin, DQMin+NDQ).
 	Folded                             bool
 	HP, WP, CF, DPMin, NDP, DQMin, NDQ int
+	// TableBytes is the folded kernel's table in shared memory (after the
+	// stages and mbarriers): the filter offset of every (offset, column)
+	// pair of the tile, NDP·NDQ·BN ints.
+	TableBytes int
 }
 
 func geom(p problem.Problem, c knobs) geometry {
@@ -307,6 +311,10 @@ func geom(p problem.Problem, c knobs) geometry {
 	g.KStep = 32 / g.ElemBytes
 	g.StageBytes = (c.BM + c.BN) * c.BK * g.ElemBytes
 	g.SharedBytes = c.Stages*g.StageBytes + c.Producer*16*c.Stages // + the full and empty mbarriers
+	if g.Folded {
+		g.TableBytes = g.NDP * g.NDQ * c.BN * 4
+		g.SharedBytes += g.TableBytes
+	}
 	g.Split = max(1, c.SplitK)
 	g.RankKTiles = g.KTiles / g.Split
 	if g.Split > 1 {
