@@ -404,17 +404,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		}
 	}
 	if p.Precision == problem.TF32 {
-		seen := map[knobs]bool{}
 		for _, t := range spaceARegsProducerTiles {
-			bn := t[2]
-			if fold == 1 && bns[0] < 64 {
-				bn = bns[0] // the folded columns' tile in place of the wide ones
-			}
-			c := knobs{BM: t[0], Warpgroups: t[1], BN: bn, BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold}
-			if seen[c] {
-				continue
-			}
-			seen[c] = true
+			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold}
 			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
 		}
 	}
