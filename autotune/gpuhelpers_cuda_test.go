@@ -73,6 +73,22 @@ func checkTrials(t *testing.T, p problem.Problem, trials []Trial) (passed int) {
 	return passed
 }
 
+// tunePins tunes p over the pinned candidate IDs and the extra kernels
+// alone (10 timed runs each, seed as given) and requires every one of them
+// to pass the float64 checks within p's bound.
+func tunePins(t *testing.T, lib *nvrtc.Library, worker []string, p problem.Problem, pins []string, extra []kernels.Kernel, seed uint64) *Result {
+	t.Helper()
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins, Extra: extra,
+		Trials: 0, Runs: 10, Seed: seed, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	if passed := checkTrials(t, p, res.Trials); passed != len(pins)+len(extra) {
+		t.Errorf("%d of %d kernels passed", passed, len(pins)+len(extra))
+	}
+	return res
+}
+
 // tuneFamilyPinned tunes p through one family alone, pinned to three of its
 // kept configurations (the first, middle and last): every pin must pass
 // the float64 checks within p's bound and the winner must be the family's.

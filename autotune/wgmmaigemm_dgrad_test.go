@@ -3,10 +3,8 @@
 package autotune
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
@@ -89,14 +87,7 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 					extra = append(extra, k)
 					configOf[k.Family+"/"+k.Name] = k.Config.String()
 				}
-				res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins, Extra: extra,
-					Trials: 0, Runs: 10, Seed: 23, Timeout: 60 * time.Second})
-				if err != nil {
-					t.Fatalf("tune: %v", err)
-				}
-				if passed := checkTrials(t, p, res.Trials); passed != len(pins)+len(extra) {
-					t.Errorf("%d of %d kernels passed", passed, len(pins)+len(extra))
-				}
+				res := tunePins(t, lib, worker, p, pins, extra, 23)
 				if res.Winner == nil || res.Winner.Family != "wgmmaigemm" {
 					t.Errorf("winner %v, want a wgmmaigemm kernel", res.Winner)
 				}
@@ -167,14 +158,7 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 				t.Fatalf("kept candidate %s is not folded", id)
 			}
 		}
-		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins, Extra: extra,
-			Trials: 0, Runs: 10, Seed: 31, Timeout: 60 * time.Second})
-		if err != nil {
-			t.Fatalf("tune: %v", err)
-		}
-		if passed := checkTrials(t, p, res.Trials); passed != len(pins)+len(extra) {
-			t.Errorf("%d of %d folded kernels passed", passed, len(pins)+len(extra))
-		}
+		res := tunePins(t, lib, worker, p, pins, extra, 31)
 		for _, tr := range res.Trials {
 			if tr.Family == "wgmmaigemm" && tr.Status != StatusRejected && tr.Status != StatusSkipped {
 				t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
