@@ -462,6 +462,9 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("fold", "a tf32 data gradient at stride %dx%d in %s is computed folded (Fold=1)", p.Shape.StrideH, p.Shape.StrideW, p.Layout)
 	case c.Fold == 1 && c.BN > 64 && 2*g.CF <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
+	case c.Fold == 1 && c.BN == 64 && g.CF <= 56:
+		// The flagship's 48 columns: BN=64 never won against BN=48 (H100).
+		return family.Soft("waste", "BN=64 for %d folded columns: the tile of BN=%d holds them", g.CF, family.CeilDiv(g.CF, 8)*8)
 	case p.Op == problem.OpDgrad && c.Fold == 0 && c.BN > 64 && 2*p.Shape.C <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)
 	case p.Op != problem.OpDgrad && c.BN > 64 && 2*p.Shape.K <= c.BN:
