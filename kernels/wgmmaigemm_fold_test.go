@@ -120,6 +120,8 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 		{dgrad(wgmmaFoldShapes[4], problem.TF32, problem.NHWC), folded},                                                                              // NHWC stride 1: not folded
 		{problem.Problem{Shape: dgrad(wgmmaFoldShapes[4], problem.TF32, problem.NHWC).Shape, Precision: problem.TF32, Layout: problem.NHWC}, folded}, // the forward
 		{dgrad(wgmmaFoldShapes[0], problem.TF32, problem.NCHW), Config{"BM": 128, "BN": 48, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1, "SplitK": 2}},
+		// 8 x 32 filter elements over 512 copying threads.
+		{dgrad(wgmmaFoldShapes[0], problem.TF32, problem.NCHW), Config{"BM": 256, "BN": 8, "BK": 32, "Warpgroups": 4, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1}},
 	} {
 		if _, err := f.Render(tc.p, tc.cfg); err == nil {
 			t.Errorf("%s op=%s %s: rendered, want a refusal", tc.p, tc.p.Op, tc.cfg)

@@ -456,6 +456,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("waste", "BK=%d leaves %d k-tiles", c.BK, g.KTiles)
 	case p.Op == problem.OpDgrad && c.Swizzle != 1:
 		return family.Hard("swizzle", "dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)")
+	case g.Folded && c.BN*c.BK%g.loaders(c) != 0:
+		return family.Hard("fold", "BN=%d x BK=%d filter elements do not split over %d copying threads", c.BN, c.BK, g.loaders(c))
 	case c.Fold == 1 && !folds(p):
 		return family.Hard("fold", "Fold folds a tf32 data gradient at a stride above 1 or in NCHW, not %s op=%s %s", p.Precision, p.Op, p.Layout)
 	case c.Fold == 0 && folds(p):
@@ -504,6 +506,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if c.ARegs == 1 && g.ElemBytes != 4 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: ARegs rounds tf32's A in registers, not %s", cfg, p.Precision)
+	}
+	if g.Folded && c.BN*c.BK%g.loaders(c) != 0 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: BN=%d x BK=%d filter elements do not split over %d copying threads", cfg, c.BN, c.BK, g.loaders(c))
 	}
 	if (c.Fold == 1) != folds(p) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a tf32 data gradient at a stride above 1 or in NCHW (%s op=%s %s, stride %dx%d)",
