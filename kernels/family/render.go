@@ -55,16 +55,20 @@ const Partial = "shape.tmpl"
 // the including template provides).
 const MMAPartial = "mmasync.tmpl"
 
-//go:embed shape.tmpl mmasync.tmpl
+// FoldPartial is the template file that defines "fold_tap", the folded
+// data gradient's tap lookup (igemm's and wgmmaigemm's Fold).
+const FoldPartial = "fold.tmpl"
+
+//go:embed shape.tmpl mmasync.tmpl fold.tmpl
 var partialFS embed.FS
 
 // Render executes template file of fsys (a family's embedded template) with
-// data; the file may use the shared partials, Partial and MMAPartial, and
-// the templates that the files more of fsys define.
+// data; the file may use the shared partials, Partial, MMAPartial and
+// FoldPartial, and the templates that the files more of fsys define.
 func Render(fsys fs.FS, file string, data any, more ...string) (string, error) {
 	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, append([]string{file}, more...)...)
 	if err == nil {
-		t, err = t.ParseFS(partialFS, Partial, MMAPartial)
+		t, err = t.ParseFS(partialFS, Partial, MMAPartial, FoldPartial)
 	}
 	if err != nil {
 		return "", fmt.Errorf("parse template %s: %w", file, err)
