@@ -281,6 +281,11 @@ type geometry struct {
 	// stages and mbarriers): the filter offset of every (offset, column)
 	// pair of the tile, NDP·NDQ·BN ints.
 	TableBytes int
+	// RunA: folded NCHW with NDQ a multiple of 4, so that the 4 entries of
+	// a 16-byte chunk are 4 adjacent dY columns of one row: a thread copies
+	// a chunk's 4 elements (NHWC's A layout) instead of one element of 4
+	// chunks.
+	RunA bool
 }
 
 func geom(p problem.Problem, c knobs) geometry {
@@ -299,6 +304,7 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.DPMin, g.NDP = dgradphase.Rows(s).OffsetSpan()
 		g.DQMin, g.NDQ = dgradphase.Cols(s).OffsetSpan()
 		g.M, g.KRed, cols = s.N*g.HP*g.WP, g.NDP*g.NDQ*s.K, g.CF
+		g.RunA = p.Layout == problem.NCHW && g.NDQ%4 == 0
 	}
 	g.KTiles = family.CeilDiv(g.KRed, c.BK)
 	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(cols, c.BN)
@@ -437,7 +443,7 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	switch {
 	case c.Swizzle == 1 && c.BK*g.ElemBytes != 128:
 		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
-	case p.Layout == problem.NCHW && !g.nchwRows(c):
+	case p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c):
 		return family.Hard("shape", "NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", g.loaders(c), c.BM)
 	case g.TilesM > 65535 && g.TilesN > 65535:
 		return family.Hard("grid", "%d pixel tiles and %d channel tiles: both past 65535 (gridDim.y)", g.TilesM, g.TilesN)
@@ -514,7 +520,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a tf32 data gradient at a stride above 1 or in NCHW (%s op=%s %s, stride %dx%d)",
 			cfg, p.Precision, p.Op, p.Layout, p.Shape.StrideH, p.Shape.StrideW)
 	}
-	if p.Layout == problem.NCHW && !g.nchwRows(c) {
+	if p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
 	}
 	if g.TilesM > 65535 && g.TilesN > 65535 {
@@ -559,7 +565,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// Dgrad: the data gradient; BMN (fp16, bf16) its B MN-major in
 		// shared memory, BT (tf32) its B copied transposed, K-major.
 		// NCHWA: the forward or the folded dgrad in NCHW (A copied
-		// element by element); Folded (in geometry): the folded dgrad.
+		// element by element, one element of 4 chunks a thread); Folded
+		// and RunA (in geometry): the folded dgrad, and its NCHW A
+		// copied a chunk's 4 elements a thread.
 		// Wide: 64-bit image offsets (wideIndex); PixelsOnX: the pixel
 		// tiles along gridDim.x (more than 65535 of them).
 		// ARegs: tf32's A fragments go to wgmma from registers, read
@@ -570,7 +578,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		RSDescB, RSScale                              int
 	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || g.Folded) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
