@@ -58,10 +58,13 @@ zeroed at the few outputs that lie within rounding of a kink of the chain
 (d) compare against nn.Conv2d followed by chain() in float32.
 
 Prints one PASS or FAIL line per check, a summary, and exits 1 if any check
-failed (2 on a usage error). -k abf runs only the checks named.
+failed (2 on a usage error). -k abf runs only the checks named; --results
+FILE also appends each check's outcome to FILE as a JSON line, with the
+figures of (e) and (g) (bench/train.sh builds its results file from them).
 """
 import argparse
 import importlib.util
+import json
 import os
 import statistics
 import sys
@@ -79,11 +82,17 @@ TRAIN_TOL = {"fp32": 1e-3, "3xtf32": 1e-3, "tf32": 1e-2, "fp16": 3e-2, "bf16": 5
 OVERHEAD_US = 20.0
 
 results = []  # (package, check, ok, detail)
+results_file = None  # --results: one JSON line per check
 
 
-def report(pkg, check, ok, detail):
+def report(pkg, check, ok, detail, data=None):
+    """Records and prints one check's outcome; with --results also writes it
+    as a JSON line, with the check's figures (data) where it has some."""
     results.append((pkg, check, ok, detail))
     print(f"{'PASS' if ok else 'FAIL'} {pkg} {check}: {detail}", flush=True)
+    if results_file is not None:
+        results_file.write(json.dumps({"package": pkg, "check": check, "ok": ok, "detail": detail, "data": data or {}}) + "\n")
+        results_file.flush()
 
 
 def load(dirpath):
@@ -542,7 +551,9 @@ def check_timing(pk):
            f"apply {noop_host:.1f} us), one call {g_one:.4f} ms "
            f"(+{(g_one - kernel) * 1000:.1f} us); F.conv2d (cuDNN): back to back {t_b2b:.4f} ms, "
            f"one call {t_one:.4f} ms (+{(t_one - t_b2b) * 1000:.1f} us over its back to back), "
-           f"host time per call {t_host:.1f} us back to back ({t_host_one:.1f} us one call)")
+           f"host time per call {t_host:.1f} us back to back ({t_host_one:.1f} us one call)",
+           {"precision": pk.precision, "kernel_ms": kernel, "module_ms": b2b, "overhead_us": over_b2b,
+            "host_us": host, "conv2d_ms": t_b2b, "target_us": OVERHEAD_US})
     set_tf32(True)
 
 
@@ -636,6 +647,7 @@ def check_backward_timing(pk, inner=10):
     ran = (conv.last_backward or {}) if grad_ops else {}
     ok = all(op in ran.values() for op in grad_ops)
     extra = ""
+    kernel_ms = {}
     if grad_ops:
         conv.use_convgen_backward = False
         fn = fwd_bwd(conv)
@@ -661,13 +673,17 @@ def check_backward_timing(pk, inner=10):
             launch = lambda k=k, ptrs=ptrs: k.launch(stream, *ptrs)
             for _ in range(5):
                 launch()
-            kernels.append(f"{op} {events_ms(launch, 20, inner=inner):.4f} ms ({k.image}, {k.kernel})")
+            kernel_ms[op] = events_ms(launch, 20, inner=inner)
+            kernels.append(f"{op} {kernel_ms[op]:.4f} ms ({k.image}, {k.kernel})")
         extra = "; kernels alone: " + ", ".join(kernels)
+    data = {"precision": pk.precision, "module_ms": figures["module"], "kernels_ms": kernel_ms,
+            "reference_ms": next(v for k, v in figures.items() if k.startswith("nn.Conv2d")),
+            "module_pytorch_backward_ms": figures.get("module, PyTorch's backward")}
     base = figures.pop("module")
     report(pk.name, "(g) forward + backward timing", ok,
            f"module {base:.4f} ms per forward + backward (dinput, dweight" + (", dbias" if pk.p["bias"] else "")
            + "); " + ", ".join(f"{k} {v:.4f} ms ({v / base:.2f}x the module's time)" for k, v in figures.items())
-           + f"; {path}" + extra + ("" if ok else "; the gradient kernels did not run"))
+           + f"; {path}" + extra + ("" if ok else "; the gradient kernels did not run"), data)
     set_tf32(True)
 
 
@@ -678,8 +694,12 @@ CHECKS = {"a": check_forward, "b": check_gradients, "c": check_training, "d": ch
 def main():
     ap = argparse.ArgumentParser(description="Checks convgen PyTorch modules on a GPU.")
     ap.add_argument("-k", default="abcdefg", help="the checks to run, e.g. abf (default: all)")
+    ap.add_argument("--results", help="also append each check's outcome and figures to this file, a JSON line each")
     ap.add_argument("dirs", nargs="+", help="module directories (convgen -torch DIR)")
     a = ap.parse_args()
+    global results_file
+    if a.results:
+        results_file = open(a.results, "a")
     if not torch.cuda.is_available():
         print("torch-check: no CUDA device", file=sys.stderr)
         return 2
