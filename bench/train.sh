@@ -15,7 +15,9 @@
 # Build first with scripts/build-device (.dev/convgen), carry .dev along.
 # Environment: TIME (convgen's -time for a record it tunes, default 30s),
 # CACHE (default: the records of examples/alexnet/convgen-cache.json and
-# bench/grad-cache.json, merged into OUTDIR/train-cache.json), CONVGEN,
+# bench/grad-cache.json, merged into OUTDIR/train-cache.json, which then
+# also keeps the records this run tunes: merge those into
+# bench/grad-cache.json to replay them), CONVGEN,
 # PYTHON. Exits 1 when a mode failed to build or a check failed (after
 # writing every row), 2 for a bad command line.
 set -euo pipefail
@@ -35,7 +37,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 cache=${CACHE:-}
 if [ -z "$cache" ]; then
-  cache=$work/train-cache.json
+  cache=$out/train-cache.json
   "$python" bench/train.py merge examples/alexnet/convgen-cache.json bench/grad-cache.json -o "$cache"
 fi
 status=0
