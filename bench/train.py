@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from table import cudnn_version  # noqa: E402  (stdlib only)
+
 # Issue 23's targets for the flagship's forward + backward (PyTorch / module).
 TARGETS = {"tf32": 4.5, "3xtf32": 3.0}
 PYTORCH_MODE = {"tf32": "TF32 allowed", "3xtf32": "strict FP32", "fp32": "strict FP32", "fp16": "FP16", "bf16": "BF16"}
@@ -69,7 +71,7 @@ def table(a):
         f"- device: {device}",
         f"- driver: {a.driver}",
         f"- CUDA: {torch.version.cuda} (PyTorch's)",
-        f"- cuDNN: {torch.backends.cudnn.version()}",
+        f"- cuDNN: {cudnn_version(torch.backends.cudnn.version())}",
         f"- PyTorch: {torch.__version__}",
         f"- date (UTC): {now:%Y-%m-%dT%H:%M:%SZ}",
         f"- convgen commit: {a.commit}",
