@@ -380,6 +380,7 @@ var countDefine = regexp.MustCompile(`(?m)^(#define (?:TOTAL|BLOCKS|M|DW_TOTAL|D
 // shape × op × precision grid by default, all under the full sweep): TestGradOnCPU
 // covers the 32-bit path, TestGradIndex64 that large shapes render this one.
 func TestGradIndex64OnCPU(t *testing.T) {
+	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t)
 	big := gradProblem(t, kb87Spec, problem.FP16, problem.NHWC, problem.OpWgrad)
 	k, err := Wgrad{}.Render(big, Config{"Threads": 64, "Outs": 4})
