@@ -83,6 +83,19 @@ func TestQuantileAndNeighbours(t *testing.T) {
 	if neighbours(map[string]int{"a": 1, "b": 2}, map[string]int{"a": 2, "b": 3}) {
 		t.Error("configs two knobs apart are not neighbours")
 	}
+	// An optional knob absent from one config counts as 0 there.
+	if !neighbours(map[string]int{"a": 1}, map[string]int{"a": 1, "ARegs": 1}) || !neighbours(map[string]int{"a": 1, "ARegs": 1}, map[string]int{"a": 1}) {
+		t.Error("a config and its twin with an optional knob set are neighbours")
+	}
+	if neighbours(map[string]int{"a": 1}, map[string]int{"a": 2, "ARegs": 1}) {
+		t.Error("a changed knob and an optional knob set are two knobs apart")
+	}
+	if neighbours(map[string]int{"a": 1}, map[string]int{"a": 1, "SplitK": 0}) {
+		t.Error("an optional knob present at 0 is the same config")
+	}
+	if neighbours(map[string]int{"a": 1}, map[string]int{"a": 1}) {
+		t.Error("a config is not its own neighbour")
+	}
 }
 
 func TestRoundTo(t *testing.T) {

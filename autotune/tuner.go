@@ -504,6 +504,9 @@ func (s *search) unvisited(order []int) []int {
 }
 
 // neighbours says whether two configs of one family differ in one knob.
+// An optional knob at its zero value is absent from a config (ARegs,
+// SplitK, Fold): absent counts as 0, so that a config and its twin with
+// such a knob set are neighbours too.
 func neighbours(a, b kernels.Config) bool {
 	diff := 0
 	for k, v := range a {
@@ -511,7 +514,12 @@ func neighbours(a, b kernels.Config) bool {
 			diff++
 		}
 	}
-	return diff == 1 && len(a) == len(b)
+	for k, v := range b {
+		if _, ok := a[k]; !ok && v != 0 {
+			diff++
+		}
+	}
+	return diff == 1
 }
 
 func (s *search) bestIndex() int {
