@@ -95,3 +95,52 @@ func TestExplorationVariants(t *testing.T) {
 		t.Errorf("%d of the first 9 samples are Stage=3, want 3 (variants in turn)", stage3)
 	}
 }
+
+// TestExplorationCostOrder: a family whose candidates all have a predicted
+// cost is explored cheapest first (ties in enumeration order), whatever
+// the seed, still in turn with the others; a family without one is
+// shuffled as before.
+func TestExplorationCostOrder(t *testing.T) {
+	var trials []Trial
+	var kept []int
+	costs := []float64{5, 1, 4, 1, 3, 2}
+	for i, c := range costs {
+		trials = append(trials, Trial{Family: "wgmmaigemm", cost: c, hasCost: true})
+		kept = append(kept, i)
+	}
+	for range 6 {
+		trials = append(trials, Trial{Family: "generic"})
+		kept = append(kept, len(trials)-1)
+	}
+	for seed := range uint64(3) {
+		order := explorationOrder(kept, trials, rand.New(rand.NewPCG(seed, 1)))
+		var costed []int
+		for j, i := range order {
+			if trials[i].Family == "wgmmaigemm" {
+				costed = append(costed, i)
+				if j%2 != 0 {
+					t.Errorf("seed %d: the costed family's candidate at %d, want every other place (families in turn)", seed, j)
+				}
+			}
+		}
+		if want := []int{1, 3, 5, 4, 2, 0}; !slices.Equal(costed, want) {
+			t.Errorf("seed %d: costed family in order %v, want %v (cheapest first, ties in enumeration order)", seed, costed, want)
+		}
+	}
+	// One candidate without a cost (a pin's extra kernel, say): the
+	// family is shuffled, not sorted on part of its costs.
+	trials[0].hasCost = false
+	shuffled := false
+	for seed := range uint64(8) {
+		var costed []int
+		for _, i := range explorationOrder(kept, trials, rand.New(rand.NewPCG(seed, 1))) {
+			if trials[i].Family == "wgmmaigemm" {
+				costed = append(costed, i)
+			}
+		}
+		shuffled = shuffled || !slices.Equal(costed, []int{1, 3, 5, 4, 2, 0})
+	}
+	if !shuffled {
+		t.Error("a family with an uncosted candidate came out cost-sorted for every seed")
+	}
+}

@@ -92,6 +92,11 @@ type Trial struct {
 	kernel kernels.Kernel
 	cubin  []byte
 	ptx    string
+	// cost is the candidate's predicted time in its family's cost model
+	// (kernels.PredictedCost), where hasCost; the exploration takes such a
+	// family's candidates cheapest first.
+	cost    float64
+	hasCost bool
 }
 
 // Result is a finished tuning run.
@@ -183,7 +188,8 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	}
 
 	enumStart := time.Now()
-	cands, err := kernels.Enumerate(opt.Problem, Limits(info, lib.VersionString()))
+	lim := Limits(info, lib.VersionString())
+	cands, err := kernels.Enumerate(opt.Problem, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +199,7 @@ func Tune(ctx context.Context, lib *nvrtc.Library, opt Options) (*Result, error)
 	var kept []int
 	for i, c := range cands {
 		trials[i] = Trial{ID: c.ID(), Family: c.Family, Config: c.Config, Status: StatusSkipped}
+		trials[i].cost, trials[i].hasCost = kernels.PredictedCost(opt.Problem, c, lim)
 		if rejected(opt.Only, c) {
 			trials[i].Status, trials[i].Reason = StatusRejected, c.Rejected
 			continue
@@ -439,12 +446,14 @@ func (s *search) firstOf(kept []int) []int {
 	return out
 }
 
-// explorationOrder is the order in which a sampled search explores the kept
-// candidates: each family's candidates shuffled (kept in enumeration order
-// when rng is nil), then taken from the families in turn (a family's
-// variants, exploreGroup, count as families), so that every family gets the same share of the exploration
-// whatever the size of its space (a large space, such as generic's, would
-// otherwise take most of the samples from small ones that may be faster).
+// explorationOrder is the order in which a search explores the kept
+// candidates: each family's candidates cheapest first where the family has
+// a cost model (every one of them has a cost), otherwise shuffled (kept in
+// enumeration order when rng is nil), then taken from the families in turn
+// (a family's variants, exploreGroup, count as families), so that every
+// family gets the same share of the exploration whatever the size of its
+// space (a large space, such as generic's, would otherwise take most of
+// the samples from small ones that may be faster).
 func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
 	byFamily := map[string][]int{}
 	var families []string
@@ -456,11 +465,15 @@ func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
 		byFamily[f] = append(byFamily[f], i)
 	}
 	for _, f := range families {
-		if rng == nil {
-			break
-		}
 		idx := byFamily[f]
-		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		if !slices.ContainsFunc(idx, func(i int) bool { return !trials[i].hasCost }) {
+			// Cheapest first; equal costs in enumeration order.
+			slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(trials[a].cost, trials[b].cost) })
+			continue
+		}
+		if rng != nil {
+			rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		}
 	}
 	order := make([]int, 0, len(kept))
 	for len(order) < len(kept) {

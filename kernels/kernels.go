@@ -26,6 +26,7 @@ import (
 	"github.com/convgen/convgen/kernels/wgrad"
 	"github.com/convgen/convgen/kernels/wgradmma"
 	"github.com/convgen/convgen/kernels/winograd"
+	"github.com/convgen/convgen/problem"
 )
 
 // Config is one point of a family's search space: knob name to value, the
@@ -62,6 +63,25 @@ type Family = family.Family
 // ExecutedFLOPs is implemented by families whose kernels do a different
 // amount of arithmetic than the direct convolution (Shape.FLOPs).
 type ExecutedFLOPs = family.ExecutedFLOPs
+
+// CostModel is implemented by families that rank their candidates before
+// compiling (family.CostModel).
+type CostModel = family.CostModel
+
+// PredictedCost is candidate c's predicted run time for p in its family's
+// cost model (arbitrary units, comparable within one problem and family),
+// and false where the family has none.
+func PredictedCost(p problem.Problem, c Candidate, lim Limits) (float64, bool) {
+	f, err := FamilyByName(c.Family)
+	if err != nil {
+		return 0, false
+	}
+	m, ok := f.(CostModel)
+	if !ok {
+		return 0, false
+	}
+	return m.Cost(p, c.Config, lim), true
+}
 
 // The families, by their usual names.
 type (

@@ -1,8 +1,11 @@
 package kernels
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -736,4 +739,58 @@ func servedKept(t *testing.T, f WGMMAIGEMM, p problem.Problem, lim Limits) []Can
 		t.Errorf("%s: no candidate kept", p)
 	}
 	return keep
+}
+
+// TestWGMMAIGEMMCost: the cost model ranks every kept candidate with a
+// finite positive cost, refuses a malformed configuration (+Inf), and puts
+// the tiles that won the H100 sweeps first: on ResNet-50's s3-3x3 at N=256
+// (tf32 NHWC) the cheapest are the 32768-element tiles of two warpgroups
+// (256 × 128 and 128 × 256), and a 64 × 64 tile of the same stages costs
+// more than a 128 × 128 one; on the 7² map at N=32 a split-K tile comes
+// before the unsplit one of the same size (49 tiles for 132 SMs).
+func TestWGMMAIGEMMCost(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	lim.SMs = 132
+	cost := func(p problem.Problem, cfg Config) float64 {
+		c, ok := PredictedCost(p, Candidate{Family: "wgmmaigemm", Config: cfg}, lim)
+		if !ok {
+			t.Fatal("wgmmaigemm has no cost model")
+		}
+		return c
+	}
+	for _, spec := range wgmmaIGEMMShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC}
+		for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
+			if v := cost(p, c.Config); !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s %s: cost %v", p, c.ID(), v)
+			}
+		}
+	}
+	s, _ := problem.ParseShape("N=256,C=256,H=14,W=14,K=256,R=3,S=3,pad=1")
+	p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC}
+	if v := cost(p, Config{"BM": 100}); !math.IsInf(v, 1) {
+		t.Errorf("malformed configuration: cost %v, want +Inf", v)
+	}
+	cands := kept(WGMMAIGEMM{}.Space(p, lim))
+	slices.SortStableFunc(cands, func(a, b Candidate) int { return cmp.Compare(cost(p, a.Config), cost(p, b.Config)) })
+	if c := cands[0].Config; c["BM"]*c["BN"] != 32768 || c["Warpgroups"] != 2 {
+		t.Errorf("cheapest %s, want a 256 × 128 or 128 × 256 tile of two warpgroups", cands[0].ID())
+	}
+	small := Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
+	big := Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
+	if cost(p, small) <= cost(p, big) {
+		t.Errorf("64 × 64 costs %v, not more than 128 × 128's %v", cost(p, small), cost(p, big))
+	}
+	s7, _ := problem.ParseShape("N=32,C=512,H=7,W=7,K=512,R=3,S=3,pad=1")
+	p7 := problem.Problem{Shape: s7, Precision: problem.FP16, Layout: problem.NHWC}
+	split := Config{"BM": 128, "BN": 256, "BK": 64, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "SplitK": 4}
+	unsplit := Config{"BM": 128, "BN": 256, "BK": 64, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1}
+	if cost(p7, split) >= cost(p7, unsplit) {
+		t.Errorf("7² map: SplitK=4 costs %v, not less than unsplit %v", cost(p7, split), cost(p7, unsplit))
+	}
 }

@@ -106,6 +106,15 @@ type Family interface {
 	Render(p problem.Problem, cfg Config) (Kernel, error)
 }
 
+// CostModel is implemented by families that can rank their candidates
+// before any is compiled. Cost is a configuration's predicted run time for
+// p in arbitrary units, comparable only between the configurations of one
+// problem (lower first); the tuner explores such a family's candidates in
+// that order instead of a random one.
+type CostModel interface {
+	Cost(p problem.Problem, cfg Config, lim Limits) float64
+}
+
 // ExecutedFLOPs is implemented by families whose kernels do a different
 // amount of arithmetic than the direct convolution (Shape.FLOPs), such as
 // Winograd's fewer multiplies.

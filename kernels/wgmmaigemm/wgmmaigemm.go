@@ -489,6 +489,45 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	return family.Rejection{}
 }
 
+// Cost implements family.CostModel: a configuration's predicted time,
+// waves x blocks per SM x one tile's work / its throughput. The waves are
+// the grid's tiles (split-K ranks included) over SMs x BlocksPerSM slots
+// (an SM's blocks share it, so each takes BlocksPerSM times as long); a
+// tile's work is BM x BN x its rank's share of the reduction; its
+// throughput grows with the tile's operand reuse, 1 / (1/BM + 1/BN),
+// saturating at 96 (a 128 x 256 tile is past it, a 64 x 64 one at a
+// third), less 10% for one warpgroup computing two sub-tiles and 5% for a
+// split's reduction, plus 5% for tf32's A through registers. Fitted by
+// hand to full sweeps of ResNet-50 layers (H100, tf32 NHWC and NCHW, fp16
+// NHWC, N=32 and 256; docs/performance.md): the 13 cheapest held every
+// sweep's winner, where 13 random candidates missed it by 6% (geomean).
+func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) float64 {
+	c, err := parseConfig(cfg)
+	if err != nil {
+		return math.Inf(1)
+	}
+	g := geom(p, c)
+	sms := lim.SMs
+	if sms <= 0 {
+		sms = 132 // an H100's or H200's
+	}
+	slots := sms * c.BlocksPerSM
+	waves := family.CeilDiv(g.TilesM*g.TilesN*g.Split, slots)
+	work := float64(c.BM*c.BN) * float64(family.CeilDiv(g.KTiles, g.Split)*c.BK)
+	throughput := math.Min(1, 1/(1/float64(c.BM)+1/float64(c.BN))/96)
+	if c.Warpgroups == 1 && c.BM >= 128 {
+		throughput *= 0.9
+	}
+	if c.ARegs == 1 {
+		throughput *= 1.05
+	}
+	t := float64(waves*c.BlocksPerSM) * work / throughput
+	if g.Split > 1 {
+		t *= 1.05
+	}
+	return t
+}
+
 // Render implements family.Family.
 func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
 	if err := f.Serves(p); err != nil {
