@@ -359,8 +359,11 @@ func TestWGMMAIGEMMSplitKSpace(t *testing.T) {
 				}
 				bm, bn := c.Config["BM"], c.Config["BN"]
 				tiles := family.CeilDiv(s.K, bn) * family.CeilDiv(s.N*s.P()*s.Q(), bm)
-				if k.Grid != [3]int{family.CeilDiv(s.K, bn), family.CeilDiv(s.N*s.P()*s.Q(), bm), sk} || tiles >= lim.SMs {
-					t.Errorf("%s %s: grid %v (%d tiles), want z = SplitK and fewer tiles than %d SMs", p, c.ID(), k.Grid, tiles, lim.SMs)
+				slots := lim.SMs * c.Config["BlocksPerSM"]
+				full := float64(tiles) / float64(family.CeilDiv(tiles, slots)*slots)
+				if k.Grid != [3]int{family.CeilDiv(s.K, bn), family.CeilDiv(s.N*s.P()*s.Q(), bm), sk} || (tiles >= lim.SMs && full >= 0.9) {
+					t.Errorf("%s %s: grid %v (%d tiles, waves %.0f%% full), want z = SplitK, and fewer tiles than %d SMs or waves less than 90%% full",
+						p, c.ID(), k.Grid, tiles, 100*full, lim.SMs)
 				}
 				if k.SharedBytes < bm*(bn+8)*4 || !strings.Contains(k.Source, fmt.Sprintf("__cluster_dims__(1, 1, SPLITK)")) ||
 					!strings.Contains(k.Source, fmt.Sprintf("#define SPLITK %d ", sk)) {
@@ -851,14 +854,16 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 			ms[c.cfg] = c.ms
 			best = min(best, c.ms)
 		}
-		// The space's kept candidates in enumeration order, then cheapest
-		// first: every one must have been timed.
+		// The space's kept candidates that the sweep timed, in enumeration
+		// order, then cheapest first. The space has changed since (split-K
+		// where a grid's last wave is poor, and no split the cost model
+		// calls no faster): a timed candidate it dropped still counts in
+		// the sweep's fastest, so that dropping a winner fails here.
 		var cands []Candidate
 		for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
-			if _, ok := ms[c.Config.String()]; !ok {
-				t.Fatalf("%s: %s was not timed", p, c.ID())
+			if _, ok := ms[c.Config.String()]; ok {
+				cands = append(cands, c)
 			}
-			cands = append(cands, c)
 		}
 		cost := func(c Candidate) float64 { v, _ := PredictedCost(p, c, lim); return v }
 		slices.SortStableFunc(cands, func(a, b Candidate) int { return cmp.Compare(cost(a), cost(b)) })

@@ -369,9 +369,10 @@ var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}}
 	spaceBN           = []int{64, 128, 256}
 	spaceOccupancy    = [][2]int{{1, 4}, {1, 6}, {2, 3}, {2, 4}}
-	// Split-K is searched for small grids only, on these tiles (BM,
-	// Warpgroups, BN, BlocksPerSM, Stages): two warpgroups on 128 x 128
-	// and 128 x 256, one on 64 x 128 two blocks per SM.
+	// Split-K is searched for small grids and grids whose last wave
+	// leaves SMs idle (splitWorth), on these tiles (BM, Warpgroups, BN,
+	// BlocksPerSM, Stages): two warpgroups on 128 x 128 and 128 x 256,
+	// one on 64 x 128 two blocks per SM.
 	spaceSplitK = []int{2, 4}
 	// tf32's A through registers with the producer warpgroup (its B
 	// rounding pass off the computing threads' path), on these tiles
@@ -382,8 +383,8 @@ var (
 
 // Space implements family.Family. Without Limits.SM90a every configuration
 // is listed as rejected. Split-K candidates (spaceSplitTiles × spaceSplitK)
-// are listed only where the tile's unsplit grid has fewer blocks than the
-// device has SMs and the reduction has at least 4 k-tiles per block.
+// are listed only where splitWorth says the tile's unsplit grid leaves SMs
+// idle and the reduction has at least 4 k-tiles per block.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
@@ -419,7 +420,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		for _, sk := range spaceSplitK {
 			for _, ar := range aregs {
 				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar}
-				if g := geom(p, c); fold == 1 || lim.SMs == 0 || g.TilesM*g.TilesN >= lim.SMs || g.KTiles < 4*sk {
+				if g := geom(p, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
 					continue
 				}
 				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
@@ -427,6 +428,21 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		}
 	}
 	return out
+}
+
+// splitWorth says whether an unsplit grid of tiles leaves enough of the
+// device idle for split-K to be searched: fewer tiles than SMs, or waves
+// (SMs × blocksPerSM slots) whose last is less than 60% full, so that
+// fewer than 90% of the slots the waves offer do work (ResNet-50's 7² maps
+// at N=256: 196 tiles of 256 or 128 × 256 for 132 SMs, two waves 74%
+// full). Without the device's SM count, never.
+func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
+	if lim.SMs <= 0 {
+		return false
+	}
+	slots := lim.SMs * blocksPerSM
+	waves := family.CeilDiv(tiles, slots)
+	return tiles < lim.SMs || float64(tiles) < 0.9*float64(waves*slots)
 }
 
 // reject returns why a configuration is not worth compiling, or the zero
@@ -483,10 +499,30 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("stages", "%d stages for %d k-tiles", c.Stages, g.RankKTiles)
 	case lim.SMs > 0 && blocks < lim.SMs/2 && (c.BM > 64 || c.BN > 64):
 		return family.Soft("occupancy", "%d blocks for %d SMs", blocks, lim.SMs)
-	case lim.SMs > 0 && g.Split > 1 && blocks/2 >= lim.SMs:
-		return family.Soft("split", "SplitK=%d/2 already gives %d blocks for %d SMs", g.Split, blocks/2, lim.SMs)
+	case g.Split > 1 && splitNoFaster(p, c, lim):
+		return family.Soft("split", "SplitK=%d: the cost model predicts it no faster than %s", g.Split, halfSplit(c))
 	}
 	return family.Rejection{}
+}
+
+// halfSplit names the split that splitNoFaster compares c with.
+func halfSplit(c knobs) string {
+	if c.SplitK/2 <= 1 {
+		return "the unsplit tile"
+	}
+	return fmt.Sprintf("SplitK=%d", c.SplitK/2)
+}
+
+// splitNoFaster says whether split configuration c is predicted (Cost) no
+// faster than the same tile split half as many ways (or not at all): a
+// split is searched only where it shortens the waves.
+func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) bool {
+	half := c
+	half.SplitK = c.SplitK / 2
+	if half.SplitK <= 1 {
+		half.SplitK = 0
+	}
+	return cost(p, c, lim) >= cost(p, half, lim)
 }
 
 // Cost implements family.CostModel: a configuration's predicted time,
@@ -506,6 +542,11 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 	if err != nil {
 		return math.Inf(1)
 	}
+	return cost(p, c, lim)
+}
+
+// cost is Cost for parsed knobs.
+func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 	g := geom(p, c)
 	sms := lim.SMs
 	if sms <= 0 {
