@@ -96,6 +96,15 @@ func TestQuantileAndNeighbours(t *testing.T) {
 	if neighbours(map[string]int{"a": 1}, map[string]int{"a": 1}) {
 		t.Error("a config is not its own neighbour")
 	}
+	// Candidates of two families are never neighbours, whatever their
+	// knobs (a wgmma fp16 config is wgmmahalf's knobs with two more).
+	half := Trial{Family: "wgmmahalf", Config: map[string]int{"TileK": 64}}
+	if neighbourTrials(half, Trial{Family: "wgmma", Config: map[string]int{"TileK": 64, "VecStage": 1}}) {
+		t.Error("a wgmmahalf and a wgmma candidate one knob apart are neighbours")
+	}
+	if !neighbourTrials(half, Trial{Family: "wgmmahalf", Config: map[string]int{"TileK": 32}}) {
+		t.Error("two wgmmahalf candidates one knob apart are not neighbours")
+	}
 }
 
 func TestRoundTo(t *testing.T) {

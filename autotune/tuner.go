@@ -388,8 +388,10 @@ func (s *search) outOfBudget() bool {
 	return !s.deadline.IsZero() && time.Now().After(s.deadline)
 }
 
-// run measures candidates: all of them when they fit the budget, otherwise a
-// random sample followed by local refinement around the best.
+// run measures candidates: all of them when they fit the budget, otherwise
+// an exploration (explorationOrder: cheapest first in a family with a cost
+// model, a random sample in the others) followed by local refinement
+// around the best.
 func (s *search) run(ctx context.Context, kept []int) {
 	if first := s.firstOf(kept); len(first) > 0 {
 		s.batch(ctx, first)
@@ -400,8 +402,9 @@ func (s *search) run(ctx context.Context, kept []int) {
 	}
 	rng := rand.New(rand.NewPCG(s.opt.Seed, 1))
 	if s.opt.Trials <= 0 || len(kept) <= s.opt.Trials {
-		// Every candidate, families taken in turn (each in enumeration
-		// order): when the time budget ends the sweep early, each family
+		// Every candidate, families taken in turn (each cheapest first
+		// where it has a cost model, else in enumeration order): when the
+		// time budget ends the sweep early, each family
 		// has had its share (in enumeration order, a family listed late,
 		// such as wgmmarow for the flagship's TF32 NCHW, was never reached
 		// in 95 s).
@@ -416,7 +419,7 @@ func (s *search) run(ctx context.Context, kept []int) {
 		var next []int
 		if best := s.bestIndex(); best >= 0 {
 			for _, i := range kept {
-				if s.trials[i].Status == StatusSkipped && neighbours(s.trials[best].Config, s.trials[i].Config) {
+				if s.trials[i].Status == StatusSkipped && neighbourTrials(s.trials[best], s.trials[i]) {
 					next = append(next, i)
 				}
 			}
@@ -514,6 +517,13 @@ func (s *search) unvisited(order []int) []int {
 		}
 	}
 	return out
+}
+
+// neighbourTrials says whether two candidates are neighbours: of one
+// family, their configs one knob apart. (Families share knob names: a
+// wgmma fp16 config is wgmmahalf's knobs and two more.)
+func neighbourTrials(a, b Trial) bool {
+	return a.Family == b.Family && neighbours(a.Config, b.Config)
 }
 
 // neighbours says whether two configs of one family differ in one knob.

@@ -432,10 +432,9 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 
 // splitWorth says whether an unsplit grid of tiles leaves enough of the
 // device idle for split-K to be searched: fewer tiles than SMs, or waves
-// (SMs × blocksPerSM slots) whose last is less than 60% full, so that
-// fewer than 90% of the slots the waves offer do work (ResNet-50's 7² maps
-// at N=256: 196 tiles of 256 or 128 × 256 for 132 SMs, two waves 74%
-// full). Without the device's SM count, never.
+// (SMs × blocksPerSM slots) of which fewer than 90% of the slots do work
+// (ResNet-50's 7² maps at N=256: 196 tiles of 256 × 128 or 128 × 256 for
+// 132 SMs, two waves 74% full). Without the device's SM count, never.
 func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
 	if lim.SMs <= 0 {
 		return false
@@ -499,30 +498,36 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("stages", "%d stages for %d k-tiles", c.Stages, g.RankKTiles)
 	case lim.SMs > 0 && blocks < lim.SMs/2 && (c.BM > 64 || c.BN > 64):
 		return family.Soft("occupancy", "%d blocks for %d SMs", blocks, lim.SMs)
-	case g.Split > 1 && splitNoFaster(p, c, lim):
-		return family.Soft("split", "SplitK=%d: the cost model predicts it no faster than %s", g.Split, halfSplit(c))
+	case g.Split > 1 && splitNoFaster(p, c, lim) != "":
+		return family.Soft("split", "SplitK=%d: the cost model predicts it no faster than %s", g.Split, splitNoFaster(p, c, lim))
 	}
 	return family.Rejection{}
 }
 
-// halfSplit names the split that splitNoFaster compares c with.
-func halfSplit(c knobs) string {
-	if c.SplitK/2 <= 1 {
-		return "the unsplit tile"
+// splitNoFaster names a smaller split of split configuration c's tile
+// (SplitK/2, SplitK/4, ..., or none: "the unsplit tile") that the cost
+// model predicts at least as fast as c, or "" where c is predicted faster
+// than every one: a split is searched only where the model says it
+// shortens the waves. (Without the device's SM count the model assumes
+// 132; such a device lists no split candidates, and a pin lifts the rule.)
+func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) string {
+	mine := cost(p, c, lim)
+	for s := c.SplitK / 2; ; s /= 2 {
+		smaller := c
+		smaller.SplitK = s
+		if s <= 1 {
+			smaller.SplitK = 0
+		}
+		if cost(p, smaller, lim) <= mine {
+			if smaller.SplitK == 0 {
+				return "the unsplit tile"
+			}
+			return fmt.Sprintf("SplitK=%d", s)
+		}
+		if s <= 1 {
+			return ""
+		}
 	}
-	return fmt.Sprintf("SplitK=%d", c.SplitK/2)
-}
-
-// splitNoFaster says whether split configuration c is predicted (Cost) no
-// faster than the same tile split half as many ways (or not at all): a
-// split is searched only where it shortens the waves.
-func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) bool {
-	half := c
-	half.SplitK = c.SplitK / 2
-	if half.SplitK <= 1 {
-		half.SplitK = 0
-	}
-	return cost(p, c, lim) >= cost(p, half, lim)
 }
 
 // Cost implements family.CostModel: a configuration's predicted time,
@@ -531,9 +536,10 @@ func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) bool {
 // (an SM's blocks share it, so each takes BlocksPerSM times as long); a
 // tile's work is BM x BN x its rank's share of the reduction; its
 // throughput grows with the tile's operand reuse, 1 / (1/BM + 1/BN),
-// saturating at 96 (a 128 x 256 tile is past it, a 64 x 64 one at a
-// third), less 10% for one warpgroup computing two sub-tiles and 5% for a
-// split's reduction, plus 5% for tf32's A through registers. Fitted by
+// saturating at 96 (a 256 x 128 tile reaches 0.89 of it, a 128 x 128 one
+// 0.67, a 64 x 64 one a third), less 10% for one warpgroup computing two
+// sub-tiles, plus 5% for tf32's A through registers; a split's time is 5%
+// more for its reduction. Fitted by
 // hand to full sweeps of ResNet-50 layers (H100, tf32 NHWC and NCHW, fp16
 // NHWC, N=32 and 256; docs/performance.md): the 13 cheapest held every
 // sweep's winner, where 13 random candidates missed it by 6% (geomean).
