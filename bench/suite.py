@@ -47,7 +47,7 @@ gradient of every shape instead (problem.Op, docs/families.md#ops):
   5. FLOPs are the forward's; the roofline's bytes are the op's tensors
      (dgrad: dY, W read and dX written; wgrad: X, dY read and dW, plus K
      FP32 dBias values, written); the files are
-     results-suite-SUITE-nN-OP-DATE-GPU-COMMIT.md/.jsonl and the tables name
+     results-suite-SUITE-nN-OP-MODES-DATE-GPU-COMMIT.md/.jsonl and the tables name
      the op.
 
 usage: bench/suite.py --suite FILE --n N --modes fp16:nhwc,tf32:nchw [--out DIR]
@@ -802,11 +802,14 @@ def _grad_notes(w, op):
     w("")
 
 
-def results_base(suite, n, op, date, device, commit):
-    """The results files' name without extension: the op after the batch
-    size for a gradient (fprop's names as before ops)."""
+def results_base(suite, n, op, modes, date, device, commit):
+    """The results files' name without extension: after the batch size the
+    op for a gradient (none for fprop), then the modes ((precision, layout)
+    pairs, "fp16nhwc-tf32nhwc"), so that runs of one commit in different
+    modes do not share a name."""
+    tag = "-".join(prec + layout for prec, layout in modes)
     return (f"results-suite-{suite}-{'own-n' if n is None else f'n{n}'}" + (f"-{op}" if op != "fprop" else "")
-            + f"-{date:%Y-%m-%d}-{gpu_slug(device)}-{commit}")
+            + f"-{tag}-{date:%Y-%m-%d}-{gpu_slug(device)}-{commit}")
 
 
 # ----------------------------------------------------------- the commands
@@ -861,7 +864,7 @@ def run(args):
     facts = device_facts(torch)
     date = datetime.datetime.now(datetime.timezone.utc)
     commit = args.commit or os.environ.get("CONVGEN_COMMIT") or _git_commit() or "unknown"
-    base = results_base(suite, n, op, date, device, commit)
+    base = results_base(suite, n, op, modes, date, device, commit)
     os.makedirs(args.out, exist_ok=True)
     md_path, jsonl_path = os.path.join(args.out, base + ".md"), os.path.join(args.out, base + ".jsonl")
     meta = dict(kind="meta", **({"op": op, "op_note": f"{op}: {OP_TITLES[op]}"} if op != "fprop" else {}),
@@ -1208,10 +1211,16 @@ def _self_check_grads(check, root, recs, h200):
 
     # 13. File names and the table.
     d = datetime.datetime(2026, 11, 25, tzinfo=datetime.timezone.utc)
-    check(results_base("flagship", None, "wgrad", d, "NVIDIA H100 80GB HBM3", "abc1234") == "results-suite-flagship-own-n-wgrad-2026-11-25-h100-abc1234"
-          and results_base("resnet50", 32, "dgrad", d, "NVIDIA H200", "abc1234") == "results-suite-resnet50-n32-dgrad-2026-11-25-h200-abc1234"
-          and results_base("resnet50", 32, "fprop", d, "NVIDIA H200", "abc1234") == "results-suite-resnet50-n32-2026-11-25-h200-abc1234",
-          "results file names: the op after N for a gradient, none for fprop")
+    check(results_base("flagship", None, "wgrad", [("tf32", "nchw")], d, "NVIDIA H100 80GB HBM3", "abc1234")
+          == "results-suite-flagship-own-n-wgrad-tf32nchw-2026-11-25-h100-abc1234"
+          and results_base("resnet50", 32, "dgrad", [("fp16", "nhwc")], d, "NVIDIA H200", "abc1234")
+          == "results-suite-resnet50-n32-dgrad-fp16nhwc-2026-11-25-h200-abc1234"
+          and results_base("resnet50", 32, "fprop", [("fp16", "nhwc"), ("tf32", "nhwc")], d, "NVIDIA H200", "abc1234")
+          == "results-suite-resnet50-n32-fp16nhwc-tf32nhwc-2026-11-25-h200-abc1234"
+          and results_base("resnet50", 32, "fprop", [("fp16", "nhwc")], d, "NVIDIA H200", "abc1234")
+          != results_base("resnet50", 32, "fprop", [("tf32", "nhwc")], d, "NVIDIA H200", "abc1234"),
+          "results file names: the op after N for a gradient, none for fprop, then the modes (one commit's runs "
+          "in two modes do not share a name)")
     md = render(dict(suite="flagship", n="own", device="NVIDIA H100", op="wgrad", op_note="wgrad: " + OP_TITLES["wgrad"]), [row, row2])
     check(md.startswith("# convgen vs PyTorch (cuDNN), op wgrad (the filter gradient dW and dBias): suite `flagship`")
           and "- op: wgrad" in md and "## fp32:nchw, wgrad (vs PyTorch strict FP32" in md and "## Summary (wgrad)" in md

@@ -2,10 +2,10 @@
 # The suite benchmark: tunes (or reuses from bench/suite-cache.json) every
 # shape of a suite in every mode, checks convgen's kernel and PyTorch's
 # against PyTorch's float64 conv2d, times both in one process and writes
-# results-suite-SUITE-nN-DATE-GPU-COMMIT.md and .jsonl (bench/suite.py does
+# results-suite-SUITE-nN-MODES-DATE-GPU-COMMIT.md and .jsonl (bench/suite.py does
 # the work; see its header). OP=dgrad or OP=wgrad (or --op) does the same
 # for a gradient (convgen -op; PyTorch's convolution_backward), its records
-# in bench/grad-cache.json, its files results-suite-SUITE-nN-OP-DATE-...
+# in bench/grad-cache.json, its files results-suite-SUITE-nN-OP-MODES-DATE-...
 #
 # usage: bench/suite.sh [--dry-run] [--op OP] SUITE_FILE N MODES [OUTDIR]
 #   SUITE_FILE  e.g. bench/suites/resnet50.txt ('name | shape' lines)
