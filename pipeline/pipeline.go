@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/convgen/convgen/autotune"
 	"github.com/convgen/convgen/gen"
 	"github.com/convgen/convgen/gen/torchmod"
 	"github.com/convgen/convgen/gpu"
@@ -182,6 +183,7 @@ func Run(ctx context.Context, r Request) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		noteOlderSearch(r.Log, rec)
 		return writePackage(r, Replayed, rec, nil)
 	}
 	rec, cands, fresh, err := recordOnGPU(ctx, r, cache)
@@ -189,9 +191,21 @@ func Run(ctx context.Context, r Request) (Result, error) {
 		return Result{}, err
 	}
 	if !fresh {
+		noteOlderSearch(r.Log, rec)
 		return writePackage(r, Reused, rec, nil)
 	}
 	return keepAndWrite(r, rec, cands)
+}
+
+// noteOlderSearch notes on w that rec was tuned by an older search than
+// this convgen's (autotune.SearchRevision): its kernel is still current,
+// but a new search may find a faster one.
+func noteOlderSearch(w io.Writer, rec tunecache.Record) {
+	rev := max(rec.Summary.SearchRevision, 1)
+	if rev < autotune.SearchRevision {
+		logf(w, "note: this record was tuned by an older search (revision %d, now %d): -retune on a GPU may find a faster kernel\n",
+			rev, autotune.SearchRevision)
+	}
 }
 
 // logf writes one step's line to w, if any.

@@ -29,6 +29,7 @@ func newRecord(res *autotune.Result, key tunecache.Key, command string, started 
 	rec.Summary.TunedAt, rec.Summary.DurationS = started.UTC().Truncate(time.Second), took.Round(time.Second).Seconds()
 	rec.Summary.DeviceArch, rec.Summary.ClockMHz, rec.Summary.MemoryGBps = res.Device.Arch, res.Device.ClockMHz, res.Device.MemoryGBps
 	rec.Summary.TieNote = res.TieNote
+	rec.Summary.SearchRevision = autotune.SearchRevision
 	ph := res.Phases
 	rec.Summary.Phases = tunecache.Phases{SetupS: roundS(ph.Setup), EnumerateS: roundS(ph.Enumerate),
 		CompileS: roundS(ph.Compile), MeasureS: roundS(ph.Measure)}

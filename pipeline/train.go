@@ -155,10 +155,16 @@ func checkTargets(r Request) error {
 func trainRecord(ctx context.Context, o Request, cache *tunecache.Cache) (tunecache.Record, Outcome, []report.Candidate, error) {
 	if !gpu.Available() {
 		rec, err := recordOffline(o, cache)
+		if err == nil {
+			noteOlderSearch(o.Log, rec)
+		}
 		return rec, Replayed, nil, err
 	}
 	rec, cands, fresh, err := recordOnGPU(ctx, o, cache)
 	if err != nil || !fresh {
+		if err == nil {
+			noteOlderSearch(o.Log, rec)
+		}
 		return rec, Reused, nil, err
 	}
 	if err := tunecache.Put(o.Cache, rec); err != nil {

@@ -69,6 +69,10 @@ type Summary struct {
 	BestPerFamily []Measured `json:"best_per_family"`
 	TieNote       string     `json:"tie_note,omitempty"`    // how a near-tie for the winner was broken
 	NoFallback    string     `json:"no_fallback,omitempty"` // why there is no fallback
+	// SearchRevision is the revision of the search that tuned the record
+	// (autotune.SearchRevision); 0 for records written before revisions
+	// were kept (revision 1's search).
+	SearchRevision int `json:"search_revision,omitzero"`
 }
 
 // Phases splits a search's wall time, in seconds: starting the worker

@@ -1,0 +1,15 @@
+package autotune
+
+// SearchRevision numbers the search: what it can find (the families'
+// spaces and rules) and the order in which it looks (explorationOrder).
+// A tuning record keeps the revision that made it, and a replay of an
+// older one notes that -retune may find a faster kernel: a record stays
+// current while its winner renders the same, whatever the search would
+// find today. TestSearchRevision fails when the search changes without a
+// new revision.
+//
+//   - 1: random exploration per family (records with no revision).
+//   - 2: wgmmaigemm explored cheapest first by its cost model, split-K
+//     where the waves are less than 90% full, the refinement's neighbours
+//     within one family (session 15).
+const SearchRevision = 2
