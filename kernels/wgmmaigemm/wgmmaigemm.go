@@ -455,6 +455,10 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return r
 	}
 	blocks := g.TilesM * g.TilesN * g.Split
+	asFast := "" // a smaller split (or none) predicted as fast as this one
+	if g.Split > 1 {
+		asFast = splitNoFaster(p, c, lim)
+	}
 	switch {
 	case c.Swizzle == 1 && c.BK*g.ElemBytes != 128:
 		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
@@ -498,8 +502,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("stages", "%d stages for %d k-tiles", c.Stages, g.RankKTiles)
 	case lim.SMs > 0 && blocks < lim.SMs/2 && (c.BM > 64 || c.BN > 64):
 		return family.Soft("occupancy", "%d blocks for %d SMs", blocks, lim.SMs)
-	case g.Split > 1 && splitNoFaster(p, c, lim) != "":
-		return family.Soft("split", "SplitK=%d: the cost model predicts it no faster than %s", g.Split, splitNoFaster(p, c, lim))
+	case g.Split > 1 && asFast != "":
+		return family.Soft("split", "SplitK=%d: the cost model predicts it no faster than %s", g.Split, asFast)
 	}
 	return family.Rejection{}
 }
@@ -539,10 +543,11 @@ func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) string {
 // saturating at 96 (a 256 x 128 tile reaches 0.89 of it, a 128 x 128 one
 // 0.67, a 64 x 64 one a third), less 10% for one warpgroup computing two
 // sub-tiles, plus 5% for tf32's A through registers; a split's time is 5%
-// more for its reduction. Fitted by
-// hand to full sweeps of ResNet-50 layers (H100, tf32 NHWC and NCHW, fp16
-// NHWC, N=32 and 256; docs/performance.md): the 13 cheapest held every
-// sweep's winner, where 13 random candidates missed it by 6% (geomean).
+// more for its reduction. Fitted by hand to full sweeps of ResNet-50
+// layers (H100, tf32 NHWC and NCHW, fp16 NHWC, N=32 and 256;
+// docs/performance.md, TestWGMMAIGEMMCostSweeps): the 13 cheapest held
+// every sweep's winner, where 13 random candidates missed it by 6%
+// (geomean).
 func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) float64 {
 	c, err := parseConfig(cfg)
 	if err != nil {
