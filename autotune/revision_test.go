@@ -30,8 +30,9 @@ var revisionProblems = []string{
 
 // searchFingerprint hashes the order in which a search takes the kept
 // candidates of the revision problems on an H100 (a sampled search with
-// the default seed, and a full sweep): the candidates' IDs and statuses,
-// as Tune would enumerate, cost and order them.
+// the default seed, and a full sweep): each problem's candidate count and
+// its kept candidates' IDs in that order, as Tune would enumerate, cost
+// and order them.
 func searchFingerprint(t *testing.T) string {
 	t.Helper()
 	lim := kernels.DefaultLimits(90)
