@@ -747,13 +747,15 @@ func servedKept(t *testing.T, f WGMMAIGEMM, p problem.Problem, lim Limits) []Can
 	return keep
 }
 
-// TestWGMMAIGEMMCost: the cost model ranks every kept candidate with a
-// finite positive cost, refuses a malformed configuration (+Inf), and puts
-// the tiles that won the H100 sweeps first: on ResNet-50's s3-3x3 at N=256
-// (tf32 NHWC) the cheapest are the 32768-element tiles of two warpgroups
-// (256 × 128 and 128 × 256), and a 64 × 64 tile of the same stages costs
-// more than a 128 × 128 one; on the 7² map at N=32 a split-K tile comes
-// before the unsplit one of the same size (49 tiles for 132 SMs).
+// TestWGMMAIGEMMCost: the cost model ranks every kept candidate (the
+// family's test shapes, odd and folded ones included, every precision,
+// layout and op it serves) with a finite positive cost, refuses a
+// malformed configuration (+Inf), and puts the tiles that won the H100
+// sweeps first: on ResNet-50's s3-3x3 at N=256 (tf32 NHWC) the cheapest
+// are the 32768-element tiles of two warpgroups (256 × 128 and 128 ×
+// 256), and a 64 × 64 tile of the same stages costs more than a 128 × 128
+// one; on the 7² map at N=32 a split-K tile comes before the unsplit one
+// of the same size (49 tiles for 132 SMs).
 func TestWGMMAIGEMMCost(t *testing.T) {
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -765,17 +767,35 @@ func TestWGMMAIGEMMCost(t *testing.T) {
 		}
 		return c
 	}
-	for _, spec := range wgmmaIGEMMShapes {
+	// Every kept candidate of the family's test shapes (odd ones among
+	// them: asymmetric strides, pads and dilations, prime channel counts,
+	// the folded dgrad's), every precision, layout and op it serves.
+	problems := map[problem.Op]int{}
+	for _, spec := range append(slices.Clone(wgmmaIGEMMShapes), wgmmaFoldShapes...) {
 		s, err := problem.ParseShape(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC}
-		for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
-			if v := cost(p, c.Config); !(v > 0) || math.IsInf(v, 0) {
-				t.Errorf("%s %s: cost %v", p, c.ID(), v)
+		s.Bias = false // dgrad has no bias
+		for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+			for _, lay := range []problem.Layout{problem.NHWC, problem.NCHW} {
+				for _, op := range []problem.Op{problem.OpFprop, problem.OpDgrad} {
+					p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: op}
+					if (WGMMAIGEMM{}).Serves(p) != nil {
+						continue
+					}
+					problems[op]++
+					for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
+						if v := cost(p, c.Config); !(v > 0) || math.IsInf(v, 0) || math.IsNaN(v) {
+							t.Errorf("%s %s: cost %v", p, c.ID(), v)
+						}
+					}
+				}
 			}
 		}
+	}
+	if problems[problem.OpFprop] < 10 || problems[problem.OpDgrad] < 5 {
+		t.Errorf("costed %v problems per op: want at least 10 forward and 5 dgrad", problems)
 	}
 	s, _ := problem.ParseShape("N=256,C=256,H=14,W=14,K=256,R=3,S=3,pad=1")
 	p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC}
