@@ -747,6 +747,14 @@ func servedKept(t *testing.T, f WGMMAIGEMM, p problem.Problem, lim Limits) []Can
 	return keep
 }
 
+// h100Limits are the static limits of an H100 (132 SMs) with NVRTC 12 or
+// newer, which the cost model's sweeps were measured on.
+func h100Limits() Limits {
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	return lim
+}
+
 // TestWGMMAIGEMMCost: the cost model ranks every kept candidate (the
 // family's test shapes, odd and folded ones included, every precision,
 // layout and op it serves) with a finite positive cost, refuses a
@@ -757,9 +765,7 @@ func servedKept(t *testing.T, f WGMMAIGEMM, p problem.Problem, lim Limits) []Can
 // one; on the 7² map at N=32 a split-K tile comes before the unsplit one
 // of the same size (49 tiles for 132 SMs).
 func TestWGMMAIGEMMCost(t *testing.T) {
-	lim := DefaultLimits(90)
-	lim.SM90a = true
-	lim.SMs = 132
+	lim := h100Limits()
 	cost := func(p problem.Problem, cfg Config) float64 {
 		c, ok := PredictedCost(p, Candidate{Family: "wgmmaigemm", Config: cfg}, lim)
 		if !ok {
@@ -859,9 +865,7 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 	if len(keys) != 27 {
 		t.Fatalf("%d sweeps, want 27", len(keys))
 	}
-	lim := DefaultLimits(90)
-	lim.SM90a = true
-	lim.SMs = 132
+	lim := h100Limits()
 	logSum := 0.0
 	for _, k := range keys {
 		s, err := problem.ParseShape(k[0])
