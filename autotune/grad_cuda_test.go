@@ -147,3 +147,54 @@ func TestGradPlanted(t *testing.T) {
 		})
 	}
 }
+
+// TestWGradMMA3xTF32: wgradmma's 3xtf32 kernels (each k step's three mma
+// summed from zero, added in FP32) hold 3xtf32's 1e-5 bound on the
+// ungrouped gradShapes and on two long reductions (200 704 and 802 816
+// pixels: Stage 2 and Stage 3), both layouts, pinned to a covering set of
+// the family's kept configurations; each is checked against float64 and
+// the largest error is logged. Before the step sums the tensor core's
+// truncating accumulation gave 1.3–1.5e-5 on a 4 000-pixel shape.
+func TestWGradMMA3xTF32(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	shapes := append(slices.Clone(gradShapes),
+		"N=64,C=16,H=56,W=56,K=40,R=3,S=3,pad=1",
+		"N=256,C=3,H=112,W=112,K=24,R=7,S=7,stride=2,pad=3")
+	eachProblem(t, shapes, []problem.Precision{problem.TF32x3}, func(p problem.Problem) {
+		p.Op = problem.OpWgrad
+		if p.Shape.Groups > 1 {
+			return // wgradmma serves groups=1
+		}
+		cands, err := kernels.Enumerate(p, lim)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		var mma []kernels.Candidate
+		for _, c := range cands {
+			if c.Rejected == "" && c.Family == "wgradmma" {
+				mma = append(mma, c)
+			}
+		}
+		if len(mma) == 0 {
+			t.Errorf("%s: no wgradmma candidate kept", p)
+			return
+		}
+		t.Run(p.String(), func(t *testing.T) {
+			res, err := Tune(context.Background(), lib, Options{Problem: p,
+				Worker: worker, Only: pinsCovering(mma), Trials: 0, Runs: 5, Seed: 5, Timeout: 120 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if checkTrials(t, p, res.Trials) == 0 {
+				t.Fatal("no candidate passed")
+			}
+			worst := 0.0
+			for _, tr := range res.Trials {
+				if tr.Status == StatusOK {
+					worst = max(worst, tr.RelError, tr.SampleError)
+				}
+			}
+			t.Logf("%d measured, largest error %.2e; winner %s %.4f ms", len(res.Trials), worst, res.Winner.ID, res.Winner.MedianMS)
+		})
+	})
+}

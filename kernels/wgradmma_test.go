@@ -12,12 +12,12 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestWGradMMAServes: wgradmma serves op=wgrad in tf32, fp16 and bf16 (not 3xtf32) with
+// TestWGradMMAServes: wgradmma serves op=wgrad in tf32, 3xtf32, fp16 and bf16 with
 // groups=1, keeps candidates for sm_90 and none for sm_80 (clusters), and
 // declines the other ops, precisions and grouped shapes with a reason.
 func TestWGradMMAServes(t *testing.T) {
 	f := WgradMMA{}
-	for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+	for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 		for _, lay := range problem.Layouts {
 			p := gradProblem(t, flagshipSpec, prec, lay, problem.OpWgrad)
 			if err := f.Serves(p); err != nil {
@@ -35,7 +35,6 @@ func TestWGradMMAServes(t *testing.T) {
 		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpDgrad),
 		gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpFprop),
 		gradProblem(t, flagshipSpec, problem.FP32, problem.NHWC, problem.OpWgrad),
-		gradProblem(t, flagshipSpec, problem.TF32x3, problem.NCHW, problem.OpWgrad),
 		gradProblem(t, "N=2,C=8,H=9,W=9,K=8,R=3,S=3,groups=2", problem.TF32, problem.NCHW, problem.OpWgrad),
 	} {
 		if f.Serves(p) == nil {
@@ -46,7 +45,7 @@ func TestWGradMMAServes(t *testing.T) {
 
 // TestWGradMMACompile renders wgradmma configurations for the flagship and
 // odd shapes (bias and none, stride, dilation, asymmetric pads) in tf32 and
-// fp16 and bf16, both layouts (one configuration per problem in turn; all
+// 3xtf32, fp16 and bf16, both layouts (one configuration per problem in turn; all
 // under the full sweep), and compiles them for sm_90: the PTX must hold the
 // precision's mma and, for a cluster (Split > 1), the cluster barrier and the
 // distributed shared-memory loads. Their results are checked on the GPU
@@ -65,7 +64,7 @@ func TestWGradMMACompile(t *testing.T) {
 	}
 	turn := 0
 	for _, spec := range specs {
-		for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
 				for _, cfg := range sampleConfigs(cfgs, &turn) {
@@ -173,7 +172,7 @@ func sampleConfigs(cfgs []Config, turn *int) []Config {
 // -update rewrites them): a Stage=0 and a Stage=1 kernel, which the
 // cp.async pipeline (Stage=2) must leave as they were (cached records
 // render them), a Stage=2 kernel of each precision (and an NCHW one), and
-// two with Clusters > 1 (the workspace reduction).
+// two with Clusters > 1 (the workspace reduction), and two in 3xtf32.
 func TestWGradMMAGoldenSource(t *testing.T) {
 	odd := "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1"
 	for name, c := range map[string]struct {
@@ -196,6 +195,11 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 			Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3, "Clusters": 4}},
 		"wgradmma_fp16_nhwc_s2_clusters": {gradProblem(t, odd, problem.FP16, problem.NHWC, problem.OpWgrad),
 			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4, "Clusters": 3}},
+		// 3xTF32: each k step's three mma summed from zero, added in FP32.
+		"wgradmma_3xtf32_nchw_s3": {gradProblem(t, flagshipSpec, problem.TF32x3, problem.NCHW, problem.OpWgrad),
+			Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3}},
+		"wgradmma_3xtf32_nhwc_s2": {gradProblem(t, odd, problem.TF32x3, problem.NHWC, problem.OpWgrad),
+			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k, err := WgradMMA{}.Render(c.p, c.cfg)
@@ -204,6 +208,58 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 			}
 			checkGolden(t, "TestWGradMMAGoldenSource", goldenPath(k.Family, name), k.Source)
 		})
+	}
+}
+
+// TestWGradMMAStepSums: in 3xtf32 every stage (0 to 3) sums each k step's
+// three mma from zero and adds them to the accumulators in FP32, so its
+// PTX holds three times tf32's mma.sync of the same configuration and FP32
+// adds of the step sums; tf32, fp16 and bf16 accumulate in the tensor core
+// (no step sums in their source), and dgradmma's 3xtf32 (short sums) too.
+func TestWGradMMAStepSums(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	if !lib.SupportsArch("sm_90") {
+		t.Skip("this NVRTC cannot target sm_90")
+	}
+	const stepSum = "acc[fm][fn][i] += d[i];"
+	odd := "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1"
+	for _, c := range []struct {
+		spec string
+		lay  problem.Layout
+		cfg  Config
+	}{
+		{odd, problem.NCHW, Config{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Split": 2, "Unroll": 2, "Stage": 0}},
+		{odd, problem.NHWC, Config{"BM": 32, "BN": 16, "WM": 1, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 1}},
+		{odd, problem.NHWC, Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4}},
+		{flagshipSpec, problem.NCHW, Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3}},
+	} {
+		x3 := gradProblem(t, c.spec, problem.TF32x3, c.lay, problem.OpWgrad)
+		k3, ptx3 := renderPTX(t, lib, WgradMMA{}, x3, c.cfg, "sm_90")
+		_, ptx1 := renderPTX(t, lib, WgradMMA{}, gradProblem(t, c.spec, problem.TF32, c.lay, problem.OpWgrad), c.cfg, "sm_90")
+		n3, n1 := strings.Count(ptx3, "mma.sync.aligned"), strings.Count(ptx1, "mma.sync.aligned")
+		if n1 == 0 || n3 != 3*n1 {
+			t.Errorf("%s %v: %d mma.sync in 3xtf32, %d in tf32; want three times", x3, c.cfg, n3, n1)
+		}
+		if !strings.Contains(k3.Source, stepSum) || !strings.Contains(ptx3, "add.f32") {
+			t.Errorf("%s %v: no FP32 step sums (%q, add.f32)", x3, c.cfg, stepSum)
+		}
+		for _, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+			k, err := WgradMMA{}.Render(gradProblem(t, c.spec, prec, c.lay, problem.OpWgrad), c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(k.Source, stepSum) {
+				t.Errorf("%s %v: %s sums its steps apart", prec, c.cfg, k.Name)
+			}
+		}
+	}
+	k, err := DgradMMA{}.Render(gradProblem(t, odd, problem.TF32x3, problem.NCHW, problem.OpDgrad),
+		Config{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Unroll": 1, "Stage": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(k.Source, stepSum) {
+		t.Errorf("dgradmma 3xtf32 sums its steps apart: its cached kernels would change")
 	}
 }
 
@@ -424,7 +480,7 @@ func TestWgradFFMAFallbackOnly(t *testing.T) {
 	for _, c := range []struct {
 		prec problem.Precision
 		one  bool
-	}{{problem.FP16, true}, {problem.TF32, true}, {problem.BF16, true}, {problem.FP32, false}} {
+	}{{problem.FP16, true}, {problem.TF32, true}, {problem.TF32x3, true}, {problem.BF16, true}, {problem.FP32, false}} {
 		p := gradProblem(t, pipelineSpecs[0], c.prec, problem.NHWC, problem.OpWgrad)
 		cands, err := Enumerate(p, lim)
 		if err != nil {

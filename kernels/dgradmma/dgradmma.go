@@ -190,8 +190,12 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		knobs
 		Name, Config, PrecisionDoc, TypeName, MMAShape string
 		Split3                                         bool
+		// StepSums: 3xTF32 steps summed apart (mmaissue); dgradmma's
+		// sums are short (K·R·S/stride² taps), so it keeps the tensor
+		// core's accumulation.
+		StepSums bool
 		dgradphase.Tables
-	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, dgradphase.NewTables(s)}
+	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, false, dgradphase.NewTables(s)}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err

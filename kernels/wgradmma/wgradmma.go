@@ -21,9 +21,13 @@ import (
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
-// op=wgrad in tf32 (operands rounded to TF32, m16n8k8), fp16 and bf16
-// (m16n8k16, FP32 accumulation, dW rounded to the element type once), both
-// layouts, groups=1, tensors below 2³¹ elements, on sm_90 (clusters).
+// op=wgrad in tf32 (operands rounded to TF32, m16n8k8), 3xtf32 (each
+// operand split into TF32 high and low parts, three products per k step,
+// summed from zero in the tensor core and added to the accumulators in
+// FP32: the tensor core's truncating accumulation drifts past 1e-5 over
+// the pixels), fp16 and bf16 (m16n8k16, FP32 accumulation, dW rounded to
+// the element type once), both layouts, groups=1, tensors below 2³¹
+// elements, on sm_90 (clusters).
 // dBias is FP32, from a column of ones in the same GEMM. Every sum is
 // taken in an order the configuration fixes: deterministic (the atomic
 // count of Clusters > 1 only elects which block adds the partial tiles up,
@@ -81,12 +85,6 @@ func (Family) Serves(p problem.Problem) error {
 	}
 	if err := p.Validate(); err != nil {
 		return err
-	}
-	if p.Precision == problem.TF32x3 {
-		// On an H100 its 3xTF32 kernels missed the 1e-5 bound on an odd
-		// shape (1.3–1.5e-5): the long FP32 sums of the pixels lose what
-		// the split gains. wgrad (FP32 FFMA, chunked sums) serves it.
-		return fmt.Errorf("wgradmma serves tf32, fp16 and bf16, not 3xtf32 (its FP32 sums over the pixels missed 3xtf32's 1e-5 bound)")
 	}
 	return gradmma.Serves("wgradmma", p)
 }
@@ -434,6 +432,9 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	}
 	g := geom(p, k)
 	accRegs := g.Acc
+	if p.Precision == problem.TF32x3 {
+		accRegs += g.Acc / 2 // the low parts of the fragments
+	}
 	if k.Stage == 2 {
 		if msg := checkPipe(p, g); msg != "" {
 			return family.Hard("shape", "%s", msg)
@@ -529,7 +530,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		knobs
 		Name, Config, PrecisionDoc, TypeName, MMAShape string
 		Split3                                         bool
-	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3}
+		// StepSums: each 3xTF32 k step summed from zero in the tensor
+		// core and added to the accumulators in FP32 (mmaissue).
+		StepSums bool
+	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, mm.Split3}
 	file := f.Template()
 	switch k.Stage {
 	case 2:
