@@ -12,4 +12,6 @@ package autotune
 //   - 2: wgmmaigemm explored cheapest first by its cost model, split-K
 //     where the waves are less than 90% full, the refinement's neighbours
 //     within one family (session 15).
-const SearchRevision = 2
+//   - 3: wgradmma serves 3xtf32 (step sums); depthwise NCHW offers
+//     several planes per block (Planes) for planes of ≤ 16×32 outputs.
+const SearchRevision = 3

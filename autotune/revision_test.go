@@ -19,13 +19,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // revisionProblems are the problems whose search order fingerprints the
 // search: ResNet-50 layers (a 3×3 on a 56² map, a 7² map, a strided 1×1)
-// at N=32 and 256, and the flagship, in every precision and layout, and
-// a data gradient.
+// at N=32 and 256, the flagship and a depthwise layer on a 7² map, in
+// every precision and layout, and their data and filter gradients.
 var revisionProblems = []string{
 	"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1",
 	"N=256,C=512,H=7,W=7,K=512,R=3,S=3,pad=1",
 	"N=32,C=256,H=56,W=56,K=512,R=1,S=1,stride=2",
 	"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2",
+	"N=32,C=960,H=7,W=7,K=960,R=3,S=3,pad=1,groups=960",
 }
 
 // searchFingerprint hashes the order in which a search takes the kept
@@ -45,7 +46,7 @@ func searchFingerprint(t *testing.T) string {
 		}
 		for _, prec := range []problem.Precision{problem.FP32, problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
 			for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
-				for _, op := range []problem.Op{problem.OpFprop, problem.OpDgrad} {
+				for _, op := range []problem.Op{problem.OpFprop, problem.OpDgrad, problem.OpWgrad} {
 					p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: op}
 					cands, err := kernels.Enumerate(p, lim)
 					if err != nil {

@@ -260,3 +260,45 @@ func firstLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestDepthwisePlanesOnCPU runs every kept NCHW candidate with several
+// planes per block (Planes > 1) on the CPU for small planes: 7×7 at stride
+// 1, 14² at stride 2 into 7², a channel multiplier, dilation, R ≠ S, and
+// N·C that the planes do not divide (a partial last block), in fp32, fp16
+// and bf16. The space must offer such candidates for each shape.
+func TestDepthwisePlanesOnCPU(t *testing.T) {
+	t.Parallel()
+	gxx, dir := cpuCompiler(t)
+	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
+	shapes := parseShapes(t, []string{
+		"N=3,C=5,H=7,W=7,K=5,R=3,S=3,pad=1,groups=5",
+		"N=1,C=9,H=14,W=14,K=18,R=3,S=3,stride=2,pad=1,groups=9",
+		"N=2,C=3,H=12,W=11,K=3,R=3,S=5,pad_h=2,pad_w=1,dilation_h=2,groups=3,bias=false",
+	})
+	var jobs [][2]string
+	for i, s := range shapes {
+		for _, prec := range []problem.Precision{problem.FP32, problem.FP16, problem.BF16} {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NCHW}
+			n := 0
+			for _, c := range depthwiseKept(p) {
+				if c.Config["Planes"] <= 1 {
+					continue
+				}
+				n++
+				if prec != problem.FP32 && (n+i)%3 != 0 {
+					continue // fp16 and bf16: a third of them
+				}
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuSource(k, bounds[prec])})
+			}
+			if n == 0 {
+				t.Errorf("%s: no kept candidate with Planes > 1", p)
+			}
+		}
+	}
+	runCPU(t, gxx, dir, jobs)
+	t.Logf("%d kernels run on the CPU", len(jobs))
+}

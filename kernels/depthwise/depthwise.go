@@ -41,10 +41,18 @@ var templateFS embed.FS
 // overlapping input columns in registers; the block's taps are staged once
 // in shared memory.
 //
-// Knobs (NCHW: TileH, TileW, OutputsPerThread; NHWC: the same and
-// ChannelsPerBlock, VectorWidth):
+// NCHW with Planes > 1 (small planes, one tile covering a plane): a block
+// stages Planes consecutive input planes at once (they are contiguous in
+// memory) and its threads split into Planes groups, one per plane: more
+// loads in flight per block and fewer idle threads than one small plane
+// per block.
+//
+// Knobs (NCHW: TileH, TileW, OutputsPerThread, Planes; NHWC: the first
+// three and ChannelsPerBlock, VectorWidth):
 //   - TileH, TileW: output rows and columns per block tile;
 //   - OutputsPerThread: horizontally adjacent outputs per thread;
+//   - Planes: input planes per block (NCHW; absent or 1: one), each one
+//     tile of TileH ≥ P rows and TileW ≥ Q columns;
 //   - ChannelsPerBlock: output channels per block (NHWC);
 //   - VectorWidth: channels per thread and per load (NHWC).
 type Family struct{}
@@ -103,7 +111,11 @@ type Knobs struct {
 	OutputsPerThread int
 	ChannelsPerBlock int `knob:",optional"`
 	VectorWidth      int `knob:",optional"`
+	Planes           int `knob:",optional"`
 }
+
+// planes is k's input planes per block (Planes, 0 read as 1).
+func (k Knobs) planes() int { return max(1, k.Planes) }
 
 // geometry holds a configuration's derived sizes; the template asserts
 // each one it relies on.
@@ -115,6 +127,7 @@ type geometry struct {
 	LoadVec, Shift        int // NCHW: elements per staging load; the tile's offset in its aligned row
 	InPitch               int // NCHW: staged row length, Shift + InTileW rounded up to LoadVec
 	InCols                int // input columns one thread keeps in registers per filter row
+	PlaneThreads          int // NCHW: threads per plane's tile, TileH × TileW/OutputsPerThread
 	ChannelThreads        int // NHWC: threads along the channels
 	PixelThreads          int // NHWC: threads along the pixels (TileH × TileW/OutputsPerThread)
 	ChannelTiles          int // NHWC: ceil(K / ChannelsPerBlock)
@@ -147,15 +160,16 @@ func geom(p problem.Problem, k Knobs) geometry {
 		g.Waste = g.ChannelTiles*k.ChannelsPerBlock - s.K
 		return g
 	}
-	g.Threads = k.TileH * k.TileW / opt
-	g.Blocks = s.N * s.C * g.TilesH * g.TilesW
+	g.PlaneThreads = k.TileH * k.TileW / opt
+	g.Threads = k.planes() * g.PlaneThreads
+	g.Blocks = family.CeilDiv(s.N*s.C, k.planes()) * g.TilesH * g.TilesW
 	eb := p.Precision.ElementBytes()
 	g.InTileH = (k.TileH-1)*s.StrideH + (s.R-1)*s.DilationH + 1
 	g.InTileW = (k.TileW-1)*s.StrideW + (s.S-1)*s.DilationW + 1
 	g.LoadVec = stagingVec(s.W, eb, k.TileW*s.StrideW)
 	g.Shift = ((-s.PadW)%g.LoadVec + g.LoadVec) % g.LoadVec
 	g.InPitch = family.RoundUp(g.Shift+g.InTileW, g.LoadVec)
-	g.SharedBytes = 4 * g.InTileH * g.InPitch
+	g.SharedBytes = 4 * k.planes() * g.InTileH * g.InPitch
 	g.Registers = g.Taps + opt + g.InCols + 24
 	g.VecStore = (opt == 2 || opt == 4) && s.Q()%opt == 0 && opt*eb >= 4
 	return g
@@ -166,6 +180,7 @@ var (
 	nchwTileW   = []int{16, 32, 64}
 	outputs     = []int{1, 2, 4}
 	nchwThreads = []int{128, 256}
+	nchwPlanes  = []int{2, 4, 8, 16, 32}
 	nhwcCPB     = []int{1, 2, 4, 8, 16, 32, 64, 128}
 	nhwcThreads = []int{128, 256}
 )
@@ -236,6 +251,34 @@ func (f Family) spaceNCHW(p problem.Problem, lim family.Limits) []family.Candida
 		// A plane too small for the tiles above: one warp, 2 x 16 outputs.
 		k := Knobs{TileH: 2, TileW: 16, OutputsPerThread: 1}
 		out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+	}
+	return append(out, f.spacePlanes(p, lim)...)
+}
+
+// spacePlanes is the NCHW candidates with several planes per block, for
+// planes of at most 16 output rows and 32 columns: a tile of exactly P
+// rows and the narrowest power-of-two width of whole strips that covers
+// Q, Planes of them per block where that makes a multiple of 32 threads
+// from 128 to 512.
+func (f Family) spacePlanes(p problem.Problem, lim family.Limits) []family.Candidate {
+	s := p.Shape
+	if s.P() > 16 || s.Q() > 32 {
+		return nil
+	}
+	var out []family.Candidate
+	for _, opt := range outputs {
+		if opt > 1 && opt >= 2*pow2Ceil(s.Q()) {
+			continue
+		}
+		tw := max(pow2Ceil(s.Q()), opt)
+		pt := s.P() * tw / opt
+		for _, planes := range nchwPlanes {
+			if t := planes * pt; t%32 != 0 || t < 128 || t > 512 {
+				continue
+			}
+			k := Knobs{TileH: s.P(), TileW: tw, OutputsPerThread: opt, Planes: planes}
+			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+		}
 	}
 	return out
 }
@@ -352,6 +395,8 @@ func checkKnobs(p problem.Problem, k Knobs) error {
 			return fmt.Errorf("VectorWidth=%d does not divide K=%d", v, p.Shape.K)
 		case k.ChannelsPerBlock < v || k.ChannelsPerBlock%v != 0:
 			return fmt.Errorf("ChannelsPerBlock=%d is not a positive multiple of VectorWidth=%d", k.ChannelsPerBlock, v)
+		case k.Planes != 0:
+			return errors.New("NHWC configurations have no Planes")
 		}
 		threads = k.ChannelsPerBlock / v * k.TileH * (k.TileW / opt)
 	} else {
@@ -360,8 +405,12 @@ func checkKnobs(p problem.Problem, k Knobs) error {
 			return errors.New("NCHW configurations have no ChannelsPerBlock or VectorWidth")
 		case k.TileH < 1:
 			return fmt.Errorf("TileH=%d, want positive", k.TileH)
+		case k.Planes < 0:
+			return fmt.Errorf("Planes=%d, want positive", k.Planes)
+		case k.Planes > 1 && (k.TileH < p.Shape.P() || k.TileW < p.Shape.Q()):
+			return fmt.Errorf("Planes=%d needs one tile per plane: TileH=%d, TileW=%d for P=%d, Q=%d", k.Planes, k.TileH, k.TileW, p.Shape.P(), p.Shape.Q())
 		}
-		threads = k.TileH * (k.TileW / opt)
+		threads = k.planes() * k.TileH * (k.TileW / opt)
 	}
 	if threads%32 != 0 || threads > 1024 {
 		return fmt.Errorf("%d threads per block, want a multiple of 32 up to 1024", threads)
@@ -380,6 +429,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if err := checkKnobs(p, k); err != nil {
 		return family.Kernel{}, fmt.Errorf("depthwise: config %s: %w", cfg, err)
+	}
+	if k.Planes == 1 {
+		k.Planes = 0 // one plane per block is the kernel without the knob, under its ID
 	}
 	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
