@@ -13,5 +13,6 @@ package autotune
 //     where the waves are less than 90% full, the refinement's neighbours
 //     within one family (session 15).
 //   - 3: wgradmma serves 3xtf32 (step sums); depthwise NCHW offers
-//     several planes per block (Planes) for planes of ≤ 16×32 outputs.
+//     several planes per block (Planes) for planes of ≤ 16×32 outputs;
+//     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC).
 const SearchRevision = 3

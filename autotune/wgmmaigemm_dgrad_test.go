@@ -166,3 +166,55 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 		}
 	})
 }
+
+// TestWGMMAIGEMMDgradFoldHalf tunes folded 16-bit data gradients
+// (wgmmaigemm, Fold=1, NHWC: B copied 16 bytes of one phase's channels,
+// MN-major) in fp16 and bf16: a ResNet-like 3x3 stride 2 (folded columns in
+// several tiles), a 1x1 stride 2 (three of four phases meet no tap: their
+// dX must come out zero), asymmetric strides with dilation on an odd map
+// (columns past CF in the last tile), a 5x5 at stride 4, and a split-K
+// candidate where one is kept. Pinned: the first, middle and last kept
+// configurations; every kernel must pass the float64 checks within the
+// precision's bound. 8 tuning runs, about 24 kernels.
+func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	fp16, bf16, nhwc := problem.FP16, problem.BF16, problem.NHWC
+	runDgradCases(t, []dgradCase{
+		{"N=4,C=64,H=28,W=28,K=32,R=3,S=3,stride=2,pad=1", []precLayout{{fp16, nhwc}, {bf16, nhwc}}},
+		{"N=3,C=48,H=14,W=14,K=64,R=1,S=1,stride=2,bias=false", []precLayout{{fp16, nhwc}, {bf16, nhwc}}},
+		{"N=3,C=16,H=19,W=23,K=24,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", []precLayout{{fp16, nhwc}}},
+		{"N=2,C=8,H=21,W=18,K=32,R=5,S=5,stride=4,pad=2,bias=false", []precLayout{{bf16, nhwc}}},
+		{"N=8,C=128,H=14,W=14,K=128,R=3,S=3,stride=2,pad=1", []precLayout{{fp16, nhwc}}},
+	}, func(t *testing.T, p problem.Problem) {
+		kept := keptOf(t, p, lim, "wgmmaigemm")
+		if len(kept) == 0 {
+			t.Fatal("no kept folded wgmmaigemm candidate")
+		}
+		pins := []string{kept[0].ID()}
+		for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
+			if c.ID() != pins[len(pins)-1] {
+				pins = append(pins, c.ID())
+			}
+		}
+		for _, c := range kept {
+			if c.Config["SplitK"] > 1 {
+				pins = append(pins, c.ID())
+				break
+			}
+		}
+		for _, id := range pins {
+			if !strings.Contains(id, "Fold=1") {
+				t.Fatalf("kept candidate %s is not folded", id)
+			}
+		}
+		res := tunePins(t, lib, worker, p, pins, nil, 37)
+		for _, tr := range res.Trials {
+			if tr.Family == "wgmmaigemm" && tr.Status != StatusRejected && tr.Status != StatusSkipped {
+				t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
+			}
+		}
+	})
+}

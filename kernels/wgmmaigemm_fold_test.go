@@ -25,8 +25,8 @@ var wgmmaFoldShapes = []string{
 
 // TestWGMMAIGEMMDgradFold checks the folded tf32 data gradient's rules:
 // which problems fold (every tf32 dgrad at a stride above 1, and NCHW at
-// any stride; never 16-bit types, which igemm's fold serves, nor NHWC at
-// stride 1), that a foldable problem's candidates are all Fold=1 (and the
+// any stride; 16-bit ones at a stride above 1 only in NHWC with C a
+// multiple of 8, TestWGMMAIGEMMDgradFoldHalf; never NHWC at stride 1), that a foldable problem's candidates are all Fold=1 (and the
 // folded columns rounded up to 8 are among the tiles), the flagship's
 // geometry, the grid over the folded columns and phase pixels, and Fold
 // refused where it does not apply.
@@ -102,8 +102,8 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 		p    problem.Problem
 		want string
 	}{
-		{dgrad(wgmmaFoldShapes[0], problem.FP16, problem.NHWC), "stride 1 in fp16"},
-		{dgrad(wgmmaFoldShapes[0], problem.BF16, problem.NCHW), "stride 1 in bf16"},
+		{dgrad(wgmmaFoldShapes[0], problem.FP16, problem.NHWC), "C divisible by 8"},
+		{dgrad(wgmmaFoldShapes[0], problem.BF16, problem.NCHW), "folded in NHWC"},
 		{dgrad(wgmmaFoldShapes[4], problem.FP16, problem.NCHW), "NCHW in tf32 only"},
 	} {
 		if err := f.Serves(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -192,4 +192,105 @@ func TestWGMMAIGEMMDgradFoldFrontEnd(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// wgmmaFoldHalfShapes are strided data gradients wgmmaigemm computes
+// folded in fp16 and bf16 (NHWC, C a multiple of 8): ResNet-50's 3x3
+// stride 2 and 1x1 stride 2 (three of four phases meet no tap) layers,
+// asymmetric strides with dilation and an odd map, and stride 4 with a 5x5
+// filter whose phases meet 1 or 2 taps per axis.
+var wgmmaFoldHalfShapes = []string{
+	"N=32,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1",
+	"N=32,C=1024,H=14,W=14,K=2048,R=1,S=1,stride=2",
+	"N=3,C=16,H=19,W=23,K=24,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2",
+	"N=2,C=8,H=21,W=18,K=32,R=5,S=5,stride=4,pad=2",
+}
+
+// TestWGMMAIGEMMDgradFoldHalf: the 16-bit folded dgrad (B copied 16 bytes
+// of one phase's channels at a time, MN-major): wgmmaFoldHalfShapes serve
+// in fp16 and bf16 NHWC with every candidate Fold=1 and BN a multiple of
+// 64 (no rounded-up tile of the folded columns), and a sample of the kept
+// ones (all under the full sweep) compiles for sm_90a with the transposed-B
+// wgmma of its BN, 16-byte copies and no TF32 rounding; the pairs of
+// channels are stored together (the source's pack2). Stride 1 does not
+// fold, and BN=48 is refused.
+func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	f := WGMMAIGEMM{}
+	var jobs []compileJob
+	turn := 0
+	for _, spec := range wgmmaFoldHalfShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bias = false
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+			keep := servedKept(t, f, p, lim)
+			if len(keep) == 0 {
+				t.Errorf("%s: no kept candidate", p)
+				continue
+			}
+			for _, c := range f.Space(p, lim) {
+				if c.Config["Fold"] != 1 || c.Config["BN"]%64 != 0 {
+					t.Errorf("%s %s: want Fold=1 and BN a multiple of 64", p, c.ID())
+				}
+			}
+			if !fullSweep() {
+				keep = []Candidate{keep[turn%len(keep)]}
+				turn++
+			}
+			for _, c := range keep {
+				k, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				if !strings.Contains(k.Source, "folded") || !strings.Contains(k.Source, "pack2(acc[mt][4 * i + 2 * hh], acc[mt][4 * i + 2 * hh + 1])") {
+					t.Errorf("%s %s: not a folded kernel storing channel pairs", p, c.ID())
+				}
+				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), k})
+			}
+		}
+	}
+	runCompileJobs(t, jobs, func(j compileJob) string {
+		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			return "front end: " + err.Error()
+		}
+		typ := "f16"
+		if strings.Contains(j.kernel.Name, "bf16") {
+			typ = "bf16"
+		}
+		if !strings.Contains(res.PTX, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", j.kernel.Config["BN"], typ, typ)) {
+			return "PTX lacks the tile's 16-bit wgmma"
+		}
+		if !strings.Contains(res.PTX, "cp.async.cg.shared.global") || tf32Rounding.MatchString(res.PTX) {
+			return "PTX lacks 16-byte copies or rounds to TF32"
+		}
+		return ""
+	})
+	p := problem.Problem{Shape: mustShape(t, wgmmaFoldHalfShapes[0]), Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
+	if _, err := f.Render(p, Config{"BM": 128, "BN": 48, "BK": 64, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1}); err == nil {
+		t.Error("BN=48 rendered for a 16-bit folded dgrad, want a refusal (64-channel atoms)")
+	}
+	one := p
+	one.Shape.StrideH, one.Shape.StrideW = 1, 1
+	for _, c := range f.Space(one, lim) {
+		if c.Config["Fold"] != 0 {
+			t.Errorf("%s: stride 1 listed %s", one, c.ID())
+		}
+	}
+}
+
+// mustShape parses spec or fails the test.
+func mustShape(t *testing.T, spec string) problem.Shape {
+	t.Helper()
+	s, err := problem.ParseShape(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

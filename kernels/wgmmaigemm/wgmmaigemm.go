@@ -48,7 +48,12 @@ var templateFS embed.FS
 // offsets × K; B, the filter gathered with zeros where a phase meets no
 // tap, is copied element by element, A (dY) by 16-byte copies in NHWC (K a
 // multiple of 4) and element by element in NCHW. A channel-poor first
-// layer (the flagship's C=3, stride 4) so fills the tile's columns.
+// layer (the flagship's C=3, stride 4) so fills the tile's columns. In
+// fp16 and bf16, strided dgrad is folded the same way in NHWC with C a
+// multiple of 8: 8 columns (a, b, c..c+7) are then 8 channels of one
+// phase, contiguous in the KRSC filter, so B is copied 16 bytes at a time
+// MN-major (BN a multiple of 64) and read transposed, and the stores write
+// channel pairs.
 //
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
@@ -79,7 +84,7 @@ var templateFS embed.FS
 //     read with ldmatrix and rounded to TF32 there, so that only B is
 //     rounded in shared memory; absent (or 0), both operands are rounded
 //     in shared memory. Searched beside every tf32 configuration.
-//   - Fold (tf32 dgrad, optional): 1, the folded data gradient above, with
+//   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data gradient above, with
 //     BN also the folded columns rounded up to 8; required where the
 //     stride is above 1 or the layout NCHW, refused elsewhere.
 type Family struct{}
@@ -175,17 +180,19 @@ func wideIndex(p problem.Problem) (bool, error) {
 }
 
 // servesDgrad declines the data gradients the dgrad kernel does not
-// compute: strided ones outside tf32 (their stride holes need igemm's
-// phases or the tf32 fold's element copies of B) and, in NHWC, K that
-// 16-byte copies of dY's channels cannot cover. (TF32's B, the filter's
-// channels, is MN-major, which wgmma reads for 16-bit types only: the TF32
-// kernel copies it element by element into K-major rows.)
+// compute: strided 16-bit ones but folded in NHWC with C a multiple of 8
+// (the fold's B copies 16 bytes of one phase's channels; igemm and
+// dgradmma split the others into phases) and, in NHWC, K that 16-byte
+// copies of dY's channels cannot cover. (TF32's B, the filter's channels,
+// is MN-major, which wgmma reads for 16-bit types only: the TF32 kernel
+// copies it element by element into K-major rows.)
 func servesDgrad(p problem.Problem) error {
 	s := p.Shape
 	vec := 16 / p.Precision.ElementBytes()
 	switch {
-	case (s.StrideH != 1 || s.StrideW != 1) && p.Precision != problem.TF32:
-		return fmt.Errorf("wgmmaigemm dgrad serves stride 1 in %s, not %dx%d (igemm and dgradmma split a strided dX into phases; tf32 folds them)", p.Precision, s.StrideH, s.StrideW)
+	case (s.StrideH != 1 || s.StrideW != 1) && p.Precision != problem.TF32 && (p.Layout != problem.NHWC || s.C%vec != 0):
+		return fmt.Errorf("wgmmaigemm dgrad serves %s at a stride above 1 folded in NHWC with C divisible by %d, not %s with C=%d at %dx%d (igemm and dgradmma split a strided dX into phases)",
+			p.Precision, vec, p.Layout, s.C, s.StrideH, s.StrideW)
 	case p.Layout == problem.NHWC && s.K%vec != 0:
 		return fmt.Errorf("wgmmaigemm dgrad needs K divisible by %d (16-byte copies of dY's channels), not %d", vec, s.K)
 	}
@@ -193,10 +200,17 @@ func servesDgrad(p problem.Problem) error {
 }
 
 // folds says whether p is computed folded (Fold=1): a tf32 data gradient
-// at a stride above 1 or in NCHW.
+// at a stride above 1 or in NCHW, and a 16-bit one at a stride above 1
+// (NHWC, C a multiple of 8: servesDgrad).
 func folds(p problem.Problem) bool {
 	s := p.Shape
-	return p.Op == problem.OpDgrad && p.Precision == problem.TF32 && (s.StrideH*s.StrideW > 1 || p.Layout == problem.NCHW)
+	if p.Op != problem.OpDgrad {
+		return false
+	}
+	if p.Precision == problem.TF32 {
+		return s.StrideH*s.StrideW > 1 || p.Layout == problem.NCHW
+	}
+	return s.StrideH*s.StrideW > 1
 }
 
 // knobs are a configuration's knobs (see Family). SplitK, ARegs and Fold
@@ -394,9 +408,10 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	}
 	bns, fold := spaceBN, 0
 	if folds(p) {
-		// Folded: also the folded columns, rounded up to 8, as one tile.
+		// Folded: also the folded columns, rounded up to 8, as one tile
+		// (tf32: 16-bit B tiles are whole 64-channel atoms).
 		fold = 1
-		if cf := family.CeilDiv(p.Shape.StrideH*p.Shape.StrideW*p.Shape.C, 8) * 8; cf < 64 || (cf < 256 && cf%64 != 0) {
+		if cf := family.CeilDiv(p.Shape.StrideH*p.Shape.StrideW*p.Shape.C, 8) * 8; p.Precision == problem.TF32 && (cf < 64 || (cf < 256 && cf%64 != 0)) {
 			bns = append([]int{cf}, spaceBN...)
 		}
 	}
@@ -484,9 +499,11 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	case g.Folded && c.BN*c.BK%g.loaders(c) != 0:
 		return family.Hard("fold", "BN=%d x BK=%d filter elements do not split over %d copying threads", c.BN, c.BK, g.loaders(c))
 	case c.Fold == 1 && !folds(p):
-		return family.Hard("fold", "Fold folds a tf32 data gradient at a stride above 1 or in NCHW, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+		return family.Hard("fold", "Fold folds a data gradient at a stride above 1 (or tf32 in NCHW), not %s op=%s %s", p.Precision, p.Op, p.Layout)
 	case c.Fold == 0 && folds(p):
-		return family.Hard("fold", "a tf32 data gradient at stride %dx%d in %s is computed folded (Fold=1)", p.Shape.StrideH, p.Shape.StrideW, p.Layout)
+		return family.Hard("fold", "a %s data gradient at stride %dx%d in %s is computed folded (Fold=1)", p.Precision, p.Shape.StrideH, p.Shape.StrideW, p.Layout)
+	case p.Op == problem.OpDgrad && g.ElemBytes == 2 && c.BN%64 != 0:
+		return family.Hard("shape", "a 16-bit dgrad's MN-major B tile is whole 64-channel atoms: BN=%d", c.BN)
 	case c.Fold == 1 && c.BN > 64 && 2*g.CF <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
 	case c.Fold == 1 && c.BN == 64 && g.CF <= 56:
@@ -608,8 +625,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: BN=%d x BK=%d filter elements do not split over %d copying threads", cfg, c.BN, c.BK, g.loaders(c))
 	}
 	if (c.Fold == 1) != folds(p) {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a tf32 data gradient at a stride above 1 or in NCHW (%s op=%s %s, stride %dx%d)",
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a data gradient at a stride above 1 or a tf32 one in NCHW (%s op=%s %s, stride %dx%d)",
 			cfg, p.Precision, p.Op, p.Layout, p.Shape.StrideH, p.Shape.StrideW)
+	}
+	if p.Op == problem.OpDgrad && g.ElemBytes == 2 && c.BN%64 != 0 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: a 16-bit dgrad's MN-major B tile is whole 64-channel atoms, not BN=%d", cfg, c.BN)
 	}
 	if p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
