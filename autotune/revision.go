@@ -14,5 +14,6 @@ package autotune
 //     within one family (session 15).
 //   - 3: wgradmma serves 3xtf32 (step sums); depthwise NCHW offers
 //     several planes per block (Planes) for planes of ≤ 16×32 outputs;
-//     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC).
+//     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC), and its
+//     fold's columns leave out the phases that meet no tap.
 const SearchRevision = 3

@@ -61,7 +61,7 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 				t.Errorf("%s: no kept candidate", p)
 				continue
 			}
-			cf := s.StrideH * s.StrideW * s.C
+			cf := activePhases(s) * s.C // the phases that meet a tap
 			hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
 			bns := map[int]bool{}
 			for _, c := range f.Space(p, lim) {
@@ -212,8 +212,9 @@ var wgmmaFoldHalfShapes = []string{
 // 64 (no rounded-up tile of the folded columns), and a sample of the kept
 // ones (all under the full sweep) compiles for sm_90a with the transposed-B
 // wgmma of its BN, 16-byte copies and no TF32 rounding; the pairs of
-// channels are stored together (the source's pack2). Stride 1 does not
-// fold, and BN=48 is refused.
+// channels are stored together (the source's pack2); phases that meet no
+// tap leave the columns (CF = active phases × C) and get zero stores.
+// Stride 1 does not fold, and BN=48 is refused.
 func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
@@ -250,6 +251,15 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 				}
 				if !strings.Contains(k.Source, "folded") || !strings.Contains(k.Source, "pack2(acc[mt][4 * i + 2 * hh], acc[mt][4 * i + 2 * hh + 1])") {
 					t.Errorf("%s %s: not a folded kernel storing channel pairs", p, c.ID())
+				}
+				// Phases that meet no tap (the 1x1 at stride 2: three of
+				// four) leave the columns; their dX is written as zeros.
+				na := activePhases(s)
+				idle := s.StrideH*s.StrideW - na
+				wantCF := fmt.Sprintf("#define CF %d ", na*s.C)
+				hasIdle := strings.Contains(k.Source, fmt.Sprintf("#define NI %d ", idle)) && strings.Contains(k.Source, "IDLE_A[z]")
+				if !strings.Contains(k.Source, wantCF) || hasIdle != (idle > 0) || (idle > 0) != strings.Contains(k.Source, "PHASE_A[ab]") {
+					t.Errorf("%s %s: want CF = %d active phases × C and the idle phases' zero stores exactly where %d phases meet no tap", p, c.ID(), na, idle)
 				}
 				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), k})
 			}
@@ -293,4 +303,27 @@ func mustShape(t *testing.T, spec string) problem.Shape {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// activePhases counts s's stride phases (a, b) that meet a filter tap,
+// solved here by brute force: a + pad − r·dil divisible by the stride for
+// some row tap r, likewise for a column tap.
+func activePhases(s problem.Shape) int {
+	meets := func(ph, stride, pad, dil, n int) bool {
+		for t := range n {
+			if (ph+pad-t*dil)%stride == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for a := range s.StrideH {
+		for b := range s.StrideW {
+			if meets(a, s.StrideH, s.PadH, s.DilationH, s.R) && meets(b, s.StrideW, s.PadW, s.DilationW, s.S) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -286,11 +286,18 @@ type geometry struct {
 	// rows (its stride byte offset); BChunks: 16-byte copies per B row
 	// (BN/Vec), BRowsPerIter: B rows the copying threads cover at once.
 	BLBO, BSBO, BChunks, BRowsPerIter int
-	// Fold: the phase grid HP x WP, the folded columns CF = SH·SW·C and
-	// the union of the phases' dY offsets, dp in [DPMin, DPMin+NDP), dq in
-	// [DQMin, DQMin+NDQ).
+	// Fold: the phase grid HP x WP, the folded columns CF = NA·C (NA
+	// the phases (a, b) that meet a tap, of SH·SW) and the union of the
+	// phases' dY offsets, dp in [DPMin, DPMin+NDP), dq in [DQMin,
+	// DQMin+NDQ).
 	Folded                             bool
 	HP, WP, CF, DPMin, NDP, DQMin, NDQ int
+	// Phases: where some phase meets no tap (a 1x1 at stride 2), the
+	// columns hold only the NA phases that do (Active, in (a, b) order)
+	// and the stores write zeros to the others' dX pixels (Idle); both
+	// empty where every phase meets a tap (the columns are then all
+	// SH·SW phases, as before this table existed).
+	Active, Idle [][2]int
 	// TableBytes is the folded kernel's table in shared memory (after the
 	// stages and mbarriers): the filter offset of every (offset, column)
 	// pair of the tile, NDP·NDQ·BN ints.
@@ -317,6 +324,10 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.CF = s.StrideH * s.StrideW * s.C
 		g.DPMin, g.NDP = dgradphase.Rows(s).OffsetSpan()
 		g.DQMin, g.NDQ = dgradphase.Cols(s).OffsetSpan()
+		if act, idle := phases(s); len(idle) > 0 {
+			g.Active, g.Idle = act, idle
+			g.CF = len(act) * s.C
+		}
 		g.M, g.KRed, cols = s.N*g.HP*g.WP, g.NDP*g.NDQ*s.K, g.CF
 		g.RunA = p.Layout == problem.NCHW && g.NDQ%4 == 0
 	}
@@ -354,6 +365,23 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.BRowsPerIter = loaders / g.BChunks
 	}
 	return g
+}
+
+// phases splits s's stride phases (a, b) into those that meet a filter
+// tap (every tap lands in exactly one phase per axis, so at least one
+// does) and those that meet none, whose dX is zero.
+func phases(s problem.Shape) (active, idle [][2]int) {
+	rows, cols := dgradphase.Rows(s), dgradphase.Cols(s)
+	for a := range s.StrideH {
+		for b := range s.StrideW {
+			if len(rows.Tap[a]) > 0 && len(cols.Tap[b]) > 0 {
+				active = append(active, [2]int{a, b})
+			} else {
+				idle = append(idle, [2]int{a, b})
+			}
+		}
+	}
+	return active, idle
 }
 
 // loaders is the threads that copy: all, or the producer warpgroup.
@@ -411,7 +439,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		// Folded: also the folded columns, rounded up to 8, as one tile
 		// (tf32: 16-bit B tiles are whole 64-channel atoms).
 		fold = 1
-		if cf := family.CeilDiv(p.Shape.StrideH*p.Shape.StrideW*p.Shape.C, 8) * 8; p.Precision == problem.TF32 && (cf < 64 || (cf < 256 && cf%64 != 0)) {
+		act, _ := phases(p.Shape)
+		if cf := family.CeilDiv(len(act)*p.Shape.C, 8) * 8; p.Precision == problem.TF32 && (cf < 64 || (cf < 256 && cf%64 != 0)) {
 			bns = append([]int{cf}, spaceBN...)
 		}
 	}
