@@ -84,9 +84,10 @@ var templateFS embed.FS
 //     read with ldmatrix and rounded to TF32 there, so that only B is
 //     rounded in shared memory; absent (or 0), both operands are rounded
 //     in shared memory. Searched beside every tf32 configuration.
-//   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data gradient above, with
-//     BN also the folded columns rounded up to 8; required where the
-//     stride is above 1 or the layout NCHW, refused elsewhere.
+//   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data
+//     gradient above, with BN (tf32) also the folded columns rounded up
+//     to 8; required where the stride is above 1 or (tf32) the layout
+//     NCHW, refused elsewhere.
 type Family struct{}
 
 // Name implements family.Family.
@@ -96,8 +97,9 @@ func (Family) Name() string { return "wgmmaigemm" }
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
 // Serves implements family.Family: op fprop (NHWC; NCHW in tf32, where
-// C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC), and in tf32
-// at any stride in both layouts (folded).
+// C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC), at any
+// stride folded (fp16 and bf16 in NHWC with C a multiple of 8, tf32 in
+// both layouts).
 func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
 	switch p.Op {
@@ -436,8 +438,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	}
 	bns, fold := spaceBN, 0
 	if folds(p) {
-		// Folded: also the folded columns, rounded up to 8, as one tile
-		// (tf32: 16-bit B tiles are whole 64-channel atoms).
+		// Folded: in tf32 also the folded columns, rounded up to 8, as one
+		// tile (16-bit B tiles are whole 64-channel atoms: BN 64, 128, 256).
 		fold = 1
 		act, _ := phases(p.Shape)
 		if cf := family.CeilDiv(len(act)*p.Shape.C, 8) * 8; p.Precision == problem.TF32 && (cf < 64 || (cf < 256 && cf%64 != 0)) {
@@ -535,8 +537,9 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("shape", "a 16-bit dgrad's MN-major B tile is whole 64-channel atoms: BN=%d", c.BN)
 	case c.Fold == 1 && c.BN > 64 && 2*g.CF <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
-	case c.Fold == 1 && c.BN == 64 && g.CF <= 56:
+	case c.Fold == 1 && g.ElemBytes == 4 && c.BN == 64 && g.CF <= 56:
 		// The flagship's 48 columns: BN=64 never won against BN=48 (H100).
+		// (16-bit B tiles are whole 64-channel atoms: BN=64 is their least.)
 		return family.Soft("waste", "BN=64 for %d folded columns: the tile of BN=%d holds them", g.CF, family.CeilDiv(g.CF, 8)*8)
 	case p.Op == problem.OpDgrad && c.Fold == 0 && c.BN > 64 && 2*p.Shape.C <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice C=%d", c.BN, p.Shape.C)

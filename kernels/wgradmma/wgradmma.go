@@ -447,7 +447,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	case lim.Arch != 0 && lim.Arch < 90:
 		return family.Hard("arch", "wgradmma needs thread-block clusters (sm_90), not sm_%d", lim.Arch)
 	case g.Acc*k.Unroll > 96 || accRegs > 96:
-		return family.Hard("registers", "%d accumulators per thread with Unroll=%d", g.Acc, k.Unroll)
+		return family.Hard("registers", "%d accumulators per thread with Unroll=%d (%d registers with 3xtf32's low parts)", g.Acc, k.Unroll, accRegs)
 	case k.Stage == 1 && g.Staging.Reject(g.Acc, 1, 112).Rule != "":
 		return g.Staging.Reject(g.Acc, 1, 112)
 	case g.Threads > lim.MaxThreadsPerBlock:
