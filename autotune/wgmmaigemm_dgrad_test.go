@@ -3,6 +3,9 @@
 package autotune
 
 import (
+	"cmp"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,4 +214,76 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestWGMMAIGEMMStoreRows measures the epilogue through shared memory
+// (StoreRows=1: the tile's FP32 rows staged over the stages, 16-byte
+// stores along a pixel's channels) against the register epilogue's
+// 4-byte channel pairs on ResNet-50 N=32 layers where the stores weigh
+// (1x1 layers, a data gradient) and a 3x3 one, fp16 and tf32 NHWC: for
+// each, the three cheapest kept unsplit, unfolded Producer=0 tiles by the
+// cost model and their StoreRows twins (rendered by the test), all
+// checked against float64 within the precision's bound, medians logged
+// side by side.
+func TestWGMMAIGEMMStoreRows(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	lim.SMs = 132
+	for _, c := range []struct {
+		spec string
+		prec problem.Precision
+		op   problem.Op
+	}{
+		{"N=32,C=64,H=56,W=56,K=64,R=1,S=1", problem.FP16, problem.OpFprop},
+		{"N=32,C=64,H=56,W=56,K=256,R=1,S=1", problem.FP16, problem.OpFprop},
+		{"N=32,C=256,H=56,W=56,K=64,R=1,S=1", problem.FP16, problem.OpFprop},
+		{"N=32,C=512,H=7,W=7,K=2048,R=1,S=1", problem.FP16, problem.OpFprop},
+		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", problem.FP16, problem.OpFprop},
+		{"N=32,C=64,H=56,W=56,K=256,R=1,S=1", problem.TF32, problem.OpFprop},
+		{"N=32,C=64,H=56,W=56,K=64,R=1,S=1,bias=false", problem.FP16, problem.OpDgrad},
+		{"N=32,C=1024,H=14,W=14,K=256,R=1,S=1,bias=false", problem.FP16, problem.OpDgrad},
+	} {
+		s, err := problem.ParseShape(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: s, Precision: c.prec, Layout: problem.NHWC, Op: c.op}
+		t.Run(p.String(), func(t *testing.T) {
+			kept := keptOf(t, p, lim, "wgmmaigemm")
+			slices.SortStableFunc(kept, func(a, b kernels.Candidate) int {
+				ca, _ := kernels.PredictedCost(p, a, lim)
+				cb, _ := kernels.PredictedCost(p, b, lim)
+				return cmp.Compare(ca, cb)
+			})
+			var pins []string
+			var extra []kernels.Kernel
+			for _, k := range kept {
+				if len(pins) == 3 {
+					break
+				}
+				if k.Config["SplitK"] > 1 || k.Config["Fold"] == 1 || k.Config["Producer"] != 0 {
+					continue
+				}
+				twin := maps.Clone(k.Config)
+				twin["StoreRows"] = 1
+				kern, err := kernels.RenderCandidate(p, kernels.Candidate{Family: "wgmmaigemm", Config: twin})
+				if err != nil {
+					continue // its tile does not fit over the stages
+				}
+				pins = append(pins, k.ID())
+				extra = append(extra, kern)
+			}
+			if len(pins) == 0 {
+				t.Fatal("no tile with a StoreRows twin")
+			}
+			res := tunePins(t, lib, worker, p, pins, extra, 41)
+			for _, tr := range res.Trials {
+				if tr.Status == StatusOK {
+					t.Logf("%s: %.4f ms, error %.2e", tr.Config, tr.MedianMS, tr.RelError)
+				}
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -905,5 +906,89 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 	}
 	if g := math.Exp(logSum / float64(len(keys))); g > 1.01 {
 		t.Errorf("the 8 cheapest: %.1f%% slower than the fastest in geometric mean", 100*(g-1))
+	}
+}
+
+// TestWGMMAIGEMMStoreRowsRender: StoreRows=1 (the epilogue through shared
+// memory, 16-byte stores along a pixel's channels; pinned, not searched)
+// renders for the fp16 and tf32 NHWC forward (bias) and the fp16 data
+// gradient, compiles for sm_90a with 16-byte global stores, and leaves the
+// kernel without it unchanged; it is refused for NCHW, an epilogue chain,
+// another output type, channel counts that are no whole number of 16-byte
+// runs, split-K, the fold and the producer warpgroup, and where the tile's
+// FP32 rows do not fit over the stages.
+func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	cfg := func(bk int, extra Config) Config {
+		c := Config{"BM": 128, "BN": 64, "BK": bk, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 2, "Producer": 0, "Swizzle": 1, "StoreRows": 1}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	prob := func(spec string, prec problem.Precision, lay problem.Layout, op problem.Op) problem.Problem {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op == problem.OpDgrad {
+			s.Bias = false
+		}
+		return problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: op}
+	}
+	const layer = "N=4,C=64,H=14,W=14,K=64,R=1,S=1"
+	for _, c := range []struct {
+		p   problem.Problem
+		cfg Config
+	}{
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, nil)},
+		{prob(layer, problem.TF32, problem.NHWC, problem.OpFprop), cfg(32, nil)},
+		{prob("N=4,C=64,H=14,W=14,K=32,R=3,S=3,pad=1", problem.BF16, problem.NHWC, problem.OpDgrad), cfg(64, nil)},
+	} {
+		k, err := f.Render(c.p, c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.p, err)
+		}
+		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			t.Fatalf("%s: %v", c.p, err)
+		}
+		if !strings.Contains(res.PTX, "st.global.v4") || !strings.Contains(k.Source, "StoreRows") {
+			t.Errorf("%s: no 16-byte stores of the staged rows", c.p)
+		}
+		plain := maps.Clone(c.cfg)
+		delete(plain, "StoreRows")
+		k0, err := f.Render(c.p, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(k0.Source, "StoreRows") || k0.Name == k.Name {
+			t.Errorf("%s: the kernel without StoreRows changed (%s)", c.p, k0.Name)
+		}
+	}
+	relu, err := epilogue.Parse("relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chained := prob(layer, problem.FP16, problem.NHWC, problem.OpFprop)
+	chained.Epilogue = relu
+	wider := prob(layer, problem.TF32, problem.NHWC, problem.OpFprop)
+	wider.OutPrecision = problem.StorageBF16
+	for _, c := range []struct {
+		p   problem.Problem
+		cfg Config
+	}{
+		{prob(layer, problem.TF32, problem.NCHW, problem.OpFprop), cfg(32, nil)},
+		{chained, cfg(64, nil)},
+		{wider, cfg(32, nil)},
+		{prob("N=4,C=64,H=14,W=14,K=60,R=1,S=1", problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, nil)},
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"SplitK": 2, "BlocksPerSM": 1})},
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"Producer": 1, "Warpgroups": 1})},
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"BM": 256, "BN": 256, "Stages": 3, "BlocksPerSM": 1})},
+	} {
+		if _, err := f.Render(c.p, c.cfg); err == nil || !strings.Contains(err.Error(), "StoreRows") {
+			t.Errorf("%s %v: %v, want a StoreRows refusal", c.p, c.cfg, err)
+		}
 	}
 }

@@ -223,6 +223,7 @@ type knobs struct {
 	SplitK                                                         int `knob:",optional"`
 	ARegs                                                          int `knob:",optional"`
 	Fold                                                           int `knob:",optional"`
+	StoreRows                                                      int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -257,6 +258,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK must be 1, 2, 4 or 8 (a portable cluster)", cfg)
 	case c.SplitK > 1 && c.Producer != 0:
 		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK needs Producer=0", cfg)
+	case c.StoreRows < 0 || c.StoreRows > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows must be 0 or 1", cfg)
+	case c.StoreRows == 1 && (c.SplitK > 1 || c.Fold == 1 || c.Producer != 0):
+		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows stores an unsplit, unfolded tile with Producer=0", cfg)
 	case c.ARegs < 0 || c.ARegs > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
 	case c.ARegs == 1 && c.Swizzle != 1:
@@ -350,8 +355,9 @@ func geom(p problem.Problem, c knobs) geometry {
 	}
 	g.Split = max(1, c.SplitK)
 	g.RankKTiles = g.KTiles / g.Split
-	if g.Split > 1 {
-		// The partial tile reuses the stages once the main loop is done.
+	if g.Split > 1 || c.StoreRows == 1 {
+		// The partial tile (or StoreRows' tile) reuses the stages once the
+		// main loop is done.
 		g.Pitch = c.BN + 8
 		g.PartBytes = c.BM * g.Pitch * 4
 		g.RankRows = c.BM / g.Split
@@ -367,6 +373,32 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.BRowsPerIter = loaders / g.BChunks
 	}
 	return g
+}
+
+// storeRowsRule says why StoreRows=1 (the epilogue through shared memory,
+// 16-byte stores along a pixel's channels) does not apply to c for p, or
+// "": it stores NHWC tiles of the input's type without an epilogue chain,
+// whose channel count is a whole number of 16-byte runs, over stages that
+// hold the tile's FP32 rows.
+func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
+	if c.StoreRows != 1 {
+		return ""
+	}
+	cols := p.Shape.K
+	if p.Op == problem.OpDgrad {
+		cols = p.Shape.C
+	}
+	switch {
+	case p.Layout != problem.NHWC:
+		return "StoreRows stores NHWC rows"
+	case len(p.Epilogue) > 0 || (p.OutPrecision != "" && p.OutPrecision.Bytes() != g.ElemBytes):
+		return "StoreRows stores the plain convolution in the input's type"
+	case cols%(16/g.ElemBytes) != 0:
+		return fmt.Sprintf("StoreRows needs %d channels a whole number of 16-byte runs", cols)
+	case g.PartBytes > c.Stages*g.StageBytes:
+		return fmt.Sprintf("StoreRows' tile (%d B) does not fit over the stages (%d B)", g.PartBytes, c.Stages*g.StageBytes)
+	}
+	return ""
 }
 
 // phases splits s's stride phases (a, b) into those that meet a filter
@@ -662,6 +694,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if p.Op == problem.OpDgrad && g.ElemBytes == 2 && c.BN%64 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: a 16-bit dgrad's MN-major B tile is whole 64-channel atoms, not BN=%d", cfg, c.BN)
+	}
+	if msg := storeRowsRule(p, c, g); msg != "" {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 	}
 	if p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
