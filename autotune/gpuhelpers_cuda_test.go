@@ -100,12 +100,7 @@ func tuneFamilyPinned(t *testing.T, lib *nvrtc.Library, worker []string, lim ker
 	if len(kept) == 0 {
 		return false
 	}
-	pins := []string{kept[0].ID()}
-	for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
-		if c.ID() != pins[len(pins)-1] {
-			pins = append(pins, c.ID())
-		}
-	}
+	pins := firstMiddleLast(kept)
 	res, err := Tune(context.Background(), lib, Options{Problem: p,
 		Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 5, Timeout: 60 * time.Second})
 	if err != nil {
@@ -118,6 +113,36 @@ func tuneFamilyPinned(t *testing.T, lib *nvrtc.Library, worker []string, lim ker
 		t.Fatalf("winner %v, want a %s candidate", res.Winner, fam)
 	}
 	return true
+}
+
+// firstMiddleLast is the IDs of kept's first, middle and last candidates
+// (fewer where they coincide).
+func firstMiddleLast(kept []kernels.Candidate) []string {
+	pins := []string{kept[0].ID()}
+	for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
+		if c.ID() != pins[len(pins)-1] {
+			pins = append(pins, c.ID())
+		}
+	}
+	return pins
+}
+
+// tuneFoldedPins tunes p pinned to pins (which must all be folded, Fold=1)
+// and the extra kernels through tunePins, and logs each wgmmaigemm kernel's
+// status, time and errors.
+func tuneFoldedPins(t *testing.T, lib *nvrtc.Library, worker []string, p problem.Problem, pins []string, extra []kernels.Kernel, seed uint64) {
+	t.Helper()
+	for _, id := range pins {
+		if !strings.Contains(id, "Fold=1") {
+			t.Fatalf("kept candidate %s is not folded", id)
+		}
+	}
+	res := tunePins(t, lib, worker, p, pins, extra, seed)
+	for _, tr := range res.Trials {
+		if tr.Family == "wgmmaigemm" && tr.Status != StatusRejected && tr.Status != StatusSkipped {
+			t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
+		}
+	}
 }
 
 // checkPinnedOK checks that each of the n kernels named in want (family/name

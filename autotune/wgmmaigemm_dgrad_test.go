@@ -156,17 +156,7 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 				extra = append(extra, k)
 			}
 		}
-		for _, id := range pins {
-			if !strings.Contains(id, "Fold=1") {
-				t.Fatalf("kept candidate %s is not folded", id)
-			}
-		}
-		res := tunePins(t, lib, worker, p, pins, extra, 31)
-		for _, tr := range res.Trials {
-			if tr.Family == "wgmmaigemm" && tr.Status != StatusRejected && tr.Status != StatusSkipped {
-				t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
-			}
-		}
+		tuneFoldedPins(t, lib, worker, p, pins, extra, 31)
 	})
 }
 
@@ -196,23 +186,7 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 		if len(kept) == 0 {
 			t.Fatal("no kept folded wgmmaigemm candidate")
 		}
-		pins := []string{kept[0].ID()}
-		for _, c := range []kernels.Candidate{kept[len(kept)/2], kept[len(kept)-1]} {
-			if c.ID() != pins[len(pins)-1] {
-				pins = append(pins, c.ID())
-			}
-		}
-		for _, id := range pins {
-			if !strings.Contains(id, "Fold=1") {
-				t.Fatalf("kept candidate %s is not folded", id)
-			}
-		}
-		res := tunePins(t, lib, worker, p, pins, nil, 37)
-		for _, tr := range res.Trials {
-			if tr.Family == "wgmmaigemm" && tr.Status != StatusRejected && tr.Status != StatusSkipped {
-				t.Logf("%s: %s, %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.SampleError)
-			}
-		}
+		tuneFoldedPins(t, lib, worker, p, firstMiddleLast(kept), nil, 37)
 	})
 }
 
