@@ -15,5 +15,6 @@ package autotune
 //   - 3: wgradmma serves 3xtf32 (step sums); depthwise NCHW offers
 //     several planes per block (Planes) for planes of ≤ 16×32 outputs;
 //     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC), and its
-//     fold's columns leave out the phases that meet no tap.
+//     fold's columns leave out the phases that meet no tap; fp16/bf16
+//     NHWC tiles also store through shared memory (StoreRows).
 const SearchRevision = 3

@@ -910,8 +910,9 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 }
 
 // TestWGMMAIGEMMStoreRowsRender: StoreRows=1 (the epilogue through shared
-// memory, 16-byte stores along a pixel's channels; pinned, not searched)
-// renders for the fp16 and tf32 NHWC forward (bias) and the fp16 data
+// memory, 16-byte stores along a pixel's channels; searched for fp16 and
+// bf16, a twin of every unsplit, unfolded tile, pinned for tf32)
+// renders for the fp16 and tf32 NHWC forward (bias) and the bf16 data
 // gradient, compiles for sm_90a with 16-byte global stores, and leaves the
 // kernel without it unchanged; it is refused for NCHW, an epilogue chain,
 // another output type, channel counts that are no whole number of 16-byte
@@ -973,6 +974,32 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 	}
 	chained := prob(layer, problem.FP16, problem.NHWC, problem.OpFprop)
 	chained.Epilogue = relu
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	for _, c := range []struct {
+		p    problem.Problem
+		want bool // kept StoreRows twins
+	}{
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), true},
+		{prob(layer, problem.BF16, problem.NHWC, problem.OpDgrad), true},
+		{prob(layer, problem.TF32, problem.NHWC, problem.OpFprop), false},
+		{chained, false},
+	} {
+		plain, twins := 0, 0
+		for _, cand := range kept(f.Space(c.p, lim)) {
+			if cand.Config["StoreRows"] == 1 {
+				twins++
+				if cand.Config["SplitK"] > 1 || cand.Config["Producer"] != 0 {
+					t.Errorf("%s: StoreRows twin %s", c.p, cand.ID())
+				}
+			} else if cand.Config["SplitK"] <= 1 {
+				plain++
+			}
+		}
+		if (twins > 0) != c.want || (c.want && twins > plain) {
+			t.Errorf("%s: %d kept StoreRows twins of %d unsplit tiles, want them: %v", c.p, twins, plain, c.want)
+		}
+	}
 	wider := prob(layer, problem.TF32, problem.NHWC, problem.OpFprop)
 	wider.OutPrecision = problem.StorageBF16
 	for _, c := range []struct {
