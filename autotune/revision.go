@@ -16,5 +16,6 @@ package autotune
 //     several planes per block (Planes) for planes of ≤ 16×32 outputs;
 //     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC), and its
 //     fold's columns leave out the phases that meet no tap; fp16/bf16
-//     NHWC tiles also store through shared memory (StoreRows).
+//     NHWC tiles also store through shared memory (StoreRows), epilogue
+//     chains included.
 const SearchRevision = 3

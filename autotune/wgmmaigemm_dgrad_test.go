@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
@@ -259,5 +260,61 @@ func TestWGMMAIGEMMStoreRows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWGMMAIGEMMStoreRowsChains: StoreRows kernels apply epilogue chains
+// on their way out (the residual's run read 16 bytes at a time): fp16 and
+// bf16 NHWC, a 1x1 and a 3x3 with odd sizes, the chains scale_shift,relu,
+// residual(0.5),relu, residual and gelu_tanh,leaky_relu(0.1), each pinned
+// to the first two kept StoreRows twins and the first plain tile; every
+// kernel must pass the float64 checks (the chain applied by the
+// reference) within the precision's bound. 16 tuning runs, 48 kernels.
+func TestWGMMAIGEMMStoreRowsChains(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	lim.SMs = 132
+	shapes := []string{"N=3,C=64,H=13,W=15,K=40,R=1,S=1", "N=2,C=32,H=17,W=11,K=48,R=3,S=3,pad=1,stride=2"}
+	chains := []string{"scale_shift,relu", "residual(0.5),relu", "residual", "gelu_tanh,leaky_relu(0.1)"}
+	for i, spec := range shapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, chain := range chains {
+			c, err := epilogue.Parse(chain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+				if (i+j)%2 == 1 && prec == problem.BF16 {
+					continue // bf16 on half the (shape, chain) pairs
+				}
+				p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Epilogue: c}
+				t.Run(p.String()+"_"+chain, func(t *testing.T) {
+					var pins []string
+					plain := ""
+					for _, k := range keptOf(t, p, lim, "wgmmaigemm") {
+						switch {
+						case k.Config["StoreRows"] == 1 && len(pins) < 2:
+							pins = append(pins, k.ID())
+						case k.Config["StoreRows"] == 0 && plain == "":
+							plain = k.ID()
+						}
+					}
+					if len(pins) == 0 || plain == "" {
+						t.Fatalf("kept StoreRows twins %v, plain %q", pins, plain)
+					}
+					res := tunePins(t, lib, worker, p, append(pins, plain), nil, 43)
+					for _, tr := range res.Trials {
+						if tr.Status == StatusOK {
+							t.Logf("%s: %.4f ms, error %.2e", tr.ID, tr.MedianMS, tr.RelError)
+						}
+					}
+				})
+			}
+		}
 	}
 }

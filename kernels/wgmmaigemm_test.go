@@ -912,10 +912,10 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 // TestWGMMAIGEMMStoreRowsRender: StoreRows=1 (the epilogue through shared
 // memory, 16-byte stores along a pixel's channels; searched for fp16 and
 // bf16, a twin of every unsplit, unfolded tile, pinned for tf32)
-// renders for the fp16 and tf32 NHWC forward (bias) and the bf16 data
+// renders for the fp16 and tf32 NHWC forward (bias; fp16 also with a
+// chain whose residual it reads 16 bytes at a time) and the bf16 data
 // gradient, compiles for sm_90a with 16-byte global stores, and leaves the
-// kernel without it unchanged; it is refused for NCHW, an epilogue chain,
-// another output type, channel counts that are no whole number of 16-byte
+// kernel without it unchanged; it is refused for NCHW, another output type, channel counts that are no whole number of 16-byte
 // runs, split-K, the fold and the producer warpgroup, and where the tile's
 // FP32 rows do not fit over the stages.
 func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
@@ -939,11 +939,18 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 		return problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: op}
 	}
 	const layer = "N=4,C=64,H=14,W=14,K=64,R=1,S=1"
+	residual, err := epilogue.Parse("scale_shift,residual(0.5),relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withResidual := prob(layer, problem.FP16, problem.NHWC, problem.OpFprop)
+	withResidual.Epilogue = residual
 	for _, c := range []struct {
 		p   problem.Problem
 		cfg Config
 	}{
 		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, nil)},
+		{withResidual, cfg(64, nil)},
 		{prob(layer, problem.TF32, problem.NHWC, problem.OpFprop), cfg(32, nil)},
 		{prob("N=4,C=64,H=14,W=14,K=32,R=3,S=3,pad=1", problem.BF16, problem.NHWC, problem.OpDgrad), cfg(64, nil)},
 	} {
@@ -957,6 +964,9 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 		}
 		if !strings.Contains(res.PTX, "st.global.v4") || !strings.Contains(k.Source, "StoreRows") {
 			t.Errorf("%s: no 16-byte stores of the staged rows", c.p)
+		}
+		if len(c.p.Epilogue) > 0 && (!strings.Contains(res.PTX, "ld.global.nc.v4") || !strings.Contains(k.Source, "ep_residual + ((long long)m * K + k)")) {
+			t.Errorf("%s: the residual's run is not read in one 16-byte load", c.p)
 		}
 		plain := maps.Clone(c.cfg)
 		delete(plain, "StoreRows")
@@ -983,7 +993,7 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), true},
 		{prob(layer, problem.BF16, problem.NHWC, problem.OpDgrad), true},
 		{prob(layer, problem.TF32, problem.NHWC, problem.OpFprop), false},
-		{chained, false},
+		{chained, true},
 	} {
 		plain, twins := 0, 0
 		for _, cand := range kept(f.Space(c.p, lim)) {
@@ -1007,7 +1017,6 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 		cfg Config
 	}{
 		{prob(layer, problem.TF32, problem.NCHW, problem.OpFprop), cfg(32, nil)},
-		{chained, cfg(64, nil)},
 		{wider, cfg(32, nil)},
 		{prob("N=4,C=64,H=14,W=14,K=60,R=1,S=1", problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, nil)},
 		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"SplitK": 2, "BlocksPerSM": 1})},

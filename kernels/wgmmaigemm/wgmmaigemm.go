@@ -86,9 +86,9 @@ var templateFS embed.FS
 //     in shared memory. Searched beside every tf32 configuration.
 //   - StoreRows (optional): 1, the epilogue through shared memory: the
 //     tile's FP32 rows over the stages, then 16-byte stores along a
-//     pixel's channels (NHWC, the plain convolution in the input's type,
-//     unsplit, unfolded, Producer=0); searched as a twin of every such
-//     tile in fp16 and bf16;
+//     pixel's channels, any epilogue chain applied on the way (NHWC, the
+//     input's type, unsplit, unfolded, Producer=0); searched as a twin of
+//     every such tile in fp16 and bf16;
 //   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data
 //     gradient above, with BN (tf32) also the folded columns rounded up
 //     to 8; required where the stride is above 1 or (tf32) the layout
@@ -382,9 +382,10 @@ func geom(p problem.Problem, c knobs) geometry {
 
 // storeRowsRule says why StoreRows=1 (the epilogue through shared memory,
 // 16-byte stores along a pixel's channels) does not apply to c for p, or
-// "": it stores NHWC tiles of the input's type without an epilogue chain,
-// whose channel count is a whole number of 16-byte runs, over stages that
-// hold the tile's FP32 rows.
+// "": it stores NHWC tiles of the input's type (an epilogue chain applied
+// on the way, its residual read 16 bytes at a time), whose channel count
+// is a whole number of 16-byte runs, over stages that hold the tile's FP32
+// rows.
 func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 	if c.StoreRows != 1 {
 		return ""
@@ -396,8 +397,8 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 	switch {
 	case p.Layout != problem.NHWC:
 		return "StoreRows stores NHWC rows"
-	case len(p.Epilogue) > 0 || p.OutDiffers():
-		return "StoreRows stores the plain convolution in the input's type"
+	case p.OutDiffers():
+		return "StoreRows stores the input's type"
 	case cols%(16/g.ElemBytes) != 0:
 		return fmt.Sprintf("StoreRows needs %d channels a whole number of 16-byte runs", cols)
 	case g.PartBytes > c.Stages*g.StageBytes:
