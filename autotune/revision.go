@@ -14,8 +14,8 @@ package autotune
 //     within one family (session 15).
 //   - 3: wgradmma serves 3xtf32 (step sums); depthwise NCHW offers
 //     several planes per block (Planes) for planes of ≤ 16×32 outputs;
-//     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC), and its
-//     fold's columns leave out the phases that meet no tap; fp16/bf16
-//     NHWC tiles also store through shared memory (StoreRows), epilogue
-//     chains included.
-const SearchRevision = 3
+//     wgmmaigemm folds strided fp16/bf16 data gradients (NHWC).
+//   - 4: wgmmaigemm's fold leaves out the phases that meet no tap; its
+//     fp16/bf16 NHWC tiles also store through shared memory (StoreRows),
+//     epilogue chains included (session 16).
+const SearchRevision = 4

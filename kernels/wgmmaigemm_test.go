@@ -1013,18 +1013,19 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 	wider := prob(layer, problem.TF32, problem.NHWC, problem.OpFprop)
 	wider.OutPrecision = problem.StorageBF16
 	for _, c := range []struct {
-		p   problem.Problem
-		cfg Config
+		p    problem.Problem
+		cfg  Config
+		want string // the rule's own words
 	}{
-		{prob(layer, problem.TF32, problem.NCHW, problem.OpFprop), cfg(32, nil)},
-		{wider, cfg(32, nil)},
-		{prob("N=4,C=64,H=14,W=14,K=60,R=1,S=1", problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, nil)},
-		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"SplitK": 2, "BlocksPerSM": 1})},
-		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"Producer": 1, "Warpgroups": 1})},
-		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"BM": 256, "BN": 256, "Stages": 3, "BlocksPerSM": 1})},
+		{prob(layer, problem.TF32, problem.NCHW, problem.OpFprop), cfg(32, nil), "stores NHWC rows"},
+		{wider, cfg(32, nil), "stores the input's type"},
+		{prob("N=4,C=64,H=14,W=14,K=60,R=1,S=1", problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, nil), "whole number of 16-byte runs"},
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"SplitK": 2, "BlocksPerSM": 1}), "unsplit, unfolded tile"},
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"Producer": 1, "Warpgroups": 1}), "unsplit, unfolded tile"},
+		{prob(layer, problem.FP16, problem.NHWC, problem.OpFprop), cfg(64, Config{"BM": 256, "BN": 256, "Warpgroups": 4, "Stages": 3, "BlocksPerSM": 1}), "does not fit over the stages"},
 	} {
-		if _, err := f.Render(c.p, c.cfg); err == nil || !strings.Contains(err.Error(), "StoreRows") {
-			t.Errorf("%s %v: %v, want a StoreRows refusal", c.p, c.cfg, err)
+		if _, err := f.Render(c.p, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: %v, want a refusal saying %q", c.p, c.cfg, err, c.want)
 		}
 	}
 }

@@ -88,7 +88,7 @@ var templateFS embed.FS
 //     tile's FP32 rows over the stages, then 16-byte stores along a
 //     pixel's channels, any epilogue chain applied on the way (NHWC, the
 //     input's type, unsplit, unfolded, Producer=0); searched as a twin of
-//     every such tile in fp16 and bf16;
+//     every such tile in fp16 and bf16.
 //   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data
 //     gradient above, with BN (tf32) also the folded columns rounded up
 //     to 8; required where the stride is above 1 or (tf32) the layout
@@ -641,8 +641,10 @@ func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) string {
 // throughput grows with the tile's operand reuse, 1 / (1/BM + 1/BN),
 // saturating at 96 (a 256 x 128 tile reaches 0.89 of it, a 128 x 128 one
 // 0.67, a 64 x 64 one a third), less 10% for one warpgroup computing two
-// sub-tiles, plus 5% for tf32's A through registers; a split's time is 5%
-// more for its reduction. Fitted by hand to full sweeps of ResNet-50
+// sub-tiles, plus 5% for tf32's A through registers, plus 10% for the
+// epilogue through shared memory (StoreRows; measured 5–32% faster in
+// fp16, where alone it is searched); a split's time is 5% more for its
+// reduction. Fitted by hand to full sweeps of ResNet-50
 // layers (H100, tf32 NHWC and NCHW, fp16 NHWC, N=32 and 256;
 // docs/performance.md, TestWGMMAIGEMMCostSweeps): the 13 cheapest held
 // every sweep's winner, where 13 random candidates missed it by 6%
