@@ -115,6 +115,17 @@ func tuneFamilyPinned(t *testing.T, lib *nvrtc.Library, worker []string, lim ker
 	return true
 }
 
+// sm90aSetup is gpuSetup for the wgmmaigemm tests: it skips the test
+// where the device or NVRTC cannot run sm_90a kernels.
+func sm90aSetup(t *testing.T) (*nvrtc.Library, []string, kernels.Limits) {
+	t.Helper()
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
+	}
+	return lib, worker, lim
+}
+
 // firstMiddleLast is the IDs of kept's first, middle and last candidates
 // (fewer where they coincide).
 func firstMiddleLast(kept []kernels.Candidate) []string {

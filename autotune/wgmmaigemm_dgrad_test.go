@@ -28,10 +28,7 @@ import (
 // precision's bound; the medians are logged. sm_90 only; 12 tuning runs,
 // about 53 kernels.
 func TestWGMMAIGEMMDgrad(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	cases := []struct {
 		shape string
 		tiles []splitTile
@@ -123,10 +120,7 @@ func TestWGMMAIGEMMDgrad(t *testing.T) {
 // producer warpgroup. Every kernel must pass the float64 checks within
 // tf32's bound. 11 tuning runs, about 30 kernels.
 func TestWGMMAIGEMMDgradFold(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	tf32, nhwc, nchw := problem.TF32, problem.NHWC, problem.NCHW
 	runDgradCases(t, []dgradCase{
 		{"N=2,C=3,H=31,W=29,K=16,R=11,S=11,stride=4,pad=2", []precLayout{{tf32, nhwc}, {tf32, nchw}}},
@@ -171,10 +165,7 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 // never splits K); every kernel must pass the float64 checks within the
 // precision's bound. 7 tuning runs, about 21 kernels.
 func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	fp16, bf16, nhwc := problem.FP16, problem.BF16, problem.NHWC
 	runDgradCases(t, []dgradCase{
 		{"N=4,C=64,H=28,W=28,K=32,R=3,S=3,stride=2,pad=1", []precLayout{{fp16, nhwc}, {bf16, nhwc}}},
@@ -201,10 +192,7 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 // checked against float64 within the precision's bound, medians logged
 // side by side.
 func TestWGMMAIGEMMStoreRows(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	lim.SMs = 132
 	for _, c := range []struct {
 		spec string
@@ -271,10 +259,7 @@ func TestWGMMAIGEMMStoreRows(t *testing.T) {
 // kernel must pass the float64 checks (the chain applied by the
 // reference) within the precision's bound. 16 tuning runs, 48 kernels.
 func TestWGMMAIGEMMStoreRowsChains(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	lim.SMs = 132
 	shapes := []string{"N=3,C=64,H=13,W=15,K=40,R=1,S=1", "N=2,C=32,H=17,W=11,K=48,R=3,S=3,pad=1,stride=2"}
 	chains := []string{"scale_shift,relu", "residual(0.5),relu", "residual", "gelu_tanh,leaky_relu(0.1)"}

@@ -28,10 +28,7 @@ import (
 // there. Every kernel must pass the float64 checks within tf32's bound;
 // the medians are logged.
 func TestWGMMAIGEMMNCHW(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
 	cases := []struct{ shape, chain string }{
 		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", ""},

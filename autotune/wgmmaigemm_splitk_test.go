@@ -34,10 +34,7 @@ func (s splitTile) config(prec problem.Precision) kernels.Config {
 // epilogue applied once, to the cluster's sum); the medians are logged.
 // sm_90 only; 8 tuning runs, 26 split kernels.
 func TestWGMMAIGEMMSplitK(t *testing.T) {
-	lib, worker, lim := gpuSetup(t)
-	if !lim.SM90a {
-		t.Skip("wgmmaigemm needs sm_90a (an sm_90 device and NVRTC 12 or newer)")
-	}
+	lib, worker, lim := sm90aSetup(t)
 	chain := func(spec string) epilogue.Chain {
 		c, err := epilogue.Parse(spec)
 		if err != nil {
