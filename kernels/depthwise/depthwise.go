@@ -395,8 +395,8 @@ func checkKnobs(p problem.Problem, k Knobs) error {
 			return fmt.Errorf("VectorWidth=%d does not divide K=%d", v, p.Shape.K)
 		case k.ChannelsPerBlock < v || k.ChannelsPerBlock%v != 0:
 			return fmt.Errorf("ChannelsPerBlock=%d is not a positive multiple of VectorWidth=%d", k.ChannelsPerBlock, v)
-		case k.Planes != 0:
-			return errors.New("NHWC configurations have no Planes")
+		case k.Planes > 1:
+			return errors.New("NHWC configurations have no Planes (one plane's pixels per block)")
 		}
 		threads = k.ChannelsPerBlock / v * k.TileH * (k.TileW / opt)
 	} else {
