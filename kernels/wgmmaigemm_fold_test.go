@@ -282,7 +282,7 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 		}
 		return ""
 	})
-	p := problem.Problem{Shape: mustShape(t, wgmmaFoldHalfShapes[0]), Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
+	p := problem.Problem{Shape: parseShapes(t, wgmmaFoldHalfShapes[:1])[0], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
 	if _, err := f.Render(p, Config{"BM": 128, "BN": 48, "BK": 64, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1}); err == nil {
 		t.Error("BN=48 rendered for a 16-bit folded dgrad, want a refusal (64-channel atoms)")
 	}
@@ -293,16 +293,6 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 			t.Errorf("%s: stride 1 listed %s", one, c.ID())
 		}
 	}
-}
-
-// mustShape parses spec or fails the test.
-func mustShape(t *testing.T, spec string) problem.Shape {
-	t.Helper()
-	s, err := problem.ParseShape(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // activePhases counts s's stride phases (a, b) that meet a filter tap,
