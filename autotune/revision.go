@@ -18,4 +18,6 @@ package autotune
 //   - 4: wgmmaigemm's fold leaves out the phases that meet no tap; its
 //     fp16/bf16 NHWC tiles also store through shared memory (StoreRows),
 //     epilogue chains included (session 16).
-const SearchRevision = 4
+//   - 5: wgmmaigemm serves the fp16/bf16 NCHW forward, relayed out by a
+//     prologue kernel into NHWC (session 17).
+const SearchRevision = 5

@@ -427,10 +427,14 @@ func frontEndOne(lib *nvrtc.Library, kern Kernel, p problem.Problem, haveProblem
 		return strings.Join(problems, "; ")
 	}
 	prec, layout, cfg := p.Precision, p.Layout, kern.Config
-	want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["TileK"])
-	if kern.Family == "wgmmahalf" {
+	n := cfg["TileK"] // the wgmma's N: wgmma's and wgmmahalf's TileK, wgmmaigemm's BN
+	if kern.Family == "wgmmaigemm" {
+		n = cfg["BN"]
+	}
+	want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", n)
+	if prec.ElementBytes() == 2 {
 		typ := map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[prec]
-		want = fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", cfg["TileK"], typ, typ)
+		want = fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", n, typ, typ)
 	}
 	if !strings.Contains(res.PTX, want) {
 		problems = append(problems, fmt.Sprintf("PTX lacks %q", want))

@@ -13,6 +13,7 @@ import (
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/kernels/internal/hopper"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -137,10 +138,13 @@ func (Family) Serves(p problem.Problem) error {
 	if p.Layout != problem.NHWC {
 		// NCHW: A copied element by element (4-byte cp.async), tf32
 		// only; B's rows (the KCRS filter's) in 16-byte copies, or,
-		// folded dgrad, element by element.
+		// folded dgrad, element by element. The 16-bit forward is
+		// relayed out to NHWC first (relayout).
 		switch {
+		case p.Precision != problem.TF32 && p.Op == problem.OpFprop:
+			return servesRelayout(p)
 		case p.Precision != problem.TF32:
-			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 only (its A copied one 4-byte element at a time), not %s op=%s", p.Precision, p.Op)
+			return fmt.Errorf("wgmmaigemm serves a 16-bit NCHW forward only (relayed out to NHWC), not %s op=%s", p.Precision, p.Op)
 		case p.Op == problem.OpDgrad:
 			return nil
 		case (s.C*s.R*s.S)%4 != 0:
@@ -153,6 +157,52 @@ func (Family) Serves(p problem.Problem) error {
 			return fmt.Errorf("wgmmaigemm dgrad needs C divisible by %d (16-byte copies of a filter row's channels), not %d", vec, s.C)
 		}
 		return fmt.Errorf("wgmmaigemm needs C divisible by %d (16-byte copies of one tap's channels), not %d", vec, s.C)
+	}
+	return nil
+}
+
+// relayout says whether p is computed relayed out: a 16-bit forward in
+// NCHW. A first kernel (NAME_prologue, in the same module) copies the
+// input into an NHWC module global, its channels zero-padded to a
+// multiple of 8, and the filter into KRSC (where R·S > 1 or the channels
+// are padded); the kernel is then the NHWC forward of view(p) on those
+// copies, storing NCHW.
+func relayout(p problem.Problem) bool {
+	return p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision.ElementBytes() == 2
+}
+
+// relayoutFilter says whether a relayed-out p copies its filter too: a
+// 1x1 KCRS filter with C a multiple of 8 is its own KRSC.
+func relayoutFilter(p problem.Problem) bool {
+	return p.Shape.R*p.Shape.S > 1 || p.Shape.C%8 != 0
+}
+
+// relayoutTapsMax is the most taps R·S of a relayed-out filter: one
+// channel's taps fit the prologue's buffer of 64 x 66 elements.
+const relayoutTapsMax = 64 * 66
+
+// view is the problem the kernel computes for p: p itself, or, relayed
+// out, p in NHWC with C rounded up to a multiple of 8 (the copies' zero
+// channels add nothing).
+func view(p problem.Problem) problem.Problem {
+	if !relayout(p) {
+		return p
+	}
+	q := p
+	q.Layout = problem.NHWC
+	q.Shape.C = family.CeilDiv(p.Shape.C, 8) * 8
+	return q
+}
+
+// servesRelayout declines the relayed-out problems the prologue cannot
+// copy: offsets past 32 bits, or more taps than its buffer holds.
+func servesRelayout(p problem.Problem) error {
+	q := view(p)
+	switch {
+	case q.Shape.Needs64BitIndex():
+		return fmt.Errorf("wgmmaigemm's relayout of a 16-bit NCHW forward keeps 32-bit offsets (a tensor of 2^31 elements or more: generic serves it)")
+	case relayoutFilter(p) && q.Shape.R*q.Shape.S > relayoutTapsMax:
+		return fmt.Errorf("wgmmaigemm's relayout copies a filter of at most %d taps, not %dx%d", relayoutTapsMax, q.Shape.R, q.Shape.S)
 	}
 	return nil
 }
@@ -468,6 +518,8 @@ var (
 // are listed only where splitWorth says the tile's unsplit grid leaves SMs
 // idle and the reduction has at least 4 k-tiles per block.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	orig := p // StoreRows' rule reads the layout stored
+	p = view(p)
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
 	aregs := []int{0}
@@ -489,7 +541,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	// N=32 layers 5–32% faster; tf32 gained nothing).
 	storeRows := []int{0}
 	if twin := (knobs{BM: 64, BN: 64, BK: bk, Warpgroups: 1, BlocksPerSM: 1, Stages: 3, Swizzle: 1, StoreRows: 1}); p.Precision.ElementBytes() == 2 && fold == 0 &&
-		storeRowsRule(p, twin, geom(p, twin)) == "" {
+		storeRowsRule(orig, twin, geom(p, twin)) == "" {
 		storeRows = []int{0, 1}
 	}
 	for _, mw := range spaceBMWarpgroups {
@@ -498,7 +550,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 				for _, ar := range aregs {
 					for _, sr := range storeRows {
 						c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr}
-						out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+						out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 					}
 				}
 			}
@@ -507,7 +559,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	if p.Precision == problem.TF32 {
 		for _, t := range spaceARegsProducerTiles {
 			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold}
-			out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+			out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 		}
 	}
 	for _, t := range spaceSplitTiles {
@@ -517,7 +569,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 				if g := geom(p, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
 					continue
 				}
-				out = append(out, family.NewCandidate(f.Name(), c, f.reject(p, c, lim)))
+				out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 			}
 		}
 	}
@@ -541,6 +593,8 @@ func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection.
 func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejection {
+	orig := p // StoreRows' rule reads the layout stored
+	p = view(p)
 	g := geom(p, c)
 	if !lim.SM90a {
 		return family.Hard("arch", "wgmmaigemm needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
@@ -571,8 +625,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
 	case c.ARegs == 1 && g.ElemBytes != 4:
 		return family.Hard("aregs", "ARegs rounds tf32's A in registers, not %s", p.Precision)
-	case storeRowsRule(p, c, g) != "":
-		return family.Hard("store rows", "%s", storeRowsRule(p, c, g))
+	case storeRowsRule(orig, c, g) != "":
+		return family.Hard("store rows", "%s", storeRowsRule(orig, c, g))
 	case c.BK*g.ElemBytes > 128 && g.KTiles < 4:
 		return family.Soft("waste", "BK=%d leaves %d k-tiles", c.BK, g.KTiles)
 	case p.Op == problem.OpDgrad && c.Swizzle != 1:
@@ -659,6 +713,7 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 
 // cost is Cost for parsed knobs.
 func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
+	p = view(p) // a relayout's copies cost every configuration alike
 	g := geom(p, c)
 	sms := lim.SMs
 	if sms <= 0 {
@@ -694,6 +749,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, err
 	}
 	cfg = family.KnobsConfig(c)
+	orig := p // relayed out: the NCHW problem stored; p the NHWC one computed
+	p = view(p)
 	g := geom(p, c)
 	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
@@ -718,7 +775,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if p.Op == problem.OpDgrad && g.ElemBytes == 2 && c.BN%64 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: a 16-bit dgrad's MN-major B tile is whole 64-channel atoms, not BN=%d", cfg, c.BN)
 	}
-	if msg := storeRowsRule(p, c, g); msg != "" {
+	if msg := storeRowsRule(orig, c, g); msg != "" {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 	}
 	if p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c) {
@@ -777,10 +834,19 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX, ARegs bool
 		Col, Cols, ARegOperands                       string
 		RSDescB, RSScale                              int
-	}{family.NewShapeData(p), g, c, name, cfg.String(), doc, p.Layout.FilterLayout(),
+		// Relayout: the 16-bit NCHW forward, relayed out by a first
+		// kernel (relayout); RelayoutFilter: the filter copied too; CIn:
+		// the input's channels (C rounded up to 8 in the shape). NCHWOut:
+		// the stores write NCHW (NCHWA or Relayout).
+		Relayout, RelayoutFilter, NCHWOut bool
+		CIn                               int
+		PrologueBlocks, PrologueThreads   int // kernels/launch's convention
+	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
-		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5}
+		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
+		relayout(orig), relayout(orig) && relayoutFilter(orig), relayout(orig) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), orig.Shape.C,
+		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
@@ -791,6 +857,15 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
 		Launch: family.Launch{Grid: grid, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}
+
+// shapeData is the template's shape data for orig, computed as p
+// (view(orig)): a relayed-out problem's sizes are p's (NHWC, C padded),
+// its documented shape and layout orig's.
+func shapeData(orig, p problem.Problem) family.ShapeData {
+	d := family.NewShapeData(p)
+	d.Shape, d.Layout = orig.Shape.String(), orig.Layout
+	return d
 }
 
 // SupportsEpilogue implements family.EpilogueSupport: the template applies

@@ -1,0 +1,58 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"testing"
+
+	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGMMAIGEMMRelayout tunes 16-bit NCHW forward problems through
+// wgmmaigemm alone, relayed out (a prologue kernel copies the input to
+// NHWC, channels zero-padded to a multiple of 8, and the filter to KRSC;
+// the kernel computes the NHWC forward and stores NCHW): ResNet-50's 3×3
+// and strided 1×1, a 7×7 map, the stem (C=3, padded), odd channel counts
+// (C=13, K=11: a padded 1×1 whose filter is copied), an odd dilated shape
+// with asymmetric strides, in fp16 and bf16, with the residual chain and
+// an fp32 output. Each problem's first, middle and last kept
+// configurations must pass the float64 checks (every launch runs the
+// prologue first: the worker loads it with the kernel), and a wgmmaigemm
+// kernel must win.
+func TestWGMMAIGEMMRelayout(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
+	cases := []struct {
+		shape string
+		prec  problem.Precision
+		chain string
+		out   problem.Storage
+	}{
+		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", problem.FP16, "", ""},
+		{"N=8,C=256,H=56,W=56,K=512,R=1,S=1,stride=2,bias=false", problem.BF16, "", ""},
+		{"N=8,C=512,H=7,W=7,K=2048,R=1,S=1", problem.FP16, "", ""},
+		{"N=4,C=3,H=64,W=64,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, "", ""},
+		{"N=3,C=13,H=9,W=11,K=11,R=1,S=1", problem.BF16, "", ""},
+		{odd, problem.FP16, "", ""},
+		{odd, problem.BF16, "residual(0.5),relu", ""},
+		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=false", problem.FP16, "", problem.FP32.Storage()},
+	}
+	for _, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, OutPrecision: tc.out}
+		if tc.chain != "" {
+			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
+			if !tuneFamilyPinned(t, lib, worker, lim, p, "wgmmaigemm") {
+				t.Fatal("no kept wgmmaigemm candidate")
+			}
+		})
+	}
+}

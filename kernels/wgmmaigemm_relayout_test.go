@@ -1,0 +1,130 @@
+package kernels
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGMMAIGEMMRelayout: a 16-bit NCHW forward renders as the relayout (a
+// first kernel NAME_prologue copying the input to NHWC, padded channels,
+// and the filter to KRSC where R·S > 1 or the channels are padded; the
+// NHWC forward storing NCHW), compiles for sm_90a with both entry points
+// and their module globals, keeps candidates but no StoreRows twin, and
+// the NHWC and tf32 renders carry none of it; a 16-bit NCHW dgrad and
+// a relayout past 32-bit offsets are declined.
+func TestWGMMAIGEMMRelayout(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	chain, err := epilogue.Parse("scale_shift,residual(0.5),relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec       string
+		prec       problem.Precision
+		out        problem.Storage
+		chain      bool
+		copyFilter bool
+		paddedC    int
+	}{
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "", false, true, 64},
+		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1", problem.BF16, "", true, false, 64},
+		{"N=2,C=3,H=32,W=32,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, "", false, true, 8},
+		{"N=3,C=13,H=9,W=11,K=11,R=1,S=1", problem.BF16, "", false, true, 16},
+		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=0", problem.FP16, problem.FP32.Storage(), false, true, 16},
+	} {
+		shapes := parseShapes(t, []string{c.spec})
+		p := problem.Problem{Shape: shapes[0], Precision: c.prec, Layout: problem.NCHW, Op: problem.OpFprop, OutPrecision: c.out}
+		if c.chain {
+			p.Epilogue = chain
+		}
+		if err := f.Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		var cands, twins int
+		var first Candidate
+		for _, cand := range kept(f.Space(p, lim)) {
+			if cands == 0 {
+				first = cand
+			}
+			cands++
+			if cand.Config["StoreRows"] == 1 {
+				twins++
+			}
+		}
+		if cands == 0 || twins > 0 {
+			t.Fatalf("%s: %d kept candidates, %d StoreRows twins (want some, none)", p, cands, twins)
+		}
+		k, err := f.Render(p, first.Config)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, want := range []string{
+			k.Name + "_prologue(",
+			"in = RELAYOUT_X;",
+			"#define C_IN " + strconv.Itoa(p.Shape.C),
+			"#define C " + strconv.Itoa(c.paddedC),
+			"* PQ + m % PQ)", // NCHW stores
+		} {
+			if !strings.Contains(k.Source, want) {
+				t.Errorf("%s: the source lacks %q", p, want)
+			}
+		}
+		if got := strings.Contains(k.Source, "filter = RELAYOUT_W;"); got != c.copyFilter {
+			t.Errorf("%s: filter copied: %v, want %v", p, got, c.copyFilter)
+		}
+		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		entries := regexp.MustCompile(`\.entry\s+(\w+)`).FindAllStringSubmatch(res.PTX, -1)
+		if len(entries) != 2 || entries[0][1] != k.Name+"_prologue" && entries[1][1] != k.Name+"_prologue" {
+			t.Errorf("%s: entry points %v, want %s and its prologue", p, entries, k.Name)
+		}
+		if !strings.Contains(res.PTX, ".global .align 2 .b8 "+k.Name+"_x[") && !strings.Contains(res.PTX, k.Name+"_x[") {
+			t.Errorf("%s: no module global %s_x in the PTX", p, k.Name)
+		}
+	}
+
+	// The NHWC forward and tf32 in NCHW render as before: no relayout.
+	for _, p := range []problem.Problem{
+		{Shape: parseShapes(t, []string{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"})[0], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpFprop},
+		{Shape: parseShapes(t, []string{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1"})[0], Precision: problem.TF32, Layout: problem.NCHW, Op: problem.OpFprop},
+	} {
+		cands := kept(f.Space(p, lim))
+		if len(cands) == 0 {
+			t.Fatalf("%s: no kept candidate", p)
+		}
+		k, err := f.Render(p, cands[0].Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(k.Source, "RELAYOUT") || strings.Contains(k.Source, "_prologue") {
+			t.Errorf("%s: relayed out", p)
+		}
+	}
+
+	// Declined: a 16-bit NCHW dgrad, and a relayout past 32-bit offsets.
+	for _, c := range []struct {
+		spec string
+		op   problem.Op
+		want string
+	}{
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0", problem.OpDgrad, "16-bit NCHW forward only"},
+		{"N=64,C=1024,H=256,W=256,K=64,R=1,S=1", problem.OpFprop, "32-bit offsets"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: c.op}
+		if err := f.Serves(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Serves = %v, want an error naming %q", p, err, c.want)
+		}
+	}
+}
