@@ -432,7 +432,7 @@ func frontEndOne(lib *nvrtc.Library, kern Kernel, p problem.Problem, haveProblem
 		n = cfg["BN"]
 	}
 	want := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", n)
-	if prec.ElementBytes() == 2 {
+	if kern.Family == "wgmmahalf" || kern.Family == "wgmmaigemm" && prec.ElementBytes() == 2 { // wgmma's 16-bit kernels run TF32
 		typ := map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[prec]
 		want = fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", n, typ, typ)
 	}

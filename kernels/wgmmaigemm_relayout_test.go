@@ -119,7 +119,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		op   problem.Op
 		want string
 	}{
-		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0", problem.OpDgrad, "16-bit NCHW forward only"},
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0", problem.OpDgrad, "the 16-bit NCHW forward (relayed out"},
 		{"N=64,C=1024,H=256,W=256,K=64,R=1,S=1", problem.OpFprop, "32-bit offsets"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: c.op}

@@ -144,7 +144,7 @@ func (Family) Serves(p problem.Problem) error {
 		case p.Precision != problem.TF32 && p.Op == problem.OpFprop:
 			return servesRelayout(p)
 		case p.Precision != problem.TF32:
-			return fmt.Errorf("wgmmaigemm serves a 16-bit NCHW forward only (relayed out to NHWC), not %s op=%s", p.Precision, p.Op)
+			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 only, and the 16-bit NCHW forward (relayed out to NHWC), not %s op=%s", p.Precision, p.Op)
 		case p.Op == problem.OpDgrad:
 			return nil
 		case (s.C*s.R*s.S)%4 != 0:
