@@ -19,5 +19,6 @@ package autotune
 //     fp16/bf16 NHWC tiles also store through shared memory (StoreRows),
 //     epilogue chains included (session 16).
 //   - 5: wgmmaigemm serves the fp16/bf16 NCHW forward, relayed out by a
-//     prologue kernel into NHWC (session 17).
+//     prologue kernel into NHWC (a strided 1x1's copy subsampled), its
+//     StoreRows twins storing along the channels' pixels (session 17).
 const SearchRevision = 5

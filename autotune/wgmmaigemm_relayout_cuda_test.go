@@ -14,12 +14,13 @@ import (
 // NHWC, channels zero-padded to a multiple of 8, and the filter to KRSC;
 // the kernel computes the NHWC forward and stores NCHW): ResNet-50's 3×3
 // and strided 1×1, a 7×7 map, the stem (C=3, padded), odd channel counts
-// (C=13, K=11: a padded 1×1 whose filter is copied), an odd dilated shape
+// (C=13, K=11: a padded 1×1 whose filter is copied), strided 1×1s (the
+// copy subsampled; one with asymmetric strides), an odd dilated shape
 // with asymmetric strides, in fp16 and bf16, with the residual chain and
 // an fp32 output. Each problem's first, middle and last kept
-// configurations must pass the float64 checks (every launch runs the
-// prologue first: the worker loads it with the kernel), and a wgmmaigemm
-// kernel must win.
+// configurations and its first StoreRows twin (staged channel by channel,
+// stored along the pixels) must pass the float64 checks (every launch
+// runs the prologue first: the worker loads it with the kernel).
 func TestWGMMAIGEMMRelayout(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
@@ -34,6 +35,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		{"N=8,C=512,H=7,W=7,K=2048,R=1,S=1", problem.FP16, "", ""},
 		{"N=4,C=3,H=64,W=64,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, "", ""},
 		{"N=3,C=13,H=9,W=11,K=11,R=1,S=1", problem.BF16, "", ""},
+		{"N=3,C=20,H=15,W=17,K=24,R=1,S=1,stride_h=2,stride_w=3", problem.FP16, "", ""},
 		{odd, problem.FP16, "", ""},
 		{odd, problem.BF16, "residual(0.5),relu", ""},
 		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=false", problem.FP16, "", problem.FP32.Storage()},
@@ -50,8 +52,22 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			}
 		}
 		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
-			if !tuneFamilyPinned(t, lib, worker, lim, p, "wgmmaigemm") {
+			kept := keptOf(t, p, lim, "wgmmaigemm")
+			if len(kept) == 0 {
 				t.Fatal("no kept wgmmaigemm candidate")
+			}
+			pins := firstMiddleLast(kept)
+			for _, c := range kept {
+				if c.Config["StoreRows"] == 1 {
+					pins = append(pins, c.ID()) // the first StoreRows twin: stored along the pixels
+					break
+				}
+			}
+			res := tunePins(t, lib, worker, p, pins, nil, 7)
+			for _, tr := range res.Trials {
+				if tr.Status == StatusOK {
+					t.Logf("%s: %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.MedianMS, tr.RelError, tr.SampleError)
+				}
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,7 +17,8 @@ import (
 // first kernel NAME_prologue copying the input to NHWC, padded channels,
 // and the filter to KRSC where R·S > 1 or the channels are padded; the
 // NHWC forward storing NCHW), compiles for sm_90a with both entry points
-// and their module globals, keeps candidates but no StoreRows twin, and
+// and their module globals, keeps candidates and StoreRows twins (stored along the pixels) unless
+// the output type differs, and
 // the NHWC and tf32 renders carry none of it; a 16-bit NCHW dgrad and
 // a relayout past 32-bit offsets are declined.
 func TestWGMMAIGEMMRelayout(t *testing.T) {
@@ -35,12 +37,15 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		chain      bool
 		copyFilter bool
 		paddedC    int
+		subsample  bool // a 1x1 without padding at a stride: only the pixels read are copied
 	}{
-		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "", false, true, 64},
-		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1", problem.BF16, "", true, false, 64},
-		{"N=2,C=3,H=32,W=32,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, "", false, true, 8},
-		{"N=3,C=13,H=9,W=11,K=11,R=1,S=1", problem.BF16, "", false, true, 16},
-		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=0", problem.FP16, problem.FP32.Storage(), false, true, 16},
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "", false, true, 64, false},
+		{"N=2,C=64,H=14,W=14,K=64,R=1,S=1,stride=2", problem.FP16, "", false, false, 64, true},
+		{"N=3,C=20,H=15,W=17,K=24,R=1,S=1,stride_h=2,stride_w=3", problem.BF16, "", false, true, 24, true},
+		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1", problem.BF16, "", true, false, 64, false},
+		{"N=2,C=3,H=32,W=32,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, "", false, true, 8, false},
+		{"N=3,C=13,H=9,W=11,K=11,R=1,S=1", problem.BF16, "", false, true, 16, false},
+		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=0", problem.FP16, problem.FP32.Storage(), false, true, 16, false},
 	} {
 		shapes := parseShapes(t, []string{c.spec})
 		p := problem.Problem{Shape: shapes[0], Precision: c.prec, Layout: problem.NCHW, Op: problem.OpFprop, OutPrecision: c.out}
@@ -50,21 +55,33 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		if err := f.Serves(p); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		var cands, twins int
-		var first Candidate
+		var cands []Candidate
+		var twin *Candidate
 		for _, cand := range kept(f.Space(p, lim)) {
-			if cands == 0 {
-				first = cand
-			}
-			cands++
-			if cand.Config["StoreRows"] == 1 {
-				twins++
+			cands = append(cands, cand)
+			if cand.Config["StoreRows"] == 1 && twin == nil {
+				twin = &cand
 			}
 		}
-		if cands == 0 || twins > 0 {
-			t.Fatalf("%s: %d kept candidates, %d StoreRows twins (want some, none)", p, cands, twins)
+		if len(cands) == 0 || (twin != nil) != !p.OutDiffers() {
+			t.Fatalf("%s: %d kept candidates, a StoreRows twin: %v (want some, and one unless the output type differs)", p, len(cands), twin != nil)
 		}
-		k, err := f.Render(p, first.Config)
+		if twin != nil {
+			// StoreRows (NCHW): staged channel by channel, stored along the
+			// pixels, 16 bytes at a time where P·Q is a multiple of 8.
+			k, err := f.Render(p, twin.Config)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			if err != nil {
+				t.Fatalf("%s StoreRows: %v", p, err)
+			}
+			if vec := p.Shape.P()*p.Shape.Q()%8 == 0; strings.Contains(res.PTX, "st.global.v4") != vec || !strings.Contains(k.Source, "StoreRows, NCHW") {
+				t.Errorf("%s StoreRows: 16-byte stores %v, want them where P·Q %% 8 == 0", p, !vec)
+			}
+		}
+		k, err := f.Render(p, cands[0].Config)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -78,6 +95,10 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			if !strings.Contains(k.Source, want) {
 				t.Errorf("%s: the source lacks %q", p, want)
 			}
+		}
+		if got, want := strings.Contains(k.Source, "#define SUB_H "), c.subsample; got != want ||
+			want && !strings.Contains(k.Source, fmt.Sprintf("#define H %d\n", p.Shape.P())) {
+			t.Errorf("%s: subsampled: %v, want %v (the kernel on the P x Q copy)", p, got, want)
 		}
 		if got := strings.Contains(k.Source, "filter = RELAYOUT_W;"); got != c.copyFilter {
 			t.Errorf("%s: filter copied: %v, want %v", p, got, c.copyFilter)

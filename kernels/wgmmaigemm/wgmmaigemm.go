@@ -191,7 +191,19 @@ func view(p problem.Problem) problem.Problem {
 	q := p
 	q.Layout = problem.NHWC
 	q.Shape.C = family.CeilDiv(p.Shape.C, 8) * 8
+	if subsamples(p) {
+		// The copy holds only the pixels read: a 1x1 at stride 1 on P x Q.
+		q.Shape.H, q.Shape.W, q.Shape.StrideH, q.Shape.StrideW = p.Shape.P(), p.Shape.Q(), 1, 1
+	}
 	return q
+}
+
+// subsamples says whether a relayed-out p copies only every stride-th
+// row and column of its input: a 1x1 filter without padding at a stride
+// above 1 reads no other pixel.
+func subsamples(p problem.Problem) bool {
+	s := p.Shape
+	return relayout(p) && s.R == 1 && s.S == 1 && s.PadH == 0 && s.PadW == 0 && s.StrideH*s.StrideW > 1
 }
 
 // servesRelayout declines the relayed-out problems the prologue cannot
@@ -199,7 +211,7 @@ func view(p problem.Problem) problem.Problem {
 func servesRelayout(p problem.Problem) error {
 	q := view(p)
 	switch {
-	case q.Shape.Needs64BitIndex():
+	case p.Shape.Needs64BitIndex() || q.Shape.Needs64BitIndex():
 		return fmt.Errorf("wgmmaigemm's relayout of a 16-bit NCHW forward keeps 32-bit offsets (a tensor of 2^31 elements or more: generic serves it)")
 	case relayoutFilter(p) && q.Shape.R*q.Shape.S > relayoutTapsMax:
 		return fmt.Errorf("wgmmaigemm's relayout copies a filter of at most %d taps, not %dx%d", relayoutTapsMax, q.Shape.R, q.Shape.S)
@@ -430,12 +442,26 @@ func geom(p problem.Problem, c knobs) geometry {
 	return g
 }
 
+// geomOf is the geometry of configuration c for problem orig (computed
+// as view(orig)): a relayed-out StoreRows tile is staged channel by
+// channel, BN rows of BM + 4 floats (the fragments' stores conflict-free).
+func geomOf(orig problem.Problem, c knobs) geometry {
+	g := geom(view(orig), c)
+	if relayout(orig) && c.StoreRows == 1 {
+		g.Pitch = c.BM + 4
+		g.PartBytes = c.BN * g.Pitch * 4
+		g.SharedBytes = max(c.Stages*g.StageBytes+c.Producer*16*c.Stages, g.PartBytes)
+	}
+	return g
+}
+
 // storeRowsRule says why StoreRows=1 (the epilogue through shared memory,
 // 16-byte stores along a pixel's channels) does not apply to c for p, or
 // "": it stores NHWC tiles of the input's type (an epilogue chain applied
 // on the way, its residual read 16 bytes at a time), whose channel count
 // is a whole number of 16-byte runs, over stages that hold the tile's FP32
-// rows.
+// rows; or a relayed-out 16-bit NCHW forward's tile, channel by channel
+// along the pixels (g from geomOf).
 func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 	if c.StoreRows != 1 {
 		return ""
@@ -445,10 +471,12 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		cols = p.Shape.C
 	}
 	switch {
-	case p.Layout != problem.NHWC:
-		return "StoreRows stores NHWC rows"
+	case p.Layout != problem.NHWC && !relayout(p):
+		return "StoreRows stores NHWC rows, or a relayed-out 16-bit NCHW forward's channel planes"
 	case p.OutDiffers():
 		return "StoreRows stores the input's type"
+	case relayout(p):
+		// NCHW: 16-byte runs along a channel's pixels where PQ allows, else one pixel a thread.
 	case cols%(16/g.ElemBytes) != 0:
 		return fmt.Sprintf("StoreRows needs %d channels a whole number of 16-byte runs", cols)
 	case g.PartBytes > c.Stages*g.StageBytes:
@@ -541,7 +569,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	// N=32 layers 5–32% faster; tf32 gained nothing).
 	storeRows := []int{0}
 	if twin := (knobs{BM: 64, BN: 64, BK: bk, Warpgroups: 1, BlocksPerSM: 1, Stages: 3, Swizzle: 1, StoreRows: 1}); p.Precision.ElementBytes() == 2 && fold == 0 &&
-		storeRowsRule(orig, twin, geom(p, twin)) == "" {
+		storeRowsRule(orig, twin, geomOf(orig, twin)) == "" {
 		storeRows = []int{0, 1}
 	}
 	for _, mw := range spaceBMWarpgroups {
@@ -595,7 +623,7 @@ func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
 func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejection {
 	orig := p // StoreRows' rule reads the layout stored
 	p = view(p)
-	g := geom(p, c)
+	g := geomOf(orig, c)
 	if !lim.SM90a {
 		return family.Hard("arch", "wgmmaigemm needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
 	}
@@ -751,7 +779,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	cfg = family.KnobsConfig(c)
 	orig := p // relayed out: the NCHW problem stored; p the NHWC one computed
 	p = view(p)
-	g := geom(p, c)
+	g := geomOf(orig, c)
 	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
 			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
@@ -840,12 +868,17 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// the stores write NCHW (NCHWA or Relayout).
 		Relayout, RelayoutFilter, NCHWOut bool
 		CIn                               int
-		PrologueBlocks, PrologueThreads   int // kernels/launch's convention
+		// Subsample: the relayout copies every SubH-th row and SubW-th
+		// column of the HIn x WIn input (subsamples).
+		Subsample                       bool
+		HIn, WIn, SubH, SubW            int
+		PrologueBlocks, PrologueThreads int // kernels/launch's convention
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
 		relayout(orig), relayout(orig) && relayoutFilter(orig), relayout(orig) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), orig.Shape.C,
+		subsamples(orig), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
