@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/epilogue"
+	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -17,7 +18,8 @@ import (
 // (C=13, K=11: a padded 1×1 whose filter is copied), strided 1×1s (the
 // copy subsampled; one with asymmetric strides), an odd dilated shape
 // with asymmetric strides, in fp16 and bf16, with the residual chain and
-// an fp32 output. Each problem's first, middle and last kept
+// an fp32 output; and tf32 with Relayout=1 (the stem, 3×3, strided 1×1,
+// the odd shape with a chain). Each problem's first, middle and last kept
 // configurations and its first StoreRows twin (staged channel by channel,
 // stored along the pixels) must pass the float64 checks (every launch
 // runs the prologue first: the worker loads it with the kernel).
@@ -39,6 +41,10 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		{odd, problem.FP16, "", ""},
 		{odd, problem.BF16, "residual(0.5),relu", ""},
 		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=false", problem.FP16, "", problem.FP32.Storage()},
+		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", problem.TF32, "", ""},
+		{"N=4,C=3,H=64,W=64,K=64,R=7,S=7,stride=2,pad=3", problem.TF32, "", ""},
+		{"N=8,C=256,H=56,W=56,K=512,R=1,S=1,stride=2,bias=false", problem.TF32, "", ""},
+		{odd, problem.TF32, "residual(0.5),relu", ""},
 	}
 	for _, tc := range cases {
 		shape, err := problem.ParseShape(tc.shape)
@@ -52,7 +58,12 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			}
 		}
 		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
-			kept := keptOf(t, p, lim, "wgmmaigemm")
+			var kept []kernels.Candidate
+			for _, c := range keptOf(t, p, lim, "wgmmaigemm") {
+				if p.Precision != problem.TF32 || c.Config["Relayout"] == 1 {
+					kept = append(kept, c) // tf32: its Relayout=1 candidates
+				}
+			}
 			if len(kept) == 0 {
 				t.Fatal("no kept wgmmaigemm candidate")
 			}

@@ -13,7 +13,8 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestWGMMAIGEMMRelayout: a 16-bit NCHW forward renders as the relayout (a
+// TestWGMMAIGEMMRelayout: a 16-bit NCHW forward (and tf32 with Relayout=1)
+// renders as the relayout (a
 // first kernel NAME_prologue copying the input to NHWC, padded channels,
 // and the filter to KRSC where R·S > 1 or the channels are padded; the
 // NHWC forward storing NCHW), compiles for sm_90a with both entry points
@@ -46,6 +47,9 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		{"N=2,C=3,H=32,W=32,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, "", false, true, 8, false},
 		{"N=3,C=13,H=9,W=11,K=11,R=1,S=1", problem.BF16, "", false, true, 16, false},
 		{"N=2,C=16,H=10,W=10,K=24,R=3,S=3,pad=1,bias=0", problem.FP16, problem.FP32.Storage(), false, true, 16, false},
+		// tf32: Relayout=1 (pinned below), channels padded to 4.
+		{"N=2,C=3,H=32,W=32,K=64,R=7,S=7,stride=2,pad=3", problem.TF32, "", false, true, 4, false},
+		{"N=2,C=64,H=14,W=14,K=64,R=1,S=1,stride=2", problem.TF32, "", true, false, 64, true},
 	} {
 		shapes := parseShapes(t, []string{c.spec})
 		p := problem.Problem{Shape: shapes[0], Precision: c.prec, Layout: problem.NCHW, Op: problem.OpFprop, OutPrecision: c.out}
@@ -58,12 +62,15 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		var cands []Candidate
 		var twin *Candidate
 		for _, cand := range kept(f.Space(p, lim)) {
+			if p.Precision == problem.TF32 && cand.Config["Relayout"] != 1 {
+				continue // tf32's element copies, searched alongside
+			}
 			cands = append(cands, cand)
 			if cand.Config["StoreRows"] == 1 && twin == nil {
 				twin = &cand
 			}
 		}
-		if len(cands) == 0 || (twin != nil) != !p.OutDiffers() {
+		if len(cands) == 0 || (twin != nil) != (!p.OutDiffers() && p.Precision != problem.TF32) {
 			t.Fatalf("%s: %d kept candidates, a StoreRows twin: %v (want some, and one unless the output type differs)", p, len(cands), twin != nil)
 		}
 		if twin != nil {

@@ -59,9 +59,26 @@ func TestWGMMAIGEMMServes(t *testing.T) {
 			t.Errorf("%s tf32 NCHW: no candidate kept", spec)
 		}
 	}
+	// tf32 NCHW with C·R·S = 27: the element copies decline it (their B
+	// copies 16 bytes of a filter row), the relayout serves it.
 	odd, _ := problem.ParseShape("N=2,C=3,H=9,W=9,K=16,R=3,S=3")
-	if err := f.Serves(problem.Problem{Shape: odd, Precision: problem.TF32, Layout: problem.NCHW}); err == nil || !strings.Contains(err.Error(), "C·R·S divisible by 4") {
-		t.Errorf("tf32 NCHW with C·R·S = 27: %v, want a refusal naming C·R·S", err)
+	oddP := problem.Problem{Shape: odd, Precision: problem.TF32, Layout: problem.NCHW}
+	if err := f.Serves(oddP); err != nil {
+		t.Errorf("tf32 NCHW with C·R·S = 27: %v, want it served relayed out", err)
+	}
+	oddLim := DefaultLimits(90)
+	oddLim.SM90a = true
+	var relaidOut int
+	for _, c := range f.Space(oddP, oddLim) {
+		switch {
+		case c.Config["Relayout"] == 0 && (c.Rejected == "" || !strings.Contains(c.Rejected, "C·R·S divisible by 4")):
+			t.Errorf("tf32 NCHW with C·R·S = 27: %s %q, want rejected naming C·R·S", c.ID(), c.Rejected)
+		case c.Config["Relayout"] == 1 && c.Rejected == "":
+			relaidOut++
+		}
+	}
+	if relaidOut == 0 {
+		t.Error("tf32 NCHW with C·R·S = 27: no relayed-out candidate kept")
 	}
 	s, _ := problem.ParseShape("N=2,C=12,H=9,W=9,K=16,R=3,S=3")
 	for _, p := range []problem.Problem{

@@ -56,6 +56,17 @@ var templateFS embed.FS
 // MN-major (BN a multiple of 64) and read transposed, and the stores write
 // channel pairs.
 //
+// The NCHW forward is relayed out in fp16 and bf16 (always: 2-byte
+// elements have no cp.async) and in tf32 with Relayout=1 (beside its
+// element copies): a prologue kernel in the same module
+// (KERNEL_prologue, kernels/launch's convention, which every launcher
+// follows) copies the input to NHWC, its channels zero-padded to 16
+// bytes (only the pixels read where a 1×1 without padding has a stride),
+// and the filter to KRSC, into module globals; the kernel is the NHWC
+// forward on those copies and stores NCHW (StoreRows: along a channel's
+// pixels). Any C is so served, at the price of the copies (the input's
+// size, twice, per launch) and of a module that holds them.
+//
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
 //     2) sub-tiles (dgrad: dX pixels);
@@ -88,8 +99,13 @@ var templateFS embed.FS
 //   - StoreRows (optional): 1, the epilogue through shared memory: the
 //     tile's FP32 rows over the stages, then 16-byte stores along a
 //     pixel's channels, any epilogue chain applied on the way (NHWC, the
-//     input's type, unsplit, unfolded, Producer=0); searched as a twin of
+//     input's type, unsplit, unfolded, Producer=0; a relayed-out NCHW
+//     tile is staged channel by channel and stored along the pixels, 16
+//     bytes at a time where P·Q is a multiple of 8); searched as a twin of
 //     every such tile in fp16 and bf16.
+//   - Relayout (tf32 NCHW forward, optional): 1, relayed out as above;
+//     absent (or 0), A copied element by element (C·R·S a multiple of
+//     4). Both are searched.
 //   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data
 //     gradient above, with BN (tf32) also the folded columns rounded up
 //     to 8; required where the stride is above 1 or (tf32) the layout
@@ -102,8 +118,8 @@ func (Family) Name() string { return "wgmmaigemm" }
 // Template implements family.Family.
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
-// Serves implements family.Family: op fprop (NHWC; NCHW in tf32, where
-// C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC), at any
+// Serves implements family.Family: op fprop (NHWC; NCHW relayed out, or
+// in tf32 by element copies where C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC), at any
 // stride folded (fp16 and bf16 in NHWC with C a multiple of 8, tf32 in
 // both layouts).
 func (Family) Serves(p problem.Problem) error {
@@ -147,8 +163,12 @@ func (Family) Serves(p problem.Problem) error {
 			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 only, and the 16-bit NCHW forward (relayed out to NHWC), not %s op=%s", p.Precision, p.Op)
 		case p.Op == problem.OpDgrad:
 			return nil
-		case (s.C*s.R*s.S)%4 != 0:
-			return fmt.Errorf("wgmmaigemm NCHW needs C·R·S divisible by 4 (16-byte copies of a filter row), not %d", s.C*s.R*s.S)
+		}
+		// The tf32 forward: element copies or relayed out.
+		if err := nchwCopies(p); err != nil {
+			if rerr := servesRelayout(p); rerr != nil {
+				return fmt.Errorf("%w; %w", err, rerr)
+			}
 		}
 		return nil
 	}
@@ -161,37 +181,42 @@ func (Family) Serves(p problem.Problem) error {
 	return nil
 }
 
-// relayout says whether p is computed relayed out: a 16-bit forward in
-// NCHW. A first kernel (NAME_prologue, in the same module) copies the
-// input into an NHWC module global, its channels zero-padded to a
-// multiple of 8, and the filter into KRSC (where R·S > 1 or the channels
-// are padded); the kernel is then the NHWC forward of view(p) on those
-// copies, storing NCHW.
-func relayout(p problem.Problem) bool {
-	return p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision.ElementBytes() == 2
+// relayout says whether configuration c computes p relayed out: a
+// 16-bit forward in NCHW always, a tf32 one with Relayout=1 (else its A is
+// copied element by element). A first kernel (NAME_prologue, in the same
+// module) copies the input into an NHWC module global, its channels
+// zero-padded to a multiple of 16 bytes, and the filter into KRSC (where
+// R·S > 1 or the channels are padded); the kernel is then the NHWC
+// forward of view(p, c) on those copies, storing NCHW.
+func relayout(p problem.Problem, c knobs) bool {
+	if p.Op != problem.OpFprop || p.Layout != problem.NCHW {
+		return false
+	}
+	return p.Precision.ElementBytes() == 2 || c.Relayout == 1
 }
 
 // relayoutFilter says whether a relayed-out p copies its filter too: a
-// 1x1 KCRS filter with C a multiple of 8 is its own KRSC.
+// 1x1 KCRS filter whose channels need no padding is its own KRSC.
 func relayoutFilter(p problem.Problem) bool {
-	return p.Shape.R*p.Shape.S > 1 || p.Shape.C%8 != 0
+	return p.Shape.R*p.Shape.S > 1 || p.Shape.C%(16/p.Precision.ElementBytes()) != 0
 }
 
 // relayoutTapsMax is the most taps R·S of a relayed-out filter: one
 // channel's taps fit the prologue's buffer of 64 x 66 elements.
 const relayoutTapsMax = 64 * 66
 
-// view is the problem the kernel computes for p: p itself, or, relayed
-// out, p in NHWC with C rounded up to a multiple of 8 (the copies' zero
-// channels add nothing).
-func view(p problem.Problem) problem.Problem {
-	if !relayout(p) {
+// view is the problem configuration c computes for p: p itself, or,
+// relayed out, p in NHWC with C rounded up to a multiple of 16 bytes
+// (the copies' zero channels add nothing).
+func view(p problem.Problem, c knobs) problem.Problem {
+	if !relayout(p, c) {
 		return p
 	}
 	q := p
 	q.Layout = problem.NHWC
-	q.Shape.C = family.CeilDiv(p.Shape.C, 8) * 8
-	if subsamples(p) {
+	vec := 16 / p.Precision.ElementBytes()
+	q.Shape.C = family.CeilDiv(p.Shape.C, vec) * vec
+	if subsamples(p, c) {
 		// The copy holds only the pixels read: a 1x1 at stride 1 on P x Q.
 		q.Shape.H, q.Shape.W, q.Shape.StrideH, q.Shape.StrideW = p.Shape.P(), p.Shape.Q(), 1, 1
 	}
@@ -201,20 +226,29 @@ func view(p problem.Problem) problem.Problem {
 // subsamples says whether a relayed-out p copies only every stride-th
 // row and column of its input: a 1x1 filter without padding at a stride
 // above 1 reads no other pixel.
-func subsamples(p problem.Problem) bool {
+func subsamples(p problem.Problem, c knobs) bool {
 	s := p.Shape
-	return relayout(p) && s.R == 1 && s.S == 1 && s.PadH == 0 && s.PadW == 0 && s.StrideH*s.StrideW > 1
+	return relayout(p, c) && s.R == 1 && s.S == 1 && s.PadH == 0 && s.PadW == 0 && s.StrideH*s.StrideW > 1
 }
 
-// servesRelayout declines the relayed-out problems the prologue cannot
-// copy: offsets past 32 bits, or more taps than its buffer holds.
+// servesRelayout declines the NCHW forwards the prologue cannot copy:
+// offsets past 32 bits, or more taps than its buffer holds.
 func servesRelayout(p problem.Problem) error {
-	q := view(p)
+	q := view(p, knobs{Relayout: 1})
 	switch {
 	case p.Shape.Needs64BitIndex() || q.Shape.Needs64BitIndex():
-		return fmt.Errorf("wgmmaigemm's relayout of a 16-bit NCHW forward keeps 32-bit offsets (a tensor of 2^31 elements or more: generic serves it)")
+		return fmt.Errorf("wgmmaigemm's relayout of an NCHW forward keeps 32-bit offsets (a tensor of 2^31 elements or more: generic serves it)")
 	case relayoutFilter(p) && q.Shape.R*q.Shape.S > relayoutTapsMax:
 		return fmt.Errorf("wgmmaigemm's relayout copies a filter of at most %d taps, not %dx%d", relayoutTapsMax, q.Shape.R, q.Shape.S)
+	}
+	return nil
+}
+
+// nchwCopies says whether tf32 NCHW's element copies (Relayout=0) serve
+// p: its B's 16-byte copies of KCRS filter rows need C·R·S divisible by 4.
+func nchwCopies(p problem.Problem) error {
+	if s := p.Shape; (s.C*s.R*s.S)%4 != 0 {
+		return fmt.Errorf("wgmmaigemm's NCHW element copies need C·R·S divisible by 4 (16-byte copies of a filter row), not %d", s.C*s.R*s.S)
 	}
 	return nil
 }
@@ -291,6 +325,7 @@ type knobs struct {
 	ARegs                                                          int `knob:",optional"`
 	Fold                                                           int `knob:",optional"`
 	StoreRows                                                      int `knob:",optional"`
+	Relayout                                                       int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -329,6 +364,8 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows must be 0 or 1", cfg)
 	case c.StoreRows == 1 && (c.SplitK > 1 || c.Fold == 1 || c.Producer != 0):
 		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows stores an unsplit, unfolded tile with Producer=0", cfg)
+	case c.Relayout < 0 || c.Relayout > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Relayout must be 0 or 1", cfg)
 	case c.ARegs < 0 || c.ARegs > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
 	case c.ARegs == 1 && c.Swizzle != 1:
@@ -446,8 +483,8 @@ func geom(p problem.Problem, c knobs) geometry {
 // as view(orig)): a relayed-out StoreRows tile is staged channel by
 // channel, BN rows of BM + 4 floats (the fragments' stores conflict-free).
 func geomOf(orig problem.Problem, c knobs) geometry {
-	g := geom(view(orig), c)
-	if relayout(orig) && c.StoreRows == 1 {
+	g := geom(view(orig, c), c)
+	if relayout(orig, c) && c.StoreRows == 1 {
 		g.Pitch = c.BM + 4
 		g.PartBytes = c.BN * g.Pitch * 4
 		g.SharedBytes = max(c.Stages*g.StageBytes+c.Producer*16*c.Stages, g.PartBytes)
@@ -471,11 +508,13 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		cols = p.Shape.C
 	}
 	switch {
-	case p.Layout != problem.NHWC && !relayout(p):
+	case p.Layout != problem.NHWC && !relayout(p, c):
 		return "StoreRows stores NHWC rows, or a relayed-out 16-bit NCHW forward's channel planes"
 	case p.OutDiffers():
 		return "StoreRows stores the input's type"
-	case relayout(p):
+	case p.Precision.ElementBytes() != 2:
+		return fmt.Sprintf("StoreRows stores 16-bit types, not %s", p.Precision)
+	case relayout(p, c):
 		// NCHW: 16-byte runs along a channel's pixels where PQ allows, else one pixel a thread.
 	case cols%(16/g.ElemBytes) != 0:
 		return fmt.Sprintf("StoreRows needs %d channels a whole number of 16-byte runs", cols)
@@ -547,9 +586,14 @@ var (
 // idle and the reduction has at least 4 k-tiles per block.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	orig := p // StoreRows' rule reads the layout stored
-	p = view(p)
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
+	// tf32 in NCHW: element copies and relayed out (Relayout=1), both
+	// searched; a 16-bit NCHW forward is always relayed out.
+	relayouts := []int{0}
+	if p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision == problem.TF32 && servesRelayout(p) == nil {
+		relayouts = []int{0, 1}
+	}
 	aregs := []int{0}
 	if p.Precision == problem.TF32 {
 		aregs = []int{0, 1} // tf32: A through registers too (ARegs)
@@ -577,8 +621,10 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			for _, oc := range spaceOccupancy {
 				for _, ar := range aregs {
 					for _, sr := range storeRows {
-						c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr}
-						out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
+						for _, rl := range relayouts {
+							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: rl}
+							out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
+						}
 					}
 				}
 			}
@@ -586,18 +632,22 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	}
 	if p.Precision == problem.TF32 {
 		for _, t := range spaceARegsProducerTiles {
-			c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold}
-			out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
+			for _, rl := range relayouts {
+				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold, Relayout: rl}
+				out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
+			}
 		}
 	}
 	for _, t := range spaceSplitTiles {
 		for _, sk := range spaceSplitK {
 			for _, ar := range aregs {
-				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar}
-				if g := geom(p, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
-					continue
+				for _, rl := range relayouts {
+					c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar, Relayout: rl}
+					if g := geomOf(orig, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
+						continue
+					}
+					out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 				}
-				out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 			}
 		}
 	}
@@ -622,10 +672,18 @@ func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
 // Rejection.
 func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejection {
 	orig := p // StoreRows' rule reads the layout stored
-	p = view(p)
+	p = view(p, c)
 	g := geomOf(orig, c)
 	if !lim.SM90a {
 		return family.Hard("arch", "wgmmaigemm needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+	}
+	switch {
+	case c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || orig.Precision != problem.TF32):
+		return family.Hard("relayout", "Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
+	case relayout(orig, c) && servesRelayout(orig) != nil:
+		return family.Hard("relayout", "%v", servesRelayout(orig))
+	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && nchwCopies(orig) != nil:
+		return family.Hard("shape", "%v (Relayout=1 serves it)", nchwCopies(orig))
 	}
 	if r := hopper.ResourceReject(c.BN, g.Threads, g.Acc, lim); r.Rule != "" {
 		return r
@@ -741,7 +799,7 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 
 // cost is Cost for parsed knobs.
 func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
-	p = view(p) // a relayout's copies cost every configuration alike
+	p = view(p, c) // a relayout's copies cost every configuration alike
 	g := geom(p, c)
 	sms := lim.SMs
 	if sms <= 0 {
@@ -778,7 +836,19 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	cfg = family.KnobsConfig(c)
 	orig := p // relayed out: the NCHW problem stored; p the NHWC one computed
-	p = view(p)
+	if c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || orig.Precision != problem.TF32) {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", cfg, orig.Precision, orig.Op, orig.Layout)
+	}
+	if relayout(orig, c) {
+		if err := servesRelayout(orig); err != nil {
+			return family.Kernel{}, err
+		}
+	} else if orig.Layout == problem.NCHW && orig.Op == problem.OpFprop {
+		if err := nchwCopies(orig); err != nil {
+			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %w (Relayout=1 serves it)", cfg, err)
+		}
+	}
+	p = view(p, c)
 	g := geomOf(orig, c)
 	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
@@ -877,8 +947,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
-		relayout(orig), relayout(orig) && relayoutFilter(orig), relayout(orig) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), orig.Shape.C,
-		subsamples(orig), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
+		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), orig.Shape.C,
+		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
