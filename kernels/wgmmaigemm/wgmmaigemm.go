@@ -512,8 +512,8 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		return "StoreRows stores NHWC rows, or a relayed-out 16-bit NCHW forward's channel planes"
 	case p.OutDiffers():
 		return "StoreRows stores the input's type"
-	case p.Precision.ElementBytes() != 2:
-		return fmt.Sprintf("StoreRows stores 16-bit types, not %s", p.Precision)
+	case relayout(p, c) && p.Precision.ElementBytes() != 2:
+		return fmt.Sprintf("StoreRows stores a relayed-out NCHW tile in 16-bit types, not %s", p.Precision)
 	case relayout(p, c):
 		// NCHW: 16-byte runs along a channel's pixels where PQ allows, else one pixel a thread.
 	case cols%(16/g.ElemBytes) != 0:
@@ -783,8 +783,10 @@ func splitNoFaster(p problem.Problem, c knobs, lim family.Limits) string {
 // 0.67, a 64 x 64 one a third), less 10% for one warpgroup computing two
 // sub-tiles, plus 5% for tf32's A through registers, plus 10% for the
 // epilogue through shared memory (StoreRows; measured 5–32% faster in
-// fp16, where alone it is searched); a split's time is 5% more for its
-// reduction. Fitted by hand to full sweeps of ResNet-50
+// fp16, where alone it is searched), less a third for tf32's relayout
+// (Relayout=1: ranked after the element copies, whose sweeps it has not
+// joined; the tuner's refinement tries the best one's relayed-out twin, a
+// one-knob neighbour); a split's time is 5% more for its reduction. Fitted by hand to full sweeps of ResNet-50
 // layers (H100, tf32 NHWC and NCHW, fp16 NHWC, N=32 and 256;
 // docs/performance.md, TestWGMMAIGEMMCostSweeps): the 13 cheapest held
 // every sweep's winner, where 13 random candidates missed it by 6%
@@ -817,6 +819,9 @@ func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 	}
 	if c.StoreRows == 1 {
 		throughput *= 1.1 // 16-byte stores: 5–32% faster on ResNet-50 N=32's fp16 layers (H100)
+	}
+	if c.Relayout == 1 {
+		throughput /= 1.5 // tf32's relayout: after the element copies (the refinement tries the best's relayed-out twin)
 	}
 	t := float64(waves*c.BlocksPerSM) * work / throughput
 	if g.Split > 1 {
