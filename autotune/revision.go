@@ -20,5 +20,7 @@ package autotune
 //     epilogue chains included (session 16).
 //   - 5: wgmmaigemm serves the fp16/bf16 NCHW forward, relayed out by a
 //     prologue kernel into NHWC (a strided 1x1's copy subsampled), its
-//     StoreRows twins storing along the channels' pixels (session 17).
+//     StoreRows twins storing along the channels' pixels; tf32 too
+//     (Relayout=1); a 16-bit NCHW 1x1 at stride 1 also reads its A
+//     straight from the planes (PlaneA=1) (session 17).
 const SearchRevision = 5

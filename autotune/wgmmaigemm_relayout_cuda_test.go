@@ -83,3 +83,60 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		})
 	}
 }
+
+// TestWGMMAIGEMMPlaneA tunes 16-bit NCHW 1×1 forwards at stride 1 through
+// wgmmaigemm's PlaneA candidates alone (A read straight from the channel
+// planes, 16 bytes of 8 pixels a copy, MN-major, read transposed; no
+// prologue): ResNet-50-like 1×1s on 56² and 28² maps, an odd one (C=24,
+// K=40, 10×12) with the residual chain. The first, middle and last kept
+// PlaneA configurations and the first PlaneA StoreRows twin must pass the
+// float64 checks.
+func TestWGMMAIGEMMPlaneA(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	cases := []struct {
+		shape string
+		prec  problem.Precision
+		chain string
+	}{
+		{"N=8,C=64,H=56,W=56,K=256,R=1,S=1", problem.FP16, ""},
+		{"N=4,C=256,H=56,W=56,K=64,R=1,S=1,bias=false", problem.BF16, ""},
+		{"N=4,C=512,H=28,W=28,K=256,R=1,S=1", problem.FP16, ""},
+		{"N=3,C=24,H=10,W=12,K=40,R=1,S=1", problem.BF16, "residual(0.5),relu"},
+	}
+	for _, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW}
+		if tc.chain != "" {
+			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(p.String(), func(t *testing.T) {
+			var kept []kernels.Candidate
+			for _, c := range keptOf(t, p, lim, "wgmmaigemm") {
+				if c.Config["PlaneA"] == 1 {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) == 0 {
+				t.Fatal("no kept PlaneA candidate")
+			}
+			pins := firstMiddleLast(kept)
+			for _, c := range kept {
+				if c.Config["StoreRows"] == 1 {
+					pins = append(pins, c.ID())
+					break
+				}
+			}
+			res := tunePins(t, lib, worker, p, pins, nil, 11)
+			for _, tr := range res.Trials {
+				if tr.Status == StatusOK {
+					t.Logf("%s: %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.MedianMS, tr.RelError, tr.SampleError)
+				}
+			}
+		})
+	}
+}

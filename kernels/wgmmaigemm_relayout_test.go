@@ -1,8 +1,10 @@
 package kernels
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,6 +155,98 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: c.op}
 		if err := f.Serves(p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Serves = %v, want an error naming %q", p, err, c.want)
+		}
+	}
+}
+
+// TestWGMMAIGEMMPlaneA: a 16-bit NCHW 1x1 at stride 1 without padding,
+// P·Q and C multiples of 8, is also searched reading its A straight from
+// the channel planes (PlaneA=1: no prologue, MN-major A read transposed),
+// ranked ahead of the relayout; the twins render and compile for sm_90a
+// (StoreRows too, with the residual chain); a PlaneA pin on any other
+// problem is refused by its rule.
+func TestWGMMAIGEMMPlaneA(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	chain, err := epilogue.Parse("residual(0.5),relu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		spec  string
+		prec  problem.Precision
+		chain bool
+	}{
+		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.FP16, false},
+		{"N=3,C=24,H=10,W=12,K=40,R=1,S=1,bias=false", problem.BF16, true},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NCHW}
+		if c.chain {
+			p.Epilogue = chain
+		}
+		cands := kept(f.Space(p, lim))
+		slices.SortStableFunc(cands, func(a, b Candidate) int {
+			ca, _ := PredictedCost(p, a, lim)
+			cb, _ := PredictedCost(p, b, lim)
+			return cmp.Compare(ca, cb)
+		})
+		if len(cands) == 0 || cands[0].Config["PlaneA"] != 1 {
+			t.Fatalf("%s: the cheapest kept candidate is not PlaneA (%d kept)", p, len(cands))
+		}
+		var plain, rows *Candidate
+		for i := range cands {
+			if cands[i].Config["PlaneA"] == 1 && cands[i].Config["StoreRows"] == 1 && rows == nil {
+				rows = &cands[i]
+			}
+			if cands[i].Config["PlaneA"] == 1 && cands[i].Config["StoreRows"] == 0 && plain == nil {
+				plain = &cands[i]
+			}
+		}
+		if plain == nil || rows == nil {
+			t.Fatalf("%s: no PlaneA candidate with and without StoreRows", p)
+		}
+		for _, cand := range []*Candidate{plain, rows} {
+			k, err := f.Render(p, cand.Config)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, cand.ID(), err)
+			}
+			if strings.Contains(k.Source, "RELAYOUT") || !strings.Contains(k.Source, "a_offset_mn(e, j)") ||
+				!strings.Contains(k.Source, "p, 1, 1, 1, 0;") {
+				t.Errorf("%s %s: not PlaneA's copies and transposed A, or a relayout", p, cand.ID())
+			}
+			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, cand.ID(), err)
+			}
+			if strings.Contains(res.PTX, "_prologue") || !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
+				t.Errorf("%s %s: a prologue, or no 16-byte copies", p, cand.ID())
+			}
+		}
+	}
+	pin := Config{"BM": 128, "BN": 128, "BK": 64, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "PlaneA": 1}
+	for _, c := range []struct {
+		spec string
+		prec problem.Precision
+		lay  problem.Layout
+		want string
+	}{
+		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1,stride=2", problem.FP16, problem.NCHW, "stride 1"},
+		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1", problem.FP16, problem.NCHW, "multiples of 8"},
+		{"N=2,C=12,H=16,W=16,K=128,R=1,S=1", problem.FP16, problem.NCHW, "multiples of 8"},
+		{"N=2,C=64,H=16,W=16,K=128,R=3,S=3,pad=1", problem.BF16, problem.NCHW, "1x1"},
+		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.FP16, problem.NHWC, "16-bit NCHW"},
+		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.TF32, problem.NCHW, "16-bit NCHW"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: c.lay}
+		for _, cand := range f.Space(p, lim) {
+			if cand.Config["PlaneA"] == 1 {
+				t.Errorf("%s: PlaneA candidate %s listed", p, cand.ID())
+			}
+		}
+		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: PlaneA pin: %v, want a refusal naming %q", p, err, c.want)
 		}
 	}
 }

@@ -189,10 +189,36 @@ func (Family) Serves(p problem.Problem) error {
 // R·S > 1 or the channels are padded); the kernel is then the NHWC
 // forward of view(p, c) on those copies, storing NCHW.
 func relayout(p problem.Problem, c knobs) bool {
-	if p.Op != problem.OpFprop || p.Layout != problem.NCHW {
+	if p.Op != problem.OpFprop || p.Layout != problem.NCHW || c.PlaneA == 1 {
 		return false
 	}
 	return p.Precision.ElementBytes() == 2 || c.Relayout == 1
+}
+
+// planeA says why the 16-bit NCHW forward p cannot read its A straight
+// from the channel planes (PlaneA=1: 16 bytes of 8 adjacent pixels of one
+// channel, MN-major), or "": a 1x1 at stride 1 without padding, P·Q and C
+// multiples of 8 (whole, aligned runs inside one image; 16-byte copies of
+// filter rows), 32-bit offsets.
+func planeA(p problem.Problem) string {
+	s := p.Shape
+	switch {
+	case p.Op != problem.OpFprop || p.Layout != problem.NCHW || p.Precision.ElementBytes() != 2:
+		return fmt.Sprintf("PlaneA reads a 16-bit NCHW forward's planes, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+	case s.R != 1 || s.S != 1 || s.StrideH != 1 || s.StrideW != 1 || s.PadH != 0 || s.PadW != 0:
+		return "PlaneA reads a 1x1 filter's pixels at stride 1 without padding"
+	case (s.P()*s.Q())%8 != 0 || s.C%8 != 0:
+		return fmt.Sprintf("PlaneA needs P·Q = %d and C = %d multiples of 8 (16-byte runs of a plane, of a filter row)", s.P()*s.Q(), s.C)
+	case s.Needs64BitIndex():
+		return "PlaneA keeps 32-bit offsets"
+	}
+	return ""
+}
+
+// nchwStores says whether configuration c stores p's output NCHW from an
+// NHWC-like tile: relayed out, or PlaneA.
+func nchwStores(p problem.Problem, c knobs) bool {
+	return relayout(p, c) || c.PlaneA == 1 && p.Layout == problem.NCHW
 }
 
 // relayoutFilter says whether a relayed-out p copies its filter too: a
@@ -326,6 +352,7 @@ type knobs struct {
 	Fold                                                           int `knob:",optional"`
 	StoreRows                                                      int `knob:",optional"`
 	Relayout                                                       int `knob:",optional"`
+	PlaneA                                                         int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -366,6 +393,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows stores an unsplit, unfolded tile with Producer=0", cfg)
 	case c.Relayout < 0 || c.Relayout > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Relayout must be 0 or 1", cfg)
+	case c.PlaneA < 0 || c.PlaneA > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: PlaneA must be 0 or 1", cfg)
+	case c.PlaneA == 1 && (c.Relayout == 1 || c.Swizzle != 1):
+		return c, fmt.Errorf("wgmmaigemm: config %s: PlaneA reads the NCHW input in place (no Relayout) in the 128-byte swizzle (Swizzle=1)", cfg)
 	case c.ARegs < 0 || c.ARegs > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
 	case c.ARegs == 1 && c.Swizzle != 1:
@@ -484,7 +515,7 @@ func geom(p problem.Problem, c knobs) geometry {
 // channel, BN rows of BM + 4 floats (the fragments' stores conflict-free).
 func geomOf(orig problem.Problem, c knobs) geometry {
 	g := geom(view(orig, c), c)
-	if relayout(orig, c) && c.StoreRows == 1 {
+	if nchwStores(orig, c) && c.StoreRows == 1 {
 		g.Pitch = c.BM + 4
 		g.PartBytes = c.BN * g.Pitch * 4
 		g.SharedBytes = max(c.Stages*g.StageBytes+c.Producer*16*c.Stages, g.PartBytes)
@@ -508,13 +539,13 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		cols = p.Shape.C
 	}
 	switch {
-	case p.Layout != problem.NHWC && !relayout(p, c):
-		return "StoreRows stores NHWC rows, or a relayed-out 16-bit NCHW forward's channel planes"
+	case p.Layout != problem.NHWC && !nchwStores(p, c):
+		return "StoreRows stores NHWC rows, or a relayed-out (or PlaneA) 16-bit NCHW forward's channel planes"
 	case p.OutDiffers():
 		return "StoreRows stores the input's type"
-	case relayout(p, c) && p.Precision.ElementBytes() != 2:
+	case nchwStores(p, c) && p.Precision.ElementBytes() != 2:
 		return fmt.Sprintf("StoreRows stores a relayed-out NCHW tile in 16-bit types, not %s", p.Precision)
-	case relayout(p, c):
+	case nchwStores(p, c):
 		// NCHW: 16-byte runs along a channel's pixels where PQ allows, else one pixel a thread.
 	case cols%(16/g.ElemBytes) != 0:
 		return fmt.Sprintf("StoreRows needs %d channels a whole number of 16-byte runs", cols)
@@ -588,11 +619,15 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	orig := p // StoreRows' rule reads the layout stored
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
-	// tf32 in NCHW: element copies and relayed out (Relayout=1), both
-	// searched; a 16-bit NCHW forward is always relayed out.
-	relayouts := []int{0}
-	if p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision == problem.TF32 && servesRelayout(p) == nil {
-		relayouts = []int{0, 1}
+	// How A is read, as (Relayout, PlaneA): tf32 in NCHW by element copies
+	// and relayed out (Relayout=1); a 16-bit NCHW forward relayed out
+	// and, a 1x1 at stride 1, straight from the planes (PlaneA=1).
+	modes := [][2]int{{0, 0}}
+	switch {
+	case p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision == problem.TF32 && servesRelayout(p) == nil:
+		modes = append(modes, [2]int{1, 0})
+	case planeA(p) == "":
+		modes = append(modes, [2]int{0, 1})
 	}
 	aregs := []int{0}
 	if p.Precision == problem.TF32 {
@@ -621,8 +656,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			for _, oc := range spaceOccupancy {
 				for _, ar := range aregs {
 					for _, sr := range storeRows {
-						for _, rl := range relayouts {
-							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: rl}
+						for _, md := range modes {
+							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: md[0], PlaneA: md[1]}
 							out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 						}
 					}
@@ -632,8 +667,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	}
 	if p.Precision == problem.TF32 {
 		for _, t := range spaceARegsProducerTiles {
-			for _, rl := range relayouts {
-				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold, Relayout: rl}
+			for _, md := range modes {
+				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold, Relayout: md[0], PlaneA: md[1]}
 				out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 			}
 		}
@@ -641,8 +676,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	for _, t := range spaceSplitTiles {
 		for _, sk := range spaceSplitK {
 			for _, ar := range aregs {
-				for _, rl := range relayouts {
-					c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar, Relayout: rl}
+				for _, md := range modes {
+					c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar, Relayout: md[0], PlaneA: md[1]}
 					if g := geomOf(orig, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
 						continue
 					}
@@ -682,7 +717,9 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("relayout", "Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
 	case relayout(orig, c) && servesRelayout(orig) != nil:
 		return family.Hard("relayout", "%v", servesRelayout(orig))
-	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && nchwCopies(orig) != nil:
+	case c.PlaneA == 1 && planeA(orig) != "":
+		return family.Hard("plane a", "%s", planeA(orig))
+	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
 		return family.Hard("shape", "%v (Relayout=1 serves it)", nchwCopies(orig))
 	}
 	if r := hopper.ResourceReject(c.BN, g.Threads, g.Acc, lim); r.Rule != "" {
@@ -696,7 +733,7 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	switch {
 	case c.Swizzle == 1 && c.BK*g.ElemBytes != 128:
 		return family.Hard("swizzle", "the 128-byte swizzle needs 128-byte tile rows, not %d", c.BK*g.ElemBytes)
-	case p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c):
+	case p.Layout == problem.NCHW && c.PlaneA == 0 && !g.RunA && !g.nchwRows(c):
 		return family.Hard("shape", "NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", g.loaders(c), c.BM)
 	case g.TilesM > 65535 && g.TilesN > 65535:
 		return family.Hard("grid", "%d pixel tiles and %d channel tiles: both past 65535 (gridDim.y)", g.TilesM, g.TilesN)
@@ -801,7 +838,8 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 
 // cost is Cost for parsed knobs.
 func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
-	p = view(p, c) // a relayout's copies cost every configuration alike
+	relaid := relayout(p, c)
+	p = view(p, c)
 	g := geom(p, c)
 	sms := lim.SMs
 	if sms <= 0 {
@@ -820,8 +858,8 @@ func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 	if c.StoreRows == 1 {
 		throughput *= 1.1 // 16-byte stores: 5–32% faster on ResNet-50 N=32's fp16 layers (H100)
 	}
-	if c.Relayout == 1 {
-		throughput /= 1.5 // tf32's relayout: after the element copies (the refinement tries the best's relayed-out twin)
+	if relaid {
+		throughput /= 1.5 // the relayout: after the element copies or PlaneA (the refinement tries the best's relayed-out twin)
 	}
 	t := float64(waves*c.BlocksPerSM) * work / throughput
 	if g.Split > 1 {
@@ -847,6 +885,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if relayout(orig, c) {
 		if err := servesRelayout(orig); err != nil {
 			return family.Kernel{}, err
+		}
+	} else if c.PlaneA == 1 {
+		if msg := planeA(orig); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 		}
 	} else if orig.Layout == problem.NCHW && orig.Op == problem.OpFprop {
 		if err := nchwCopies(orig); err != nil {
@@ -881,7 +923,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if msg := storeRowsRule(orig, c, g); msg != "" {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 	}
-	if p.Layout == problem.NCHW && !g.RunA && !g.nchwRows(c) {
+	if p.Layout == problem.NCHW && c.PlaneA == 0 && !g.RunA && !g.nchwRows(c) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: NCHW: %d copying threads do not split BM=%d into whole 8-row groups per warp", cfg, g.loaders(c), c.BM)
 	}
 	if g.TilesM > 65535 && g.TilesN > 65535 {
@@ -941,8 +983,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// kernel (relayout); RelayoutFilter: the filter copied too; CIn:
 		// the input's channels (C rounded up to 8 in the shape). NCHWOut:
 		// the stores write NCHW (NCHWA or Relayout).
-		Relayout, RelayoutFilter, NCHWOut bool
-		CIn                               int
+		// PlaneA: A read straight from the NCHW planes, MN-major.
+		Relayout, RelayoutFilter, NCHWOut, PlaneA bool
+		CIn                                       int
 		// Subsample: the relayout copies every SubH-th row and SubW-th
 		// column of the HIn x WIn input (subsamples).
 		Subsample                       bool
@@ -950,9 +993,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		PrologueBlocks, PrologueThreads int // kernels/launch's convention
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
-		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), orig.Shape.C,
+		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, orig.Shape.C,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
