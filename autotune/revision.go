@@ -22,5 +22,6 @@ package autotune
 //     prologue kernel into NHWC (a strided 1x1's copy subsampled), its
 //     StoreRows twins storing along the channels' pixels; tf32 too
 //     (Relayout=1); a 16-bit NCHW 1x1 at stride 1 also reads its A
-//     straight from the planes (PlaneA=1) (session 17).
+//     straight from the planes (PlaneA=1; 8-byte copies where P·Q is a
+//     multiple of 4 only) (session 17).
 const SearchRevision = 5

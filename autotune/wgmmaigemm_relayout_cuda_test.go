@@ -87,8 +87,9 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 // TestWGMMAIGEMMPlaneA tunes 16-bit NCHW 1×1 forwards at stride 1 through
 // wgmmaigemm's PlaneA candidates alone (A read straight from the channel
 // planes, 16 bytes of 8 pixels a copy, MN-major, read transposed; no
-// prologue): ResNet-50-like 1×1s on 56² and 28² maps, an odd one (C=24,
-// K=40, 10×12) with the residual chain. The first, middle and last kept
+// prologue): ResNet-50-like 1×1s on 56², 28² and 14² maps (P·Q = 196: 8-byte
+// copies of 4 pixels), odd ones (C=24, K=40, 10×12; C=32, K=48, 14²) with
+// the residual chain. The first, middle and last kept
 // PlaneA configurations and the first PlaneA StoreRows twin must pass the
 // float64 checks.
 func TestWGMMAIGEMMPlaneA(t *testing.T) {
@@ -102,6 +103,8 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 		{"N=4,C=256,H=56,W=56,K=64,R=1,S=1,bias=false", problem.BF16, ""},
 		{"N=4,C=512,H=28,W=28,K=256,R=1,S=1", problem.FP16, ""},
 		{"N=3,C=24,H=10,W=12,K=40,R=1,S=1", problem.BF16, "residual(0.5),relu"},
+		{"N=8,C=1024,H=14,W=14,K=256,R=1,S=1", problem.FP16, ""},                // P·Q = 196: 8-byte copies
+		{"N=3,C=32,H=14,W=14,K=48,R=1,S=1", problem.BF16, "residual(0.5),relu"}, // 8-byte copies, partial tiles
 	}
 	for _, tc := range cases {
 		shape, err := problem.ParseShape(tc.shape)

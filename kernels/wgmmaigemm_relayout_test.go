@@ -160,7 +160,8 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 }
 
 // TestWGMMAIGEMMPlaneA: a 16-bit NCHW 1x1 at stride 1 without padding,
-// P·Q and C multiples of 8, is also searched reading its A straight from
+// P·Q a multiple of 4 (8-byte copies where not of 8) and C of 8, is also
+// searched reading its A straight from
 // the channel planes (PlaneA=1: no prologue, MN-major A read transposed),
 // ranked ahead of the relayout; the twins render and compile for sm_90a
 // (StoreRows too, with the residual chain); a PlaneA pin on any other
@@ -181,6 +182,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 	}{
 		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.FP16, false},
 		{"N=3,C=24,H=10,W=12,K=40,R=1,S=1,bias=false", problem.BF16, true},
+		{"N=3,C=32,H=14,W=14,K=48,R=1,S=1", problem.FP16, true}, // P·Q = 196: 8-byte copies
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NCHW}
 		if c.chain {
@@ -212,7 +214,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, cand.ID(), err)
 			}
-			if strings.Contains(k.Source, "RELAYOUT") || !strings.Contains(k.Source, "a_offset_mn(e, j)") ||
+			if strings.Contains(k.Source, "RELAYOUT") || !strings.Contains(k.Source, "+ a_offset_mn(e, j") ||
 				!strings.Contains(k.Source, "p, 1, 1, 1, 0;") {
 				t.Errorf("%s %s: not PlaneA's copies and transposed A, or a relayout", p, cand.ID())
 			}
@@ -222,6 +224,9 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 			}
 			if strings.Contains(res.PTX, "_prologue") || !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
 				t.Errorf("%s %s: a prologue, or no 16-byte copies", p, cand.ID())
+			}
+			if half := p.Shape.P()*p.Shape.Q()%8 != 0; strings.Contains(k.Source, "cp_async8(st + a_offset_mn") != half || half && !strings.Contains(res.PTX, "cp.async.ca.shared.global") {
+				t.Errorf("%s %s: 8-byte plane copies %v, want them where P·Q %% 8 != 0", p, cand.ID(), !half)
 			}
 		}
 	}
@@ -233,8 +238,8 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 		want string
 	}{
 		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1,stride=2", problem.FP16, problem.NCHW, "stride 1"},
-		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1", problem.FP16, problem.NCHW, "multiples of 8"},
-		{"N=2,C=12,H=16,W=16,K=128,R=1,S=1", problem.FP16, problem.NCHW, "multiples of 8"},
+		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1", problem.FP16, problem.NCHW, "a multiple of 4"},
+		{"N=2,C=12,H=16,W=16,K=128,R=1,S=1", problem.FP16, problem.NCHW, "C = 12 of 8"},
 		{"N=2,C=64,H=16,W=16,K=128,R=3,S=3,pad=1", problem.BF16, problem.NCHW, "1x1"},
 		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.FP16, problem.NHWC, "16-bit NCHW"},
 		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.TF32, problem.NCHW, "16-bit NCHW"},

@@ -197,9 +197,10 @@ func relayout(p problem.Problem, c knobs) bool {
 
 // planeA says why the 16-bit NCHW forward p cannot read its A straight
 // from the channel planes (PlaneA=1: 16 bytes of 8 adjacent pixels of one
-// channel, MN-major), or "": a 1x1 at stride 1 without padding, P·Q and C
-// multiples of 8 (whole, aligned runs inside one image; 16-byte copies of
-// filter rows), 32-bit offsets.
+// channel, MN-major; 8 bytes of 4 where P·Q is a multiple of 4 only), or
+// "": a 1x1 at stride 1 without padding, P·Q a multiple of 4 and C of 8
+// (whole, aligned runs inside one image; 16-byte copies of filter rows),
+// 32-bit offsets.
 func planeA(p problem.Problem) string {
 	s := p.Shape
 	switch {
@@ -207,8 +208,8 @@ func planeA(p problem.Problem) string {
 		return fmt.Sprintf("PlaneA reads a 16-bit NCHW forward's planes, not %s op=%s %s", p.Precision, p.Op, p.Layout)
 	case s.R != 1 || s.S != 1 || s.StrideH != 1 || s.StrideW != 1 || s.PadH != 0 || s.PadW != 0:
 		return "PlaneA reads a 1x1 filter's pixels at stride 1 without padding"
-	case (s.P()*s.Q())%8 != 0 || s.C%8 != 0:
-		return fmt.Sprintf("PlaneA needs P·Q = %d and C = %d multiples of 8 (16-byte runs of a plane, of a filter row)", s.P()*s.Q(), s.C)
+	case (s.P()*s.Q())%4 != 0 || s.C%8 != 0:
+		return fmt.Sprintf("PlaneA needs P·Q = %d a multiple of 4 and C = %d of 8 (8- or 16-byte runs of a plane, 16-byte runs of a filter row)", s.P()*s.Q(), s.C)
 	case s.Needs64BitIndex():
 		return "PlaneA keeps 32-bit offsets"
 	}
@@ -983,9 +984,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// kernel (relayout); RelayoutFilter: the filter copied too; CIn:
 		// the input's channels (C rounded up to 8 in the shape). NCHWOut:
 		// the stores write NCHW (NCHWA or Relayout).
-		// PlaneA: A read straight from the NCHW planes, MN-major.
-		Relayout, RelayoutFilter, NCHWOut, PlaneA bool
-		CIn                                       int
+		// PlaneA: A read straight from the NCHW planes, MN-major;
+		// PlaneHalf: in 8-byte copies (P·Q a multiple of 4, not 8).
+		Relayout, RelayoutFilter, NCHWOut, PlaneA, PlaneHalf bool
+		CIn                                                  int
 		// Subsample: the relayout copies every SubH-th row and SubW-th
 		// column of the HIn x WIn input (subsamples).
 		Subsample                       bool
@@ -995,7 +997,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
-		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, orig.Shape.C,
+		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
