@@ -23,5 +23,6 @@ package autotune
 //     StoreRows twins storing along the channels' pixels; tf32 too
 //     (Relayout=1); a 16-bit NCHW 1x1 at stride 1 also reads its A
 //     straight from the planes (PlaneA=1; 8-byte copies where P·Q is a
-//     multiple of 4 only) (session 17).
+//     multiple of 4 only); the 16-bit NCHW data gradient relayed out
+//     too (session 17).
 const SearchRevision = 5

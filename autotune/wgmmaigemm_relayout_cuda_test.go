@@ -143,3 +143,35 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 		})
 	}
 }
+
+// TestWGMMAIGEMMRelayoutDgrad tunes 16-bit NCHW data gradients through
+// wgmmaigemm alone, relayed out (dY copied to NHWC, K zero-padded to a
+// multiple of 8, the filter to KRSC; dX stored NCHW): a ResNet-50-like 3×3
+// at stride 1, folded 3×3 and 1×1 (idle phases) at stride 2, K = 13
+// padded at strides 2×3, an odd dilated shape. The first, middle and last
+// kept configurations must pass the float64 checks.
+func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	cases := []struct {
+		shape string
+		prec  problem.Precision
+	}{
+		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,bias=false", problem.FP16},
+		{"N=8,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.BF16},
+		{"N=8,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16},
+		{"N=3,C=16,H=15,W=17,K=13,R=3,S=3,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16},
+		{"N=3,C=24,H=19,W=23,K=40,R=3,S=5,pad_h=1,pad_w=2,dilation_h=2,bias=false", problem.FP16},
+	}
+	for _, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, Op: problem.OpDgrad}
+		t.Run(p.String(), func(t *testing.T) {
+			if !tuneFamilyPinned(t, lib, worker, lim, p, "wgmmaigemm") {
+				t.Fatal("no kept wgmmaigemm candidate")
+			}
+		})
+	}
+}

@@ -22,8 +22,8 @@ import (
 // NHWC forward storing NCHW), compiles for sm_90a with both entry points
 // and their module globals, keeps candidates and StoreRows twins (stored along the pixels) unless
 // the output type differs, and
-// the NHWC and tf32 renders carry none of it; a 16-bit NCHW dgrad and
-// a relayout past 32-bit offsets are declined.
+// the NHWC and tf32 renders carry none of it; a relayout past 32-bit
+// offsets is declined.
 func TestWGMMAIGEMMRelayout(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
@@ -143,13 +143,12 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		}
 	}
 
-	// Declined: a 16-bit NCHW dgrad, and a relayout past 32-bit offsets.
+	// Declined: a relayout past 32-bit offsets.
 	for _, c := range []struct {
 		spec string
 		op   problem.Op
 		want string
 	}{
-		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0", problem.OpDgrad, "the 16-bit NCHW forward (relayed out"},
 		{"N=64,C=1024,H=256,W=256,K=64,R=1,S=1", problem.OpFprop, "32-bit offsets"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: c.op}
@@ -253,5 +252,66 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: PlaneA pin: %v, want a refusal naming %q", p, err, c.want)
 		}
+	}
+}
+
+// TestWGMMAIGEMMRelayoutDgrad: a 16-bit NCHW data gradient is relayed out
+// too (the prologue copies dY to NHWC, K zero-padded to a multiple of 8,
+// and the filter to KRSC where R·S > 1 or K is padded; the NHWC dgrad,
+// folded at a stride, stores dX NCHW): at stride 1, folded at stride 2
+// (3×3, and a 1×1 whose idle phases are stored as zeros), with K = 13
+// padded; every kept candidate's first renders and compiles for sm_90a,
+// none stores through shared memory; C not a multiple of 8 is declined.
+func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	for _, c := range []struct {
+		spec       string
+		prec       problem.Precision
+		copyFilter bool
+		folded     bool
+	}{
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0", problem.FP16, true, false},
+		{"N=2,C=64,H=14,W=14,K=13,R=3,S=3,stride=2,pad=1,bias=0", problem.BF16, true, true},
+		{"N=2,C=32,H=14,W=14,K=64,R=1,S=1,stride=2,bias=0", problem.FP16, false, true},
+		{"N=2,C=64,H=7,W=7,K=128,R=1,S=1,bias=0", problem.BF16, false, false},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NCHW, Op: problem.OpDgrad}
+		if err := f.Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		cands := kept(f.Space(p, lim))
+		if len(cands) == 0 {
+			t.Fatalf("%s: no kept candidate", p)
+		}
+		for _, cand := range cands {
+			if cand.Config["StoreRows"] == 1 {
+				t.Errorf("%s: StoreRows candidate %s kept", p, cand.ID())
+			}
+		}
+		k, err := f.Render(p, cands[0].Config)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, want := range []string{k.Name + "_prologue(", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
+			if !strings.Contains(k.Source, want) {
+				t.Errorf("%s: the source lacks %q", p, want)
+			}
+		}
+		if got := strings.Contains(k.Source, "filter = RELAYOUT_W;"); got != c.copyFilter {
+			t.Errorf("%s: filter copied: %v, want %v", p, got, c.copyFilter)
+		}
+		if got := cands[0].Config["Fold"] == 1; got != c.folded {
+			t.Errorf("%s: folded %v, want %v", p, got, c.folded)
+		}
+		if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	p := problem.Problem{Shape: parseShapes(t, []string{"N=2,C=12,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0"})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}
+	if err := f.Serves(p); err == nil || !strings.Contains(err.Error(), "C divisible by 8") {
+		t.Errorf("%s: Serves = %v, want a refusal naming C", p, err)
 	}
 }

@@ -134,7 +134,14 @@ func (Family) Serves(p problem.Problem) error {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("wgmmaigemm dgrad: %w", err)
 		}
-		if err := servesDgrad(p); err != nil {
+		q := p
+		if relayout(p, knobs{}) { // a 16-bit NCHW one, as relayed out
+			if err := servesRelayout(p); err != nil {
+				return err
+			}
+			q = view(p, knobs{})
+		}
+		if err := servesDgrad(q); err != nil {
 			return err
 		}
 	default:
@@ -157,10 +164,8 @@ func (Family) Serves(p problem.Problem) error {
 		// folded dgrad, element by element. The 16-bit forward is
 		// relayed out to NHWC first (relayout).
 		switch {
-		case p.Precision != problem.TF32 && p.Op == problem.OpFprop:
-			return servesRelayout(p)
 		case p.Precision != problem.TF32:
-			return fmt.Errorf("wgmmaigemm serves NCHW in tf32 only, and the 16-bit NCHW forward (relayed out to NHWC), not %s op=%s", p.Precision, p.Op)
+			return servesRelayout(p) // the forward and the data gradient
 		case p.Op == problem.OpDgrad:
 			return nil
 		}
@@ -182,17 +187,23 @@ func (Family) Serves(p problem.Problem) error {
 }
 
 // relayout says whether configuration c computes p relayed out: a
-// 16-bit forward in NCHW always, a tf32 one with Relayout=1 (else its A is
-// copied element by element). A first kernel (NAME_prologue, in the same
+// 16-bit forward or data gradient in NCHW always (but PlaneA), a tf32
+// forward with Relayout=1 (else its A is copied element by element). A first kernel (NAME_prologue, in the same
 // module) copies the input into an NHWC module global, its channels
 // zero-padded to a multiple of 16 bytes, and the filter into KRSC (where
 // R·S > 1 or the channels are padded); the kernel is then the NHWC
 // forward of view(p, c) on those copies, storing NCHW.
 func relayout(p problem.Problem, c knobs) bool {
-	if p.Op != problem.OpFprop || p.Layout != problem.NCHW || c.PlaneA == 1 {
+	if p.Layout != problem.NCHW || c.PlaneA == 1 {
 		return false
 	}
-	return p.Precision.ElementBytes() == 2 || c.Relayout == 1
+	switch p.Op {
+	case problem.OpFprop:
+		return p.Precision.ElementBytes() == 2 || c.Relayout == 1
+	case problem.OpDgrad:
+		return p.Precision.ElementBytes() == 2 // dY copied to NHWC, dX stored NCHW
+	}
+	return false
 }
 
 // planeA says why the 16-bit NCHW forward p cannot read its A straight
@@ -223,9 +234,14 @@ func nchwStores(p problem.Problem, c knobs) bool {
 }
 
 // relayoutFilter says whether a relayed-out p copies its filter too: a
-// 1x1 KCRS filter whose channels need no padding is its own KRSC.
+// 1x1 KCRS filter whose reduction channels (C; dgrad's K) need no padding
+// is its own KRSC.
 func relayoutFilter(p problem.Problem) bool {
-	return p.Shape.R*p.Shape.S > 1 || p.Shape.C%(16/p.Precision.ElementBytes()) != 0
+	padded := p.Shape.C // the reduction's channels, padded in the copies
+	if p.Op == problem.OpDgrad {
+		padded = p.Shape.K
+	}
+	return p.Shape.R*p.Shape.S > 1 || padded%(16/p.Precision.ElementBytes()) != 0
 }
 
 // relayoutTapsMax is the most taps R·S of a relayed-out filter: one
@@ -242,6 +258,11 @@ func view(p problem.Problem, c knobs) problem.Problem {
 	q := p
 	q.Layout = problem.NHWC
 	vec := 16 / p.Precision.ElementBytes()
+	if p.Op == problem.OpDgrad {
+		// dY's K channels, the reduction, padded; dX's C are the columns.
+		q.Shape.K = family.CeilDiv(p.Shape.K, vec) * vec
+		return q
+	}
 	q.Shape.C = family.CeilDiv(p.Shape.C, vec) * vec
 	if subsamples(p, c) {
 		// The copy holds only the pixels read: a 1x1 at stride 1 on P x Q.
@@ -255,14 +276,17 @@ func view(p problem.Problem, c knobs) problem.Problem {
 // above 1 reads no other pixel.
 func subsamples(p problem.Problem, c knobs) bool {
 	s := p.Shape
-	return relayout(p, c) && s.R == 1 && s.S == 1 && s.PadH == 0 && s.PadW == 0 && s.StrideH*s.StrideW > 1
+	return relayout(p, c) && p.Op == problem.OpFprop && s.R == 1 && s.S == 1 && s.PadH == 0 && s.PadW == 0 && s.StrideH*s.StrideW > 1
 }
 
-// servesRelayout declines the NCHW forwards the prologue cannot copy:
-// offsets past 32 bits, or more taps than its buffer holds.
+// servesRelayout declines the NCHW problems the prologue cannot copy:
+// offsets past 32 bits, more taps than its buffer holds, a data gradient
+// whose dX channels are not whole 16-byte runs.
 func servesRelayout(p problem.Problem) error {
 	q := view(p, knobs{Relayout: 1})
 	switch {
+	case p.Op == problem.OpDgrad && p.Shape.C%(16/p.Precision.ElementBytes()) != 0:
+		return fmt.Errorf("wgmmaigemm's relayout of an NCHW data gradient needs C divisible by %d (dX's channels, its columns), not %d (igemm and dgradmma serve it)", 16/p.Precision.ElementBytes(), p.Shape.C)
 	case p.Shape.Needs64BitIndex() || q.Shape.Needs64BitIndex():
 		return fmt.Errorf("wgmmaigemm's relayout of an NCHW forward keeps 32-bit offsets (a tensor of 2^31 elements or more: generic serves it)")
 	case relayoutFilter(p) && q.Shape.R*q.Shape.S > relayoutTapsMax:
@@ -544,6 +568,8 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		return "StoreRows stores NHWC rows, or a relayed-out (or PlaneA) 16-bit NCHW forward's channel planes"
 	case p.OutDiffers():
 		return "StoreRows stores the input's type"
+	case nchwStores(p, c) && p.Op == problem.OpDgrad:
+		return "StoreRows stores a relayed-out NCHW forward's planes, not a data gradient's"
 	case nchwStores(p, c) && p.Precision.ElementBytes() != 2:
 		return fmt.Sprintf("StoreRows stores a relayed-out NCHW tile in 16-bit types, not %s", p.Precision)
 	case nchwStores(p, c):
@@ -987,7 +1013,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// PlaneA: A read straight from the NCHW planes, MN-major;
 		// PlaneHalf: in 8-byte copies (P·Q a multiple of 4, not 8).
 		Relayout, RelayoutFilter, NCHWOut, PlaneA, PlaneHalf bool
-		CIn                                                  int
+		CIn, KIn                                             int
 		// Subsample: the relayout copies every SubH-th row and SubW-th
 		// column of the HIn x WIn input (subsamples).
 		Subsample                       bool
@@ -997,7 +1023,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
-		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C,
+		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
