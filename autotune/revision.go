@@ -18,8 +18,8 @@ package autotune
 //   - 4: wgmmaigemm's fold leaves out the phases that meet no tap; its
 //     fp16/bf16 NHWC tiles also store through shared memory (StoreRows),
 //     epilogue chains included (session 16).
-//   - 5: wgmmaigemm serves the fp16/bf16 NCHW forward, relayed out by a
-//     prologue kernel into NHWC (a strided 1x1's copy subsampled), its
+//   - 5: wgmmaigemm serves the fp16/bf16 NCHW forward, relayed out into
+//     NHWC by its blocks (a strided 1x1's copy subsampled), its
 //     StoreRows twins storing along the channels' pixels; tf32 too
 //     (Relayout=1); a 16-bit NCHW 1x1 at stride 1 also reads its A
 //     straight from the planes (PlaneA=1; 8-byte copies where P·Q is a

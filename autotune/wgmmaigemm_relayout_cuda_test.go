@@ -11,9 +11,10 @@ import (
 )
 
 // TestWGMMAIGEMMRelayout tunes 16-bit NCHW forward problems through
-// wgmmaigemm alone, relayed out (a prologue kernel copies the input to
-// NHWC, channels zero-padded to a multiple of 8, and the filter to KRSC;
-// the kernel computes the NHWC forward and stores NCHW): ResNet-50's 3×3
+// wgmmaigemm alone, relayed out (the blocks copy the input to NHWC,
+// channels zero-padded to a multiple of 8, and the filter to KRSC, each
+// waiting only on blocks of lower tickets; then the NHWC forward, stored
+// NCHW): ResNet-50's 3×3
 // and strided 1×1, a 7×7 map, the stem (C=3, padded), odd channel counts
 // (C=13, K=11: a padded 1×1 whose filter is copied), strided 1×1s (the
 // copy subsampled; one with asymmetric strides), an odd dilated shape
@@ -21,8 +22,9 @@ import (
 // an fp32 output; and tf32 with Relayout=1 (the stem, 3×3, strided 1×1,
 // the odd shape with a chain). Each problem's first, middle and last kept
 // configurations and its first StoreRows twin (staged channel by channel,
-// stored along the pixels) must pass the float64 checks (every launch
-// runs the prologue first: the worker loads it with the kernel).
+// stored along the pixels) must pass the float64 checks, in every one of
+// the worker's launches (the re-check after the timed runs: the tickets'
+// epochs across launches).
 func TestWGMMAIGEMMRelayout(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
@@ -87,7 +89,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 // TestWGMMAIGEMMPlaneA tunes 16-bit NCHW 1×1 forwards at stride 1 through
 // wgmmaigemm's PlaneA candidates alone (A read straight from the channel
 // planes, 16 bytes of 8 pixels a copy, MN-major, read transposed; no
-// prologue): ResNet-50-like 1×1s on 56², 28² and 14² maps (P·Q = 196: 8-byte
+// copy): ResNet-50-like 1×1s on 56², 28² and 14² maps (P·Q = 196: 8-byte
 // copies of 4 pixels), odd ones (C=24, K=40, 10×12; C=32, K=48, 14²) with
 // the residual chain. The first, middle and last kept
 // PlaneA configurations and the first PlaneA StoreRows twin must pass the

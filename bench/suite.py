@@ -70,10 +70,6 @@ PEAK_FACTOR = {"fp32": 1.0, "tf32": 8.0, "3xtf32": 8.0 / 3, "fp16": 16.0, "bf16"
 MIN_RUNS = 30
 FLUSH_BYTES = 256 << 20
 ELF_MAGIC = b"\x7fELF"
-# A kernel's prologue (kernels/launch: PrologueSuffix, PrologueBlocks,
-# PrologueThreads): KERNEL_prologue, launched just before the kernel on
-# the same stream with the same parameters, in this geometry.
-PROLOGUE_SUFFIX, PROLOGUE_BLOCKS, PROLOGUE_THREADS = "_prologue", 1024, 256
 INDEX_LIMIT = 2**31 - 1  # convgen's kernels index with 32-bit integers
 # The ops (problem.Op, convgen -op) and the kernel's four pointer parameters
 # of each, always (out, in, filter, bias), as problem/op.go's table: None is
@@ -360,16 +356,7 @@ class GPU:
         shared = int(rec["shared_bytes"])
         if shared > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = shared
-        try:  # the kernel's prologue, where its module has one (kernels/launch's convention)
-            pre = mod.get_function(rec["kernel"] + PROLOGUE_SUFFIX)
-        except self.cp.cuda.driver.CUDADriverError:
-            return fn, shared, tuple(rec["grid"]), tuple(rec["block"])
-
-        def launch(grid, block, args, shared_mem, stream):
-            pre((PROLOGUE_BLOCKS,), (PROLOGUE_THREADS,), args, stream=stream)
-            fn(grid, block, args, shared_mem=shared_mem, stream=stream)
-
-        return launch, shared, tuple(rec["grid"]), tuple(rec["block"])
+        return fn, shared, tuple(rec["grid"]), tuple(rec["block"])
 
     def _measure(self, s, prec, layout, rec, scratch, index):
         torch, F, cp = self.torch, self.F, self.cp

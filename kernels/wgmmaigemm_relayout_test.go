@@ -16,11 +16,10 @@ import (
 )
 
 // TestWGMMAIGEMMRelayout: a 16-bit NCHW forward (and tf32 with Relayout=1)
-// renders as the relayout (a
-// first kernel NAME_prologue copying the input to NHWC, padded channels,
-// and the filter to KRSC where R·S > 1 or the channels are padded; the
-// NHWC forward storing NCHW), compiles for sm_90a with both entry points
-// and their module globals, keeps candidates and StoreRows twins (stored along the pixels) unless
+// renders as the relayout (the blocks copy the input to NHWC, padded
+// channels, and the filter to KRSC where R·S > 1 or the channels are
+// padded, then run the NHWC forward storing NCHW), compiles for sm_90a
+// to one entry point with its module globals (the tickets KERNEL_count), keeps candidates and StoreRows twins (stored along the pixels) unless
 // the output type differs, and
 // the NHWC and tf32 renders carry none of it; a relayout past 32-bit
 // offsets is declined.
@@ -95,7 +94,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for _, want := range []string{
-			k.Name + "_prologue(",
+			"relayout(in, filter, stages, n0, m0, ticket /",
 			"in = RELAYOUT_X;",
 			"#define C_IN " + strconv.Itoa(p.Shape.C),
 			"#define C " + strconv.Itoa(c.paddedC),
@@ -117,8 +116,8 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		entries := regexp.MustCompile(`\.entry\s+(\w+)`).FindAllStringSubmatch(res.PTX, -1)
-		if len(entries) != 2 || entries[0][1] != k.Name+"_prologue" && entries[1][1] != k.Name+"_prologue" {
-			t.Errorf("%s: entry points %v, want %s and its prologue", p, entries, k.Name)
+		if len(entries) != 1 || entries[0][1] != k.Name || !strings.Contains(res.PTX, k.Name+"_count") {
+			t.Errorf("%s: entry points %v, want %s alone, with its tickets (%s_count: launched one at a time)", p, entries, k.Name, k.Name)
 		}
 		if !strings.Contains(res.PTX, ".global .align 2 .b8 "+k.Name+"_x[") && !strings.Contains(res.PTX, k.Name+"_x[") {
 			t.Errorf("%s: no module global %s_x in the PTX", p, k.Name)
@@ -138,7 +137,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(k.Source, "RELAYOUT") || strings.Contains(k.Source, "_prologue") {
+		if strings.Contains(k.Source, "RELAYOUT") {
 			t.Errorf("%s: relayed out", p)
 		}
 	}
@@ -161,7 +160,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 // TestWGMMAIGEMMPlaneA: a 16-bit NCHW 1x1 at stride 1 without padding,
 // P·Q a multiple of 4 (8-byte copies where not of 8) and C of 8, is also
 // searched reading its A straight from
-// the channel planes (PlaneA=1: no prologue, MN-major A read transposed),
+// the channel planes (PlaneA=1: no copy, MN-major A read transposed),
 // ranked ahead of the relayout; the twins render and compile for sm_90a
 // (StoreRows too, with the residual chain); a PlaneA pin on any other
 // problem is refused by its rule.
@@ -221,8 +220,8 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, cand.ID(), err)
 			}
-			if strings.Contains(res.PTX, "_prologue") || !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
-				t.Errorf("%s %s: a prologue, or no 16-byte copies", p, cand.ID())
+			if strings.Contains(res.PTX, k.Name+"_count") || !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
+				t.Errorf("%s %s: relayout tickets, or no 16-byte copies", p, cand.ID())
 			}
 			if half := p.Shape.P()*p.Shape.Q()%8 != 0; strings.Contains(k.Source, "cp_async8(st + a_offset_mn") != half || half && !strings.Contains(res.PTX, "cp.async.ca.shared.global") {
 				t.Errorf("%s %s: 8-byte plane copies %v, want them where P·Q %% 8 != 0", p, cand.ID(), !half)
@@ -256,7 +255,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 }
 
 // TestWGMMAIGEMMRelayoutDgrad: a 16-bit NCHW data gradient is relayed out
-// too (the prologue copies dY to NHWC, K zero-padded to a multiple of 8,
+// too (the blocks copy dY to NHWC, K zero-padded to a multiple of 8,
 // and the filter to KRSC where R·S > 1 or K is padded; the NHWC dgrad,
 // folded at a stride, stores dX NCHW): at stride 1, folded at stride 2
 // (3×3, and a 1×1 whose idle phases are stored as zeros), with K = 13
@@ -295,7 +294,7 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		for _, want := range []string{k.Name + "_prologue(", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
+		for _, want := range []string{"relayout(in, filter, stages, n0, m0, ticket /", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
 			if !strings.Contains(k.Source, want) {
 				t.Errorf("%s: the source lacks %q", p, want)
 			}

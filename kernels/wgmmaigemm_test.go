@@ -201,8 +201,8 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 		if !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
 			return "PTX lacks the 16-byte cp.async"
 		}
-		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 1 && !strings.Contains(res.PTX, ".entry "+j.kernel.Name+"_prologue") {
-			return "a relayed-out NCHW kernel without its prologue"
+		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 1 && !strings.Contains(res.PTX, j.kernel.Name+"_count") {
+			return "a relayed-out NCHW kernel without its tickets"
 		}
 		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 0 && (!fourByteCopy.MatchString(res.PTX) || !tf32Rounding.MatchString(res.PTX)) {
 			return "NCHW PTX lacks A's 4-byte cp.async or the rounding to TF32"

@@ -13,7 +13,6 @@ import (
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/kernels/internal/hopper"
-	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -58,14 +57,18 @@ var templateFS embed.FS
 //
 // The NCHW forward is relayed out in fp16 and bf16 (always: 2-byte
 // elements have no cp.async) and in tf32 with Relayout=1 (beside its
-// element copies): a prologue kernel in the same module
-// (KERNEL_prologue, kernels/launch's convention, which every launcher
-// follows) copies the input to NHWC, its channels zero-padded to 16
-// bytes (only the pixels read where a 1×1 without padding has a stride),
-// and the filter to KRSC, into module globals; the kernel is the NHWC
-// forward on those copies and stores NCHW (StoreRows: along a channel's
-// pixels). Any C is so served, at the price of the copies (the input's
-// size, twice, per launch) and of a module that holds them.
+// element copies), and so is the 16-bit NCHW data gradient: before its
+// main loop each block copies part of the input (dY) to NHWC, its
+// channels zero-padded to 16 bytes (only the pixels read where a 1×1
+// without padding has a stride), and of the filter to KRSC, into module
+// globals, and waits for the parts it reads: a block takes its tile from
+// a ticket (the global KERNEL_count), so that it only ever waits on a
+// block already running (one launch, no launch sequence; launchers run
+// such a kernel one launch at a time). The kernel is then the NHWC
+// forward (or data gradient) on those copies and stores NCHW (StoreRows:
+// along a channel's pixels). Any C is so served, at the price of the
+// copies and of a module that holds them; split-K is not (its clusters'
+// tiles are not the tickets').
 //
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
@@ -188,8 +191,8 @@ func (Family) Serves(p problem.Problem) error {
 
 // relayout says whether configuration c computes p relayed out: a
 // 16-bit forward or data gradient in NCHW always (but PlaneA), a tf32
-// forward with Relayout=1 (else its A is copied element by element). A first kernel (NAME_prologue, in the same
-// module) copies the input into an NHWC module global, its channels
+// forward with Relayout=1 (else its A is copied element by element). The
+// blocks copy the input into an NHWC module global, its channels
 // zero-padded to a multiple of 16 bytes, and the filter into KRSC (where
 // R·S > 1 or the channels are padded); the kernel is then the NHWC
 // forward of view(p, c) on those copies, storing NCHW.
@@ -245,7 +248,7 @@ func relayoutFilter(p problem.Problem) bool {
 }
 
 // relayoutTapsMax is the most taps R·S of a relayed-out filter: one
-// channel's taps fit the prologue's buffer of 64 x 66 elements.
+// channel's taps fit the copies' buffer of 64 x 66 elements.
 const relayoutTapsMax = 64 * 66
 
 // view is the problem configuration c computes for p: p itself, or,
@@ -279,7 +282,7 @@ func subsamples(p problem.Problem, c knobs) bool {
 	return relayout(p, c) && p.Op == problem.OpFprop && s.R == 1 && s.S == 1 && s.PadH == 0 && s.PadW == 0 && s.StrideH*s.StrideW > 1
 }
 
-// servesRelayout declines the NCHW problems the prologue cannot copy:
+// servesRelayout declines the NCHW problems the relayout cannot copy:
 // offsets past 32 bits, more taps than its buffer holds, a data gradient
 // whose dX channels are not whole 16-byte runs.
 func servesRelayout(p problem.Problem) error {
@@ -744,6 +747,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("relayout", "Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
 	case relayout(orig, c) && servesRelayout(orig) != nil:
 		return family.Hard("relayout", "%v", servesRelayout(orig))
+	case relayout(orig, c) && c.SplitK > 1:
+		return family.Hard("relayout", "a relayed-out kernel takes its tiles from tickets; split-K's clusters do not")
 	case c.PlaneA == 1 && planeA(orig) != "":
 		return family.Hard("plane a", "%s", planeA(orig))
 	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
@@ -913,6 +918,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		if err := servesRelayout(orig); err != nil {
 			return family.Kernel{}, err
 		}
+		if c.SplitK > 1 {
+			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: a relayed-out kernel takes its tiles from tickets; split-K's clusters do not", cfg)
+		}
 	} else if c.PlaneA == 1 {
 		if msg := planeA(orig); msg != "" {
 			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
@@ -1016,16 +1024,14 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		CIn, KIn                                             int
 		// Subsample: the relayout copies every SubH-th row and SubW-th
 		// column of the HIn x WIn input (subsamples).
-		Subsample                       bool
-		HIn, WIn, SubH, SubW            int
-		PrologueBlocks, PrologueThreads int // kernels/launch's convention
+		Subsample            bool
+		HIn, WIn, SubH, SubW int
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
 		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
-		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
-		launch.PrologueBlocks, launch.PrologueThreads}
+		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
