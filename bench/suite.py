@@ -70,6 +70,13 @@ PEAK_FACTOR = {"fp32": 1.0, "tf32": 8.0, "3xtf32": 8.0 / 3, "fp16": 16.0, "bf16"
 MIN_RUNS = 30
 FLUSH_BYTES = 256 << 20
 ELF_MAGIC = b"\x7fELF"
+# A kernel's prologue (kernels/launch: PrologueSuffix, PrologueBlocks,
+# PrologueThreads): KERNEL_prologue, launched just before the kernel on
+# the same stream with the same parameters, in this geometry.
+PROLOGUE_SUFFIX, PROLOGUE_BLOCKS, PROLOGUE_THREADS = "_prologue", 1024, 256
+# NO_PROLOGUE=1 launches every kernel alone: a kernel with a prologue must
+# then still be right (its blocks make the copies themselves).
+NO_PROLOGUE = os.environ.get("NO_PROLOGUE", "") not in ("", "0")
 INDEX_LIMIT = 2**31 - 1  # convgen's kernels index with 32-bit integers
 # The ops (problem.Op, convgen -op) and the kernel's four pointer parameters
 # of each, always (out, in, filter, bias), as problem/op.go's table: None is
@@ -356,7 +363,18 @@ class GPU:
         shared = int(rec["shared_bytes"])
         if shared > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = shared
-        return fn, shared, tuple(rec["grid"]), tuple(rec["block"])
+        if NO_PROLOGUE:  # the kernel alone, as a launcher that knows no prologue would
+            return fn, shared, tuple(rec["grid"]), tuple(rec["block"])
+        try:  # the kernel's prologue, where its module has one (kernels/launch's convention)
+            pre = mod.get_function(rec["kernel"] + PROLOGUE_SUFFIX)
+        except self.cp.cuda.driver.CUDADriverError:
+            return fn, shared, tuple(rec["grid"]), tuple(rec["block"])
+
+        def launch(grid, block, args, shared_mem, stream):
+            pre((PROLOGUE_BLOCKS,), (PROLOGUE_THREADS,), args, stream=stream)
+            fn(grid, block, args, shared_mem=shared_mem, stream=stream)
+
+        return launch, shared, tuple(rec["grid"]), tuple(rec["block"])
 
     def _measure(self, s, prec, layout, rec, scratch, index):
         torch, F, cp = self.torch, self.F, self.cp
@@ -874,7 +892,8 @@ def run(args):
                 cuda=f"{torch.version.cuda} (PyTorch's)" + (f", driver supports {args.driver_cuda}" if args.driver_cuda else ""),
                 cudnn=cudnn_version(torch.backends.cudnn.version()), torch=torch.__version__, cupy=cp.__version__,
                 date=date.strftime("%Y-%m-%dT%H:%M:%SZ"), commit=commit,
-                flags="default" + (f", -time {args.time}" if args.time else ""), cache=args.cache,
+                flags="default" + (f", -time {args.time}" if args.time else "")
+                + (", each kernel launched without its prologue (NO_PROLOGUE=1, as an outside launcher)" if NO_PROLOGUE else ""), cache=args.cache,
                 facts=facts, runs=gpu.runs, modes=[f"{p}:{l}" for p, l in modes],
                 facts_note=f"{facts['sms']} SMs, {facts['clock_mhz']:g} MHz, copy bandwidth {facts['bandwidth'] / 1e12:.2f} TB/s")
     print("suite: " + ", ".join(f"{k} {meta[k]}" for k in ("device", "driver", "cuda", "cudnn", "torch", "commit")), file=sys.stderr)

@@ -24,7 +24,9 @@
 # -time), RUNS (timed runs, at least 30), CACHE (tuning cache, default
 # bench/suite-cache.json, bench/grad-cache.json for a gradient), CONVGEN (default .dev/convgen), TUNE_TIMEOUT
 # (seconds per convgen call, default 1800), SMS, CLOCK_MHZ, BANDWIDTH (the
-# roofline's facts; measured by bench/devicefacts.py where not set), PYTHON.
+# roofline's facts; measured by bench/devicefacts.py where not set), PYTHON,
+# NO_PROLOGUE=1 (launch each kernel alone, without its prologue, as an
+# outside launcher that knows no prologue would: still verified).
 # --dry-run parses the suite and prints the convgen commands, needing no GPU.
 # Exits with status 1 when a shape failed to tune, load or verify (after
 # writing every row), 2 for a bad command line.

@@ -34,9 +34,14 @@
 // it. After Close, Forward returns an error that wraps ErrClosed, and
 // Close again does nothing.
 //
+// A kernel may come with a prologue, the function KERNEL_prologue of its
+// module (kernels/launch.PrologueSuffix; a 16-bit NCHW forward copies its
+// input to NHWC there): Forward launches it first, on the same stream,
+// with the same parameters, in launch.PrologueLaunch's geometry.
+//
 // A kernel whose module keeps a workspace in its global memory (a filter
 // gradient summed across thread-block clusters, whose module defines
-// KERNEL_count) runs one launch at a time: each launch waits on the GPU,
+// KERNEL_count; a prologue's copies) runs one launch at a time: each launch waits on the GPU,
 // through an event, for the previous one, whatever the streams, so that
 // concurrent calls stay correct; they no longer overlap on the GPU.
 //

@@ -10,6 +10,7 @@ import (
 
 	"gorgonia.org/cu"
 
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -52,9 +53,15 @@ type Kernel struct {
 	fn   cu.Function
 	open bool // until Close
 
+	// pre is the kernel's prologue, launched before it with the same
+	// parameters where hasPre (kernels/launch.PrologueSuffix: a 16-bit
+	// NCHW forward's relayout into workspaces of the module).
+	pre    cu.Function
+	hasPre bool
+
 	// serial is set for a kernel whose module keeps a workspace in its
 	// global memory (a wgrad reduction across clusters: the global
-	// KERNEL_count): its launches must not overlap, so each one waits,
+	// KERNEL_count; a prologue's copies): its launches must not overlap, so each one waits,
 	// whatever its stream, for the one before (the event last, recorded
 	// after every launch, under order).
 	serial  bool
@@ -139,7 +146,10 @@ func load(s *Spec, img Image, what string) (*Kernel, error) {
 		fn:   fn,
 		open: true,
 	}
-	if _, _, err := mod.Global(img.Kernel + workspaceSuffix); err == nil {
+	if pre, err := mod.Function(img.Kernel + launch.PrologueSuffix); err == nil {
+		k.pre, k.hasPre = pre, true
+	}
+	if _, _, err := mod.Global(img.Kernel + workspaceSuffix); err == nil || k.hasPre {
 		k.serial = true
 		if k.last, err = cu.MakeEvent(cu.DisableTiming); err != nil {
 			return nil, unload(mod, fmt.Errorf("%s: load %s: the event that orders its launches: %w", s.Package, what, err))
@@ -154,6 +164,12 @@ func (k *Kernel) launch(stream Stream, params []unsafe.Pointer) error {
 	l := k.info.Launch
 	cs := cuStream(stream)
 	run := func() error {
+		if k.hasPre {
+			p := launch.PrologueLaunch()
+			if err := k.pre.Launch(p.Grid[0], p.Grid[1], p.Grid[2], p.Block[0], p.Block[1], p.Block[2], p.SharedBytes, cs, params); err != nil {
+				return fmt.Errorf("launch the prologue %s%s: %w", l.Kernel, launch.PrologueSuffix, err)
+			}
+		}
 		return k.fn.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, cs, params)
 	}
 	if !k.serial {
@@ -332,6 +348,6 @@ func (k *Kernel) Close() error {
 		k.serial = false
 	}
 	k.open = false
-	k.mod, k.fn = cu.Module{}, cu.Function{}
+	k.mod, k.fn, k.pre, k.hasPre = cu.Module{}, cu.Function{}, cu.Function{}, false
 	return eventErr
 }

@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/convgen/convgen/kernels/launch"
 )
 
 // Available reports whether this build can drive a GPU.
@@ -83,10 +85,13 @@ func info(dev cu.Device) (Info, error) {
 	return in, nil
 }
 
-// Function is a loaded kernel.
+// Function is a loaded kernel, with its prologue where its module has one
+// (kernels/launch.PrologueSuffix): Launch launches that first.
 type Function struct {
-	fn  cu.Function
-	mod cu.Module
+	fn     cu.Function
+	mod    cu.Module
+	pre    cu.Function
+	hasPre bool
 }
 
 // Load loads a cubin (or PTX) image and finds the kernel name in it; shared
@@ -110,7 +115,11 @@ func (d *Device) Load(image []byte, name string, shared int) (Function, error) {
 			return Function{}, fmt.Errorf("opt in to %d B of dynamic shared memory: CUresult %d", shared, int(r))
 		}
 	}
-	return Function{fn: fn, mod: mod}, nil
+	f := Function{fn: fn, mod: mod}
+	if pre, err := mod.Function(name + launch.PrologueSuffix); err == nil {
+		f.pre, f.hasPre = pre, true
+	}
+	return f, nil
 }
 
 // Unload releases the function's module.
@@ -128,7 +137,8 @@ func (f Function) Attributes() (registers, localBytes int, err error) {
 	return registers, localBytes, nil
 }
 
-// Launch launches f on the device's stream. Each argument is copied into its
+// Launch launches f on the device's stream, after its prologue where it
+// has one (with the same arguments). Each argument is copied into its
 // own 8-byte slot, as gorgonia.org/cu requires.
 func (d *Device) Launch(f Function, grid, block [3]int, shared int, args ...uint64) error {
 	slots := make([]uint64, len(args))
@@ -136,6 +146,12 @@ func (d *Device) Launch(f Function, grid, block [3]int, shared int, args ...uint
 	params := make([]unsafe.Pointer, len(slots))
 	for i := range slots {
 		params[i] = unsafe.Pointer(&slots[i])
+	}
+	if f.hasPre {
+		l := launch.PrologueLaunch()
+		if err := f.pre.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes, d.Stream, params); err != nil {
+			return fmt.Errorf("launch the prologue: %w", err)
+		}
 	}
 	if err := f.fn.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, d.Stream, params); err != nil {
 		return fmt.Errorf("launch: %w", err)

@@ -3,6 +3,7 @@ package kernels
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,10 +17,11 @@ import (
 )
 
 // TestWGMMAIGEMMRelayout: a 16-bit NCHW forward (and tf32 with Relayout=1)
-// renders as the relayout (the blocks copy the input to NHWC, padded
-// channels, and the filter to KRSC where R·S > 1 or the channels are
-// padded, then run the NHWC forward storing NCHW), compiles for sm_90a
-// to one entry point with its module globals (the tickets KERNEL_count), keeps candidates and StoreRows twins (stored along the pixels) unless
+// renders as the relayout (the input copied to NHWC, padded channels, and
+// the filter to KRSC where R·S > 1 or the channels are padded, by the
+// prologue kernel or, launched alone, by the kernel's own blocks; then the
+// NHWC forward storing NCHW), compiles for sm_90a to both entry points and
+// their module globals (the tickets KERNEL_count, the prepared mark), keeps candidates and StoreRows twins (stored along the pixels) unless
 // the output type differs, and
 // the NHWC and tf32 renders carry none of it; a relayout past 32-bit
 // offsets is declined.
@@ -94,10 +96,12 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for _, want := range []string{
-			"relayout(in, filter, stages, n0, m0, ticket /",
+			"relayout(in, filter, stages, n0, m0, ticket /", // launched alone: the blocks copy
+			"if (RELAYOUT_PREPARED != ticket /",             // after the prologue: they only read
+			k.Name + "_prologue(",
 			"in = RELAYOUT_X;",
 			"#define C_IN " + strconv.Itoa(p.Shape.C),
-			"#define C " + strconv.Itoa(c.paddedC),
+			"#define C " + strconv.Itoa(c.paddedC) + "\n",
 			"* PQ + m % PQ)", // NCHW stores
 		} {
 			if !strings.Contains(k.Source, want) {
@@ -116,11 +120,15 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		entries := regexp.MustCompile(`\.entry\s+(\w+)`).FindAllStringSubmatch(res.PTX, -1)
-		if len(entries) != 1 || entries[0][1] != k.Name || !strings.Contains(res.PTX, k.Name+"_count") {
-			t.Errorf("%s: entry points %v, want %s alone, with its tickets (%s_count: launched one at a time)", p, entries, k.Name, k.Name)
+		names := map[string]bool{}
+		for _, e := range entries {
+			names[e[1]] = true
 		}
-		if !strings.Contains(res.PTX, ".global .align 2 .b8 "+k.Name+"_x[") && !strings.Contains(res.PTX, k.Name+"_x[") {
-			t.Errorf("%s: no module global %s_x in the PTX", p, k.Name)
+		if len(entries) != 2 || !names[k.Name] || !names[k.Name+"_prologue"] || !strings.Contains(res.PTX, k.Name+"_count") || !strings.Contains(res.PTX, k.Name+"_prepared") {
+			t.Errorf("%s: entry points %v, want %s and its prologue, with the tickets (%s_count: launched one at a time) and the prepared mark", p, entries, k.Name, k.Name)
+		}
+		if !strings.Contains(res.PTX, ".align 16 .b8 "+k.Name+"_x[") {
+			t.Errorf("%s: no 16-byte aligned module global %s_x in the PTX", p, k.Name)
 		}
 	}
 
@@ -255,12 +263,13 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 }
 
 // TestWGMMAIGEMMRelayoutDgrad: a 16-bit NCHW data gradient is relayed out
-// too (the blocks copy dY to NHWC, K zero-padded to a multiple of 8,
+// too (the prologue, or the blocks, copy dY to NHWC, K zero-padded to a multiple of 8,
 // and the filter to KRSC where R·S > 1 or K is padded; the NHWC dgrad,
 // folded at a stride, stores dX NCHW): at stride 1, folded at stride 2
 // (3×3, and a 1×1 whose idle phases are stored as zeros), with K = 13
 // padded; every kept candidate's first renders and compiles for sm_90a,
-// none stores through shared memory; C not a multiple of 8 is declined.
+// a StoreRows pin is refused; C not a multiple of 8 is declined; an NCHW
+// StoreRows tile larger than the stages is refused.
 func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
@@ -285,16 +294,11 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 		if len(cands) == 0 {
 			t.Fatalf("%s: no kept candidate", p)
 		}
-		for _, cand := range cands {
-			if cand.Config["StoreRows"] == 1 {
-				t.Errorf("%s: StoreRows candidate %s kept", p, cand.ID())
-			}
-		}
 		k, err := f.Render(p, cands[0].Config)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		for _, want := range []string{"relayout(in, filter, stages, n0, m0, ticket /", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
+		for _, want := range []string{"relayout(in, filter, stages, n0, m0, ticket /", k.Name + "_prologue(", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
 			if !strings.Contains(k.Source, want) {
 				t.Errorf("%s: the source lacks %q", p, want)
 			}
@@ -308,6 +312,17 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 		if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
+		pin := maps.Clone(cands[0].Config)
+		pin["StoreRows"] = 1
+		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), "StoreRows") {
+			t.Errorf("%s: a StoreRows pin: %v, want refused", p, err)
+		}
+	}
+	// A pinned NCHW StoreRows tile too large for the stages is refused
+	// (its FP32 channels: BN x (BM + 4) floats).
+	big := problem.Problem{Shape: parseShapes(t, []string{"N=2,C=64,H=28,W=28,K=256,R=3,S=3,pad=1"})[0], Precision: problem.FP16, Layout: problem.NCHW}
+	if _, err := f.Render(big, Config{"BM": 192, "BN": 256, "BK": 64, "Warpgroups": 3, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "StoreRows": 1}); err == nil || !strings.Contains(err.Error(), "does not fit over the stages") {
+		t.Errorf("%s: an oversized StoreRows pin: %v, want refused", big, err)
 	}
 	p := problem.Problem{Shape: parseShapes(t, []string{"N=2,C=12,H=14,W=14,K=64,R=3,S=3,pad=1,bias=0"})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}
 	if err := f.Serves(p); err == nil || !strings.Contains(err.Error(), "C divisible by 8") {

@@ -82,7 +82,7 @@ func TestWGMMAIGEMMServes(t *testing.T) {
 	}
 	s, _ := problem.ParseShape("N=2,C=12,H=9,W=9,K=16,R=3,S=3")
 	for _, p := range []problem.Problem{
-		{Shape: s, Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}, // layout (the forward is relayed out)
+		{Shape: s, Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}, // C=12: dX's channels are the relayout's columns
 		{Shape: s, Precision: problem.TF32x3, Layout: problem.NHWC},                    // precision
 		{Shape: s, Precision: problem.FP16, Layout: problem.NHWC},                      // C=12 is no multiple of 8
 	} {
@@ -201,8 +201,8 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 		if !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
 			return "PTX lacks the 16-byte cp.async"
 		}
-		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 1 && !strings.Contains(res.PTX, j.kernel.Name+"_count") {
-			return "a relayed-out NCHW kernel without its tickets"
+		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 1 && (!strings.Contains(res.PTX, j.kernel.Name+"_count") || !strings.Contains(res.PTX, ".entry "+j.kernel.Name+"_prologue")) {
+			return "a relayed-out NCHW kernel without its tickets or its prologue"
 		}
 		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 0 && (!fourByteCopy.MatchString(res.PTX) || !tf32Rounding.MatchString(res.PTX)) {
 			return "NCHW PTX lacks A's 4-byte cp.async or the rounding to TF32"

@@ -489,6 +489,10 @@ var initTmpl = template.Must(template.New(InitFile).Option("missingkey=error").P
 type initData struct {
 	Header, Command, Name, Problem, Summary, Images, Usage, DType, Layout string
 	NHWC                                                                  bool
+	// PrologueSuffix, PrologueBlocks and PrologueThreads are
+	// kernels/launch's convention for a kernel's prologue.
+	PrologueSuffix                  string
+	PrologueBlocks, PrologueThreads int
 	// Class is the module's class (Conv2d or Conv2dFused); Alias its
 	// second name ("" for none).
 	Class, Alias string
@@ -552,7 +556,8 @@ func renderInit(m Meta, chain epilogue.Chain, name string, grads []string) ([]by
 	d := initData{Header: Header, Command: m.Command, Name: name,
 		Problem: fmt.Sprintf("%s, precision %s, layout %s", m.Problem.Shape, m.Precision, m.Layout),
 		Summary: m.Summary, Images: imagesLine(m.Ops["fprop"], m.Untuned), Usage: usage(m, name),
-		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC), Class: m.Class, Grads: grads}
+		DType: m.DType, Layout: m.Layout, NHWC: m.Layout == string(problem.NHWC), Class: m.Class, Grads: grads,
+		PrologueSuffix: launch.PrologueSuffix, PrologueBlocks: launch.PrologueBlocks, PrologueThreads: launch.PrologueThreads}
 	_, d.Dgrad = m.Ops["dgrad"]
 	_, d.Wgrad = m.Ops["wgrad"]
 	d.Grad, d.Bias = d.Dgrad || d.Wgrad, m.Problem.Bias

@@ -140,3 +140,24 @@ func (a *Arch) UnmarshalText(b []byte) error {
 	*a = v
 	return nil
 }
+
+// A kernel may come with a prologue: where the module of kernel NAME also
+// has the function NAME + PrologueSuffix, a launch of NAME is two
+// launches on the same stream with the same parameters, that prologue
+// first (PrologueLaunch's geometry: a grid-stride loop, correct for any
+// grid), then NAME. The prologue fills workspaces in the module's global
+// memory that NAME reads (kernels/wgmmaigemm's relayout of a 16-bit NCHW
+// forward), so the launches of one loaded module must not overlap: every
+// launcher (the tuner's worker, convrt, the PyTorch module, the
+// benchmark) follows this convention.
+const (
+	PrologueSuffix  = "_prologue"
+	PrologueBlocks  = 1024
+	PrologueThreads = 256
+)
+
+// PrologueLaunch is a prologue's launch geometry: PrologueBlocks blocks of
+// PrologueThreads threads, static shared memory only.
+func PrologueLaunch() Launch {
+	return Launch{Grid: [3]int{PrologueBlocks, 1, 1}, Block: [3]int{PrologueThreads, 1, 1}}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/kernels/internal/hopper"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -55,20 +56,21 @@ var templateFS embed.FS
 // MN-major (BN a multiple of 64) and read transposed, and the stores write
 // channel pairs.
 //
-// The NCHW forward is relayed out in fp16 and bf16 (always: 2-byte
-// elements have no cp.async) and in tf32 with Relayout=1 (beside its
-// element copies), and so is the 16-bit NCHW data gradient: before its
-// main loop each block copies part of the input (dY) to NHWC, its
-// channels zero-padded to 16 bytes (only the pixels read where a 1×1
-// without padding has a stride), and of the filter to KRSC, into module
-// globals, and waits for the parts it reads: a block takes its tile from
-// a ticket (the global KERNEL_count), so that it only ever waits on a
-// block already running (one launch, no launch sequence; launchers run
-// such a kernel one launch at a time). The kernel is then the NHWC
-// forward (or data gradient) on those copies and stores NCHW (StoreRows:
-// along a channel's pixels). Any C is so served, at the price of the
-// copies and of a module that holds them; split-K is not (its clusters'
-// tiles are not the tickets').
+// The NCHW forward is relayed out in fp16 and bf16 (always but PlaneA:
+// 2-byte elements have no cp.async) and in tf32 with Relayout=1 (beside its
+// element copies), and so is the 16-bit NCHW data gradient: the input
+// (dY) is copied to NHWC, its channels zero-padded to 16 bytes (only the
+// pixels read where a 1×1 without padding has a stride), and the filter
+// to KRSC, into module globals, by a prologue kernel in the same module
+// (KERNEL_prologue, kernels/launch's convention, which convgen's launchers
+// follow) or, where the kernel is launched alone, by its own blocks before
+// their main loop: a block takes its tile from a ticket (the global
+// KERNEL_count) and waits only on blocks of lower tickets, already
+// running. Launchers run such a kernel one launch at a time. The kernel is
+// then the NHWC forward (or data gradient) on those copies and stores
+// NCHW (StoreRows: along a channel's pixels). Any C is so served, at the
+// price of the copies and of a module that holds them; split-K is not
+// (its clusters' tiles are not the tickets').
 //
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
@@ -575,6 +577,8 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		return "StoreRows stores a relayed-out NCHW forward's planes, not a data gradient's"
 	case nchwStores(p, c) && p.Precision.ElementBytes() != 2:
 		return fmt.Sprintf("StoreRows stores a relayed-out NCHW tile in 16-bit types, not %s", p.Precision)
+	case nchwStores(p, c) && g.PartBytes > c.Stages*g.StageBytes:
+		return fmt.Sprintf("StoreRows' tile (%d B, channel by channel) does not fit over the stages (%d B)", g.PartBytes, c.Stages*g.StageBytes)
 	case nchwStores(p, c):
 		// NCHW: 16-byte runs along a channel's pixels where PQ allows, else one pixel a thread.
 	case cols%(16/g.ElemBytes) != 0:
@@ -1014,24 +1018,26 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Dgrad, BMN, BT, NCHWA, Wide, PixelsOnX, ARegs bool
 		Col, Cols, ARegOperands                       string
 		RSDescB, RSScale                              int
-		// Relayout: the 16-bit NCHW forward, relayed out by a first
-		// kernel (relayout); RelayoutFilter: the filter copied too; CIn:
-		// the input's channels (C rounded up to 8 in the shape). NCHWOut:
-		// the stores write NCHW (NCHWA or Relayout).
+		// Relayout: the NCHW problem relayed out (relayout); RelayoutFilter:
+		// the filter copied too; CIn, KIn: the problem's C and K (the
+		// shape's reduction channels are padded to 16 bytes). NCHWOut: the
+		// stores write NCHW (NCHWA, Relayout or PlaneA).
 		// PlaneA: A read straight from the NCHW planes, MN-major;
 		// PlaneHalf: in 8-byte copies (P·Q a multiple of 4, not 8).
 		Relayout, RelayoutFilter, NCHWOut, PlaneA, PlaneHalf bool
 		CIn, KIn                                             int
 		// Subsample: the relayout copies every SubH-th row and SubW-th
 		// column of the HIn x WIn input (subsamples).
-		Subsample            bool
-		HIn, WIn, SubH, SubW int
+		Subsample                       bool
+		HIn, WIn, SubH, SubW            int
+		PrologueBlocks, PrologueThreads int // kernels/launch's convention
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
 		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
-		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW}
+		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
+		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}

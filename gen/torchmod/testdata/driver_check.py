@@ -496,6 +496,36 @@ check(serial.serial and fake.fake_order() == b"LRWLRWLR" and streams[:8] == [0x5
       f"a kernel with a workspace: each launch waits for the last one's event (order {fake.fake_order()})")
 fake.fake_set_workspace(0)
 
+# A kernel with a prologue (KERNEL_prologue in its module): each launch is
+# the prologue (its own geometry, the same parameters) then the kernel,
+# ordered like a workspace's, on the fast path and on the careful one.
+fake.fake_set_prologue(1)
+fake.fake_log_reset()
+pro = mod._Kernel(op, 0)
+kname = (cubin or ptx)["kernel"]
+pro.launch(0x5000, *range(1, nparams + 1))
+fake.fake_set_current(0x7777)  # a foreign context: the careful path
+try:
+    pro.launch(0x6000, *range(1, nparams + 1))
+except mod.KernelError:
+    pass
+fake.fake_set_current(0)
+pro.launch(0x6000, *range(1, nparams + 1))
+n = fake.fake_log_count()
+names = [fake.fake_log_function(i).decode() for i in range(n)]
+first = [i for i in range(n) if names[i].endswith("_prologue")]
+geometry_ok = all(fake.fake_log_grid(i, 0) == mod._PROLOGUE_BLOCKS and fake.fake_log_block(i, 0) == mod._PROLOGUE_THREADS
+                  and fake.fake_log_shared(i) == 0 for i in first)
+params_ok = all(fake.fake_log_param(i, j) == fake.fake_log_param(i + 1, j) == j + 1 for i in first for j in range(nparams))
+check(pro.serial and n >= 4 and n % 2 == 0 and names[0::2] == [kname + "_prologue"] * (n // 2) and names[1::2] == [kname] * (n // 2)
+      and geometry_ok and params_ok and fake.fake_order().startswith(b"LLR"),
+      f"a kernel with a prologue: prologue then kernel, same parameters, serial ({names}, order {fake.fake_order()})")
+fake.fake_set_prologue(0)
+fake.fake_log_reset()
+plain = mod._Kernel(op, 0)
+plain.launch(0x5000, *range(1, nparams + 1))
+check(fake.fake_log_count() == 1 and not plain.serial, "without a prologue: one launch")
+
 with tempfile.NamedTemporaryFile(suffix=".ptx", delete=False) as f:
     f.write(b"FAIL this PTX")
 bad = dict(op, cubin=None, ptx=dict(ptx or cubin, file=f.name, cc=10))
