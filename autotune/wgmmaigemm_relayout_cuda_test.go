@@ -7,6 +7,7 @@ import (
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -28,12 +29,7 @@ import (
 func TestWGMMAIGEMMRelayout(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
-	cases := []struct {
-		shape string
-		prec  problem.Precision
-		chain string
-		out   problem.Storage
-	}{
+	for _, tc := range []relayoutCase{
 		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", problem.FP16, "", ""},
 		{"N=8,C=256,H=56,W=56,K=512,R=1,S=1,stride=2,bias=false", problem.BF16, "", ""},
 		{"N=8,C=512,H=7,W=7,K=2048,R=1,S=1", problem.FP16, "", ""},
@@ -47,42 +43,68 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		{"N=4,C=3,H=64,W=64,K=64,R=7,S=7,stride=2,pad=3", problem.TF32, "", ""},
 		{"N=8,C=256,H=56,W=56,K=512,R=1,S=1,stride=2,bias=false", problem.TF32, "", ""},
 		{odd, problem.TF32, "residual(0.5),relu", ""},
+	} {
+		p := tc.problem(t)
+		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
+			// tf32: its Relayout=1 candidates; 16-bit: every relayed-out one.
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool {
+				return c.Config["PlaneA"] == 0 && (p.Precision != problem.TF32 || c.Config["Relayout"] == 1)
+			}, 7)
+		})
 	}
-	for _, tc := range cases {
-		shape, err := problem.ParseShape(tc.shape)
-		if err != nil {
+}
+
+// relayoutCase is a problem of the relayout tests (NCHW, the forward): a
+// shape, a precision, an epilogue chain and an output type ("": none).
+type relayoutCase struct {
+	shape string
+	prec  problem.Precision
+	chain string
+	out   problem.Storage
+}
+
+func (c relayoutCase) problem(t *testing.T) problem.Problem {
+	t.Helper()
+	shape, err := problem.ParseShape(c.shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: c.prec, Layout: problem.NCHW, OutPrecision: c.out}
+	if c.chain != "" {
+		if p.Epilogue, err = epilogue.Parse(c.chain); err != nil {
 			t.Fatal(err)
 		}
-		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, OutPrecision: tc.out}
-		if tc.chain != "" {
-			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
-				t.Fatal(err)
-			}
+	}
+	return p
+}
+
+// tuneKeptPins tunes p pinned to the first, middle and last of
+// wgmmaigemm's kept candidates that keep accepts, and the first of them
+// with StoreRows (stored along the pixels), all of which must pass; it
+// logs each kernel's time and errors.
+func tuneKeptPins(t *testing.T, lib *nvrtc.Library, worker []string, lim kernels.Limits, p problem.Problem, keep func(kernels.Candidate) bool, seed uint64) {
+	t.Helper()
+	var kept []kernels.Candidate
+	for _, c := range keptOf(t, p, lim, "wgmmaigemm") {
+		if keep(c) {
+			kept = append(kept, c)
 		}
-		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
-			var kept []kernels.Candidate
-			for _, c := range keptOf(t, p, lim, "wgmmaigemm") {
-				if p.Precision != problem.TF32 || c.Config["Relayout"] == 1 {
-					kept = append(kept, c) // tf32: its Relayout=1 candidates
-				}
-			}
-			if len(kept) == 0 {
-				t.Fatal("no kept wgmmaigemm candidate")
-			}
-			pins := firstMiddleLast(kept)
-			for _, c := range kept {
-				if c.Config["StoreRows"] == 1 {
-					pins = append(pins, c.ID()) // the first StoreRows twin: stored along the pixels
-					break
-				}
-			}
-			res := tunePins(t, lib, worker, p, pins, nil, 7)
-			for _, tr := range res.Trials {
-				if tr.Status == StatusOK {
-					t.Logf("%s: %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.MedianMS, tr.RelError, tr.SampleError)
-				}
-			}
-		})
+	}
+	if len(kept) == 0 {
+		t.Fatal("no kept wgmmaigemm candidate")
+	}
+	pins := firstMiddleLast(kept)
+	for _, c := range kept {
+		if c.Config["StoreRows"] == 1 {
+			pins = append(pins, c.ID())
+			break
+		}
+	}
+	res := tunePins(t, lib, worker, p, pins, nil, seed)
+	for _, tr := range res.Trials {
+		if tr.Status == StatusOK {
+			t.Logf("%s: %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.MedianMS, tr.RelError, tr.SampleError)
+		}
 	}
 }
 
@@ -96,52 +118,17 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 // float64 checks.
 func TestWGMMAIGEMMPlaneA(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
-	cases := []struct {
-		shape string
-		prec  problem.Precision
-		chain string
-	}{
-		{"N=8,C=64,H=56,W=56,K=256,R=1,S=1", problem.FP16, ""},
-		{"N=4,C=256,H=56,W=56,K=64,R=1,S=1,bias=false", problem.BF16, ""},
-		{"N=4,C=512,H=28,W=28,K=256,R=1,S=1", problem.FP16, ""},
-		{"N=3,C=24,H=10,W=12,K=40,R=1,S=1", problem.BF16, "residual(0.5),relu"},
-		{"N=8,C=1024,H=14,W=14,K=256,R=1,S=1", problem.FP16, ""},                // P·Q = 196: 8-byte copies
-		{"N=3,C=32,H=14,W=14,K=48,R=1,S=1", problem.BF16, "residual(0.5),relu"}, // 8-byte copies, partial tiles
-	}
-	for _, tc := range cases {
-		shape, err := problem.ParseShape(tc.shape)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW}
-		if tc.chain != "" {
-			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for _, tc := range []relayoutCase{
+		{"N=8,C=64,H=56,W=56,K=256,R=1,S=1", problem.FP16, "", ""},
+		{"N=4,C=256,H=56,W=56,K=64,R=1,S=1,bias=false", problem.BF16, "", ""},
+		{"N=4,C=512,H=28,W=28,K=256,R=1,S=1", problem.FP16, "", ""},
+		{"N=3,C=24,H=10,W=12,K=40,R=1,S=1", problem.BF16, "residual(0.5),relu", ""},
+		{"N=8,C=1024,H=14,W=14,K=256,R=1,S=1", problem.FP16, "", ""},                // P·Q = 196: 8-byte copies
+		{"N=3,C=32,H=14,W=14,K=48,R=1,S=1", problem.BF16, "residual(0.5),relu", ""}, // 8-byte copies, partial tiles
+	} {
+		p := tc.problem(t)
 		t.Run(p.String(), func(t *testing.T) {
-			var kept []kernels.Candidate
-			for _, c := range keptOf(t, p, lim, "wgmmaigemm") {
-				if c.Config["PlaneA"] == 1 {
-					kept = append(kept, c)
-				}
-			}
-			if len(kept) == 0 {
-				t.Fatal("no kept PlaneA candidate")
-			}
-			pins := firstMiddleLast(kept)
-			for _, c := range kept {
-				if c.Config["StoreRows"] == 1 {
-					pins = append(pins, c.ID())
-					break
-				}
-			}
-			res := tunePins(t, lib, worker, p, pins, nil, 11)
-			for _, tr := range res.Trials {
-				if tr.Status == StatusOK {
-					t.Logf("%s: %.4f ms, error %.2e (sampled %.2e)", tr.ID, tr.MedianMS, tr.RelError, tr.SampleError)
-				}
-			}
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["PlaneA"] == 1 }, 11)
 		})
 	}
 }
