@@ -93,13 +93,16 @@ func outKernels(t *testing.T) (jobs []compileJob, probs map[string]problem.Probl
 	chain := mustChain(t, "scale_shift,residual(0.5),relu")
 	probs = map[string]problem.Problem{}
 	i := 0
-	for _, s := range outShapes(t) {
+	for si, s := range outShapes(t) {
 		for _, oc := range outCases {
 			for _, lay := range problem.Layouts {
 				for _, f := range Families() {
 					p := problem.Problem{Shape: s, Precision: oc.prec, Layout: lay, OutPrecision: oc.out}
 					if !outFamilies[f.Name()] || serves(f, p) != nil {
 						continue
+					}
+					if !fullSweep() && si > 0 && f.Name() == "wgmmaigemm" && lay == problem.NCHW {
+						continue // wgmmaigemm's NCHW (relayed out): the first shape (all under the full sweep)
 					}
 					if i++; i%2 == 0 {
 						p.Epilogue = chain
