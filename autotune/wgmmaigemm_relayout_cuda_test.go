@@ -23,9 +23,10 @@ import (
 // an fp32 output; and tf32 with Relayout=1 (the stem, 3×3, strided 1×1,
 // the odd shape with a chain). Each problem's first, middle and last kept
 // configurations and its first StoreRows twin (staged channel by channel,
-// stored along the pixels) must pass the float64 checks, in every one of
-// the worker's launches (the re-check after the timed runs: the tickets'
-// epochs across launches).
+// stored along the pixels) must pass the float64 checks: the worker's
+// first run launches the kernel alone (its blocks make the copies, the
+// fallback of a launcher that knows no prologue), the re-check after the
+// timed runs follows prologue launches (the prepared copies).
 func TestWGMMAIGEMMRelayout(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"

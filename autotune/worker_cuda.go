@@ -488,7 +488,11 @@ func (wk *worker) measure(req request) response {
 	if err := wk.poison(); err != nil {
 		return fault("poison output", err)
 	}
-	if err := launch(); err != nil {
+	// The first run launches the kernel alone (a kernel with a prologue
+	// then makes its copies itself, as under a launcher that knows no
+	// prologue); the timed runs launch the prologue too, and the re-check
+	// after them covers that path.
+	if err := wk.dev.Launch(fn.Alone(), req.Grid, req.Block, req.Shared, wk.args(wk.out)...); err != nil {
 		resp.Status, resp.Error = StatusLaunch, err.Error()
 		return resp
 	}

@@ -183,6 +183,15 @@ func (k *Kernel) launch(stream Stream, params []unsafe.Pointer) error {
 		}
 	}
 	if err := run(); err != nil {
+		if k.hasPre {
+			// The prologue may have been queued before the kernel's launch
+			// failed: order the next launch after it all the same.
+			if rerr := k.last.Record(cs); rerr == nil {
+				k.started = true
+			} else if serr := cs.Synchronize(); serr != nil {
+				return errors.Join(err, rerr, serr)
+			}
+		}
 		return err
 	}
 	if err := k.last.Record(cs); err != nil {

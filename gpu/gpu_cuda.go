@@ -122,6 +122,14 @@ func (d *Device) Load(image []byte, name string, shared int) (Function, error) {
 	return f, nil
 }
 
+// Alone returns f without its prologue: Launch then launches the kernel
+// alone, as a launcher that knows no prologue would (a relayed-out
+// kernel's blocks then make their copies themselves).
+func (f Function) Alone() Function {
+	f.hasPre = false
+	return f
+}
+
 // Unload releases the function's module.
 func (f Function) Unload() error { return f.mod.Unload() }
 
