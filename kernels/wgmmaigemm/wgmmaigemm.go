@@ -737,6 +737,26 @@ func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
 	return tiles < lim.SMs || float64(tiles) < 0.9*float64(waves*slots)
 }
 
+// inputRule says why configuration c cannot read problem orig's input
+// the way its knobs say (Relayout, PlaneA, or tf32 NCHW's element copies),
+// as a rule name and a message, or "", "": reject's hard rules and
+// Render's refusals alike.
+func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
+	switch {
+	case c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || orig.Precision != problem.TF32):
+		return "relayout", fmt.Sprintf("Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
+	case relayout(orig, c) && servesRelayout(orig) != nil:
+		return "relayout", servesRelayout(orig).Error()
+	case relayout(orig, c) && c.SplitK > 1:
+		return "relayout", "a relayed-out kernel takes its tiles from tickets; split-K's clusters do not"
+	case c.PlaneA == 1 && planeA(orig) != "":
+		return "plane a", planeA(orig)
+	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
+		return "shape", nchwCopies(orig).Error() + " (Relayout=1 serves it)"
+	}
+	return "", ""
+}
+
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection.
 func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejection {
@@ -746,17 +766,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	if !lim.SM90a {
 		return family.Hard("arch", "wgmmaigemm needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
 	}
-	switch {
-	case c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || orig.Precision != problem.TF32):
-		return family.Hard("relayout", "Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
-	case relayout(orig, c) && servesRelayout(orig) != nil:
-		return family.Hard("relayout", "%v", servesRelayout(orig))
-	case relayout(orig, c) && c.SplitK > 1:
-		return family.Hard("relayout", "a relayed-out kernel takes its tiles from tickets; split-K's clusters do not")
-	case c.PlaneA == 1 && planeA(orig) != "":
-		return family.Hard("plane a", "%s", planeA(orig))
-	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
-		return family.Hard("shape", "%v (Relayout=1 serves it)", nchwCopies(orig))
+	if rule, msg := inputRule(orig, c); rule != "" {
+		return family.Hard(rule, "%s", msg)
 	}
 	if r := hopper.ResourceReject(c.BN, g.Threads, g.Acc, lim); r.Rule != "" {
 		return r
@@ -915,24 +926,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	cfg = family.KnobsConfig(c)
 	orig := p // relayed out: the NCHW problem stored; p the NHWC one computed
-	if c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || orig.Precision != problem.TF32) {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", cfg, orig.Precision, orig.Op, orig.Layout)
-	}
-	if relayout(orig, c) {
-		if err := servesRelayout(orig); err != nil {
-			return family.Kernel{}, err
-		}
-		if c.SplitK > 1 {
-			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: a relayed-out kernel takes its tiles from tickets; split-K's clusters do not", cfg)
-		}
-	} else if c.PlaneA == 1 {
-		if msg := planeA(orig); msg != "" {
-			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
-		}
-	} else if orig.Layout == problem.NCHW && orig.Op == problem.OpFprop {
-		if err := nchwCopies(orig); err != nil {
-			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %w (Relayout=1 serves it)", cfg, err)
-		}
+	if rule, msg := inputRule(orig, c); rule != "" {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 	}
 	p = view(p, c)
 	g := geomOf(orig, c)
