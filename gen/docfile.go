@@ -174,10 +174,10 @@ func genDoc(s *spec) *jen.File {
 	case s.ptx == "":
 		load = fmt.Sprintf("Load needs a %s device: the package embeds no PTX for other GPUs.", s.Arch)
 	case fb != nil:
-		load = fmt.Sprintf("Load picks the embedded %s CUBIN on a %s device; on any other GPU of compute capability %d.%d or more it runs a fallback, %s embedded as PTX for %s (LoadPTX says more).",
-			s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10, fb.Kernel, fb.Arch)
+		load = fmt.Sprintf("Load runs the %s CUBIN on a %s device, else (compute capability %d.%d on) a fallback, %s as PTX (LoadPTX).",
+			s.Arch, s.Arch, s.ptxCC/10, s.ptxCC%10, fb.Kernel)
 	}
-	para("%s Forward only enqueues the kernel; a Kernel is safe for concurrent use (package convrt states the contract).", load)
+	para("%s Forward only enqueues the kernel; a Kernel is safe for concurrent use (see convrt).", load)
 	check := "go test -tags cuda checks the kernel on GPU 0 against a float64 reference (relative L2 error at most %g)"
 	if s.ptx != "" {
 		check += ", the PTX's kernel too,"

@@ -12,34 +12,31 @@ import (
 
 // loadDoc documents Load.
 func loadDoc(s *spec) string {
-	d := "Load loads the kernel into the CUDA context current on the calling OS\n" +
-		"thread (lock it and make a context current first).\n"
+	d := "Load loads the kernel into the CUDA context current on the calling OS thread (lock it and make a context current first). "
 	switch {
 	case s.Untuned:
-		return d + wrap(fmt.Sprintf("This package is untuned and embeds no CUBIN: on every GPU from compute capability %d.%d on it loads the PTX (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
+		return wrap(d + fmt.Sprintf("This package is untuned and embeds no CUBIN: on every GPU from compute capability %d.%d on it loads the PTX (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
 	case s.ptx == "":
-		return d + "It needs a GPU of TunedArch: no PTX is embedded for other GPUs."
+		return wrap(d + "It needs a GPU of TunedArch: no PTX is embedded for other GPUs.")
 	case s.Fallback != nil:
-		return d + wrap(fmt.Sprintf("On TunedArch it loads the CUBIN, on other GPUs from compute capability %d.%d on the fallback (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
+		return wrap(d + fmt.Sprintf("On TunedArch it loads the CUBIN, on other GPUs from compute capability %d.%d on the fallback (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
 	}
-	return d + wrap(fmt.Sprintf("On TunedArch it loads the CUBIN, on other GPUs from compute capability %d.%d on the PTX (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
+	return wrap(d + fmt.Sprintf("On TunedArch it loads the CUBIN, on other GPUs from compute capability %d.%d on the PTX (LoadPTX).", s.ptxCC/10, s.ptxCC%10))
 }
 
 // loadPTXDoc documents LoadPTX.
 func loadPTXDoc(s *spec) string {
-	d := "LoadPTX loads the kernel of the embedded PTX, which the driver compiles for\n" +
-		"the current GPU, whatever the GPU (its test runs it on TunedArch too).\n"
+	d := "LoadPTX loads the embedded PTX's kernel, which the driver compiles for any GPU (its test runs it on TunedArch too). "
 	switch {
 	case s.ptx == "":
-		return d + "This package embeds no PTX: LoadPTX returns an error."
+		return wrap(d + "This package embeds no PTX: LoadPTX returns an error.")
 	case s.Untuned:
-		return d + "The PTX is the package's only kernel, an untuned default configuration."
+		return wrap(d + "The PTX is the package's only kernel, an untuned default configuration.")
 	case s.Fallback != nil:
 		fb := s.Fallback
-		return d + wrap(fmt.Sprintf("The PTX is a fallback kernel for %s, not the tuned one: %s (grid %dx%dx%d, block %dx%dx%d, %d bytes of dynamic shared memory).",
-			fb.Arch, strings.TrimSuffix(fb.Summary, "."), fb.Grid[0], fb.Grid[1], fb.Grid[2], fb.Block[0], fb.Block[1], fb.Block[2], fb.SharedBytes))
+		return wrap(d + fmt.Sprintf("It is a fallback kernel for %s, not the tuned one: %s.", fb.Arch, strings.TrimSuffix(fb.Summary, ".")))
 	}
-	return d + "The PTX is the tuned kernel's own."
+	return wrap(d + "The PTX is the tuned kernel's own.")
 }
 
 // convrt and problem name the runtime and the problem package in the
@@ -111,11 +108,11 @@ func genKernel(s *spec) *jen.File {
 	decl(f, "A convrt without SupportVersion1 cannot run this package: compiling fails.",
 		jen.Const().Id("_").Op("=").Add(convrt("SupportVersion1")))
 	if op := s.Problem.Op; op != problem.OpFprop {
-		decl(f, fmt.Sprintf("Kernel is the loaded kernel of the %s op, a convrt.Grad: see convrt.Kernel for\n%s, Info, Close and the concurrency contract.", op, gradMethod(op)),
+		decl(f, fmt.Sprintf("Kernel is the loaded %s kernel, a convrt.Grad (convrt.Kernel documents %s).", op, gradMethod(op)),
 			jen.Type().Id("Kernel").Op("=").Add(convrt("Kernel")))
 		f.Var().Id("_").Add(convrt("Grad")).Op("=").Parens(jen.Op("*").Id("Kernel")).Parens(jen.Nil())
 	} else {
-		decl(f, "Kernel is the loaded kernel, a convrt.Conv: see convrt.Kernel for Forward,\nInfo, Close and the concurrency contract.",
+		decl(f, "Kernel is the loaded kernel, a convrt.Conv (convrt.Kernel documents Forward).",
 			jen.Type().Id("Kernel").Op("=").Add(convrt("Kernel")))
 		f.Var().Id("_").Add(convrt("Conv")).Op("=").Parens(jen.Op("*").Id("Kernel")).Parens(jen.Nil())
 	}

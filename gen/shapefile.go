@@ -1,12 +1,14 @@
 package gen
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
 
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -18,7 +20,7 @@ type constant struct {
 }
 
 // constGroup renders const ( ... ) with a doc comment on the group and a
-// line comment on each constant.
+// line comment on each constant that has one.
 func constGroup(f *jen.File, groupDoc string, cs []constant) {
 	defs := make([]jen.Code, 0, len(cs))
 	for _, c := range cs {
@@ -26,7 +28,11 @@ func constGroup(f *jen.File, groupDoc string, cs []constant) {
 		if c.typ != nil {
 			def.Add(c.typ)
 		}
-		defs = append(defs, def.Op("=").Add(c.value).Comment(c.doc))
+		def.Op("=").Add(c.value)
+		if c.doc != "" {
+			def.Comment(c.doc)
+		}
+		defs = append(defs, def)
 	}
 	decl(f, groupDoc, jen.Const().Defs(defs...))
 }
@@ -57,8 +63,8 @@ func genShape(s *spec) *jen.File {
 	}
 	cs := tensorConsts(s, tensorDocs{elem: elemDoc, input: "N*C*H*W", filter: "K*(C/Groups)*R*S", bias: "K, or 0 without bias",
 		output: "N*K*P*Q", flops: "multiply-adds of one Forward, two operations each"})
-	cs = append(append(cs, kernelConsts(s)...), outConsts...)
-	constGroup(f, "The tensors and the work of one Forward, and what the kernel was tuned for.", cs)
+	cs = append(append(append(cs, outConsts...), kernelConsts(s)...), launchConsts(s)...)
+	constGroup(f, "The tensors and the work of one Forward, what the kernel was tuned for, and\n"+launchDoc, cs)
 	return f
 }
 
@@ -94,8 +100,38 @@ func tensorConsts(s *spec, d tensorDocs) []constant {
 func kernelConsts(s *spec) []constant {
 	return []constant{
 		{name: "TunedArch", doc: tunedArchDoc(s), value: lit(s.Arch)},
-		{name: "KernelName", doc: "the CUBIN's __global__ function", value: lit(s.Kernel)},
 	}
+}
+
+// launchDoc ends the doc of the group that holds launchConsts.
+const launchDoc = "its launch for launchers outside Go (convgen's docs/usage.md), one a line for scripts."
+
+// launchConsts are the constants of a one-op package's launch, for
+// launchers outside Go: the kernel's name in the embedded CUBIN (the PTX's
+// in an untuned package), its grid, block and dynamic shared memory, and
+// its prologue's name (kernels/launch.PrologueSuffix) where its module has
+// one (PrologueName is absent otherwise). They have no line comment, so that a script reads each with a
+// regular expression (NAME = VALUE, the line's end after the value), as
+// ../shared/tools/check-against-pytorch.py does.
+func launchConsts(s *spec) []constant {
+	cs := []constant{
+		{name: "KernelName", value: lit(s.Kernel)},
+		{name: "GridX", value: lit(s.Grid[0])}, {name: "GridY", value: lit(s.Grid[1])}, {name: "GridZ", value: lit(s.Grid[2])},
+		{name: "BlockX", value: lit(s.Block[0])}, {name: "BlockY", value: lit(s.Block[1])}, {name: "BlockZ", value: lit(s.Block[2])},
+		{name: "SharedBytes", value: lit(s.SharedBytes)},
+	}
+	if hasPrologue(s) {
+		cs = append(cs, constant{name: "PrologueName", value: lit(s.Kernel + launch.PrologueSuffix)})
+	}
+	return cs
+}
+
+// hasPrologue reports whether the kernel's module has a prologue
+// (kernels/launch.PrologueSuffix): the CUBIN's symbol table, or the PTX of
+// an untuned package, names it.
+func hasPrologue(s *spec) bool {
+	name := s.Kernel + launch.PrologueSuffix
+	return bytes.Contains(s.CUBIN, []byte(name+"\x00")) || strings.Contains(s.PTX, ".entry "+name+"(")
 }
 
 // sizeConsts adds the constants of the convolution's sizes, which every
@@ -134,7 +170,8 @@ func genGradShape(f *jen.File, s *spec) {
 	cs := []constant{{name: "Op", doc: "the computation: " + s.Problem.Op.String(), value: problemQ(opConst(s.Problem.Op)), typ: jen.Qual(problemPath, "Op")}}
 	cs = append(cs, tensorConsts(s, tensorDocs{elem: "bytes of one element of X, dX, W, dW and dY", input: "N*C*H*W, of X and dX",
 		filter: "K*(C/Groups)*R*S, of W and dW", bias: biasDoc, output: "N*K*P*Q, of dY", flops: "multiply-adds of one " + method + ", two operations each"})...)
-	constGroup(f, fmt.Sprintf("The tensors and the work of one %s, and what the kernel was tuned for.", method), append(cs, kernelConsts(s)...))
+	cs = append(append(cs, kernelConsts(s)...), launchConsts(s)...)
+	constGroup(f, fmt.Sprintf("The tensors and the work of one %s, what the kernel was tuned for, and\n%s", method, launchDoc), cs)
 }
 
 // genShapeTest renders shape_test.go: the spec handed to convrt is valid

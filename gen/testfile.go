@@ -34,16 +34,16 @@ func genKernelTest(s *spec) *jen.File {
 		genGradTest(f, s, gradMethod(op), harness)
 		return f
 	}
-	decl(f, "TestForward checks the kernel Load picks on GPU 0 against the float64\nreference (convrttest.Forward).",
+	decl(f, "TestForward checks Load's kernel on GPU 0 against the float64 reference.",
 		jen.Func().Id("TestForward").Params(tT()).Block(harness("Forward", "Load")))
-	ptxDoc := "TestForwardPTX checks the kernel of the embedded PTX, as Load runs it on\nGPUs other than TunedArch."
+	ptxDoc := "TestForwardPTX checks the embedded PTX's kernel (Load's on other GPUs)."
 	ptxBody := harness("Forward", "LoadPTX")
 	if s.ptx == "" {
 		ptxDoc += "\nThis package embeds no PTX: the test says so and is skipped."
 		ptxBody = id("t").Dot("Skip").Call(jen.Lit("no PTX embedded: the kernel runs on TunedArch only"))
 	}
 	decl(f, ptxDoc, jen.Func().Id("TestForwardPTX").Params(tT()).Block(ptxBody))
-	decl(f, "TestConcurrent checks Forward from several goroutines and streams at once,\nand Close (convrttest.Concurrent). Run it with -race.",
+	decl(f, "TestConcurrent checks concurrent Forward calls and Close; run it with -race.",
 		jen.Func().Id("TestConcurrent").Params(tT()).Block(harness("Concurrent", "Load")))
 	return f
 }
@@ -53,9 +53,9 @@ func genKernelTest(s *spec) *jen.File {
 // PTX's, each against the float64 reference through convrttest's harness
 // of the same name.
 func genGradTest(f *jen.File, s *spec, method string, harness func(name, load string) *jen.Statement) {
-	decl(f, fmt.Sprintf("Test%s checks the kernel Load picks on GPU 0 against the float64\nreference (convrttest.%s).", method, method),
+	decl(f, fmt.Sprintf("Test%s checks Load's kernel on GPU 0 against the float64 reference.", method),
 		jen.Func().Id("Test"+method).Params(tT()).Block(harness(method, "Load")))
-	ptxDoc := fmt.Sprintf("Test%sPTX checks the kernel of the embedded PTX, as Load runs it on\nGPUs other than TunedArch.", method)
+	ptxDoc := fmt.Sprintf("Test%sPTX checks the embedded PTX's kernel (Load's on other GPUs).", method)
 	ptxBody := harness(method, "LoadPTX")
 	if s.ptx == "" {
 		ptxDoc += "\nThis package embeds no PTX: the test says so and is skipped."

@@ -44,11 +44,9 @@
 //	err = k.Forward(convrt.StreamOf(stream), convrt.PtrOf(out), convrt.PtrOf(in), convrt.PtrOf(filter), convrt.PtrOf(bias))
 //	// ... stream.Synchronize(): out is ready
 //
-// Load picks the embedded sm_90a CUBIN on a sm_90a device; on any other GPU of
-// compute capability 8.0 or more it runs a fallback,
-// convgen_mmahalf_bf16_5d2c3185 embedded as PTX for compute_80 (LoadPTX says
-// more). Forward only enqueues the kernel; a Kernel is safe for concurrent use
-// (package convrt states the contract).
+// Load runs the sm_90a CUBIN on a sm_90a device, else (compute capability 8.0
+// on) a fallback, convgen_mmahalf_bf16_5d2c3185 as PTX (LoadPTX). Forward only
+// enqueues the kernel; a Kernel is safe for concurrent use (see convrt).
 //
 // go test -tags cuda checks the kernel on GPU 0 against a float64 reference
 // (relative L2 error at most 0.01), the PTX's kernel too, and Forward from

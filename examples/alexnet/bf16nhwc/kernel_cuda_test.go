@@ -13,20 +13,17 @@ import (
 // errorBound is the relative L2 error that precision bf16 allows.
 const errorBound = 0.01
 
-// TestForward checks the kernel Load picks on GPU 0 against the float64
-// reference (convrttest.Forward).
+// TestForward checks Load's kernel on GPU 0 against the float64 reference.
 func TestForward(t *testing.T) {
 	convrttest.Forward(t, Load, errorBound)
 }
 
-// TestForwardPTX checks the kernel of the embedded PTX, as Load runs it on
-// GPUs other than TunedArch.
+// TestForwardPTX checks the embedded PTX's kernel (Load's on other GPUs).
 func TestForwardPTX(t *testing.T) {
 	convrttest.Forward(t, LoadPTX, errorBound)
 }
 
-// TestConcurrent checks Forward from several goroutines and streams at once,
-// and Close (convrttest.Concurrent). Run it with -race.
+// TestConcurrent checks concurrent Forward calls and Close; run it with -race.
 func TestConcurrent(t *testing.T) {
 	convrttest.Concurrent(t, Load, errorBound)
 }

@@ -26,7 +26,8 @@ const (
 	HasBias   = true // whether a bias of K elements is added to the output
 )
 
-// The tensors and the work of one Forward, and what the kernel was tuned for.
+// The tensors and the work of one Forward, what the kernel was tuned for, and
+// its launch for launchers outside Go (convgen's docs/usage.md), one a line for scripts.
 const (
 	ElementBytes                   = 2                                                                                   // bytes of one element of every tensor
 	InputElems                     = 38535168                                                                            // N*C*H*W
@@ -38,5 +39,12 @@ const (
 	Precision    problem.Precision = "bf16"                                                                              // BF16 operands with FP32 accumulation
 	Layout       problem.Layout    = "nhwc"                                                                              // filter krsc
 	TunedArch                      = "sm_90a"                                                                            // architecture of the embedded CUBIN; other GPUs load the PTX
-	KernelName                     = "convgen_wgmmahalf_bf16_55e0637c"                                                   // the CUBIN's __global__ function
+	KernelName                     = "convgen_wgmmahalf_bf16_55e0637c"
+	GridX                          = 131
+	GridY                          = 1
+	GridZ                          = 1
+	BlockX                         = 512
+	BlockY                         = 1
+	BlockZ                         = 1
+	SharedBytes                    = 138816
 )

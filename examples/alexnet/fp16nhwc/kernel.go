@@ -12,8 +12,7 @@ import (
 // A convrt without SupportVersion1 cannot run this package: compiling fails.
 const _ = convrt.SupportVersion1
 
-// Kernel is the loaded kernel, a convrt.Conv: see convrt.Kernel for Forward,
-// Info, Close and the concurrency contract.
+// Kernel is the loaded kernel, a convrt.Conv (convrt.Kernel documents Forward).
 type Kernel = convrt.Kernel
 
 var _ convrt.Conv = (*Kernel)(nil)
@@ -33,20 +32,18 @@ var spec = convrt.Spec{
 	TunedArch: TunedArch,
 }
 
-// Load loads the kernel into the CUDA context current on the calling OS
-// thread (lock it and make a context current first).
-// On TunedArch it loads the CUBIN, on other GPUs from compute capability 8.0
-// on the fallback (LoadPTX).
+// Load loads the kernel into the CUDA context current on the calling OS thread
+// (lock it and make a context current first). On TunedArch it loads the CUBIN,
+// on other GPUs from compute capability 8.0 on the fallback (LoadPTX).
 func Load() (*Kernel, error) {
 	return convrt.Load(&spec)
 }
 
-// LoadPTX loads the kernel of the embedded PTX, which the driver compiles for
-// the current GPU, whatever the GPU (its test runs it on TunedArch too).
-// The PTX is a fallback kernel for compute_80, not the tuned one:
+// LoadPTX loads the embedded PTX's kernel, which the driver compiles for any
+// GPU (its test runs it on TunedArch too). It is a fallback kernel for
+// compute_80, not the tuned one:
 // mmahalf/TileK=48,TileP=8,TileQ=16,TilesPerBlock=8,WarpM=32,WarpN=48, median
-// 0.615 ms, rel. error 2.1e-04 on NVIDIA H200 (grid 896x2x1, block 128x1x1,
-// 65280 bytes of dynamic shared memory).
+// 0.615 ms, rel. error 2.1e-04 on NVIDIA H200.
 func LoadPTX() (*Kernel, error) {
 	return convrt.LoadPTX(&spec)
 }
