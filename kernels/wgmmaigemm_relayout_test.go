@@ -96,8 +96,9 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for _, want := range []string{
-			"relayout(in, filter, stages, n0, m0, ticket /", // launched alone: the blocks copy
-			"if (RELAYOUT_PREPARED != ticket /",             // after the prologue: they only read
+			"relayout(in, filter, stages, ticket /",   // launched alone: the blocks copy
+			"if (RELAYOUT_PREPARED != ticket /",       // after the prologue: they only read
+			"atomicCAS(&RELAYOUT_CLAIMED, old, next)", // units claimed by the blocks running
 			k.Name + "_prologue(",
 			"in = RELAYOUT_X;",
 			"#define C_IN " + strconv.Itoa(p.Shape.C),
@@ -298,7 +299,7 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		for _, want := range []string{"relayout(in, filter, stages, n0, m0, ticket /", k.Name + "_prologue(", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
+		for _, want := range []string{"relayout(in, filter, stages, ticket /", "rl_claim(ready)", k.Name + "_prologue(", "in = RELAYOUT_X;", "#define K_IN " + strconv.Itoa(p.Shape.K), "Data gradient"} {
 			if !strings.Contains(k.Source, want) {
 				t.Errorf("%s: the source lacks %q", p, want)
 			}

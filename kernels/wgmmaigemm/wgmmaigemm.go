@@ -64,9 +64,11 @@ var templateFS embed.FS
 // to KRSC, into module globals, by a prologue kernel in the same module
 // (KERNEL_prologue, kernels/launch's convention, which convgen's launchers
 // follow) or, where the kernel is launched alone, by its own blocks before
-// their main loop: a block takes its tile from a ticket (the global
-// KERNEL_count) and waits only on blocks of lower tickets, already
-// running. Launchers run such a kernel one launch at a time. The kernel is
+// their main loop: a block takes its tile and the launch's epoch from a
+// ticket (the global KERNEL_count), claims the prologue's units of work
+// one at a time until none is left (a compare-and-swap on a global
+// counter), copies them and waits until every unit is copied, which only
+// running blocks owe. Launchers run such a kernel one launch at a time. The kernel is
 // then the NHWC forward (or data gradient) on those copies and stores
 // NCHW (StoreRows: along a channel's pixels). Any C is so served, at the
 // price of the copies and of a module that holds them; split-K is not
