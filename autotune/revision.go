@@ -25,4 +25,7 @@ package autotune
 //     straight from the planes (PlaneA=1; 8-byte copies where P·Q is a
 //     multiple of 4 only); the 16-bit NCHW data gradient relayed out
 //     too (session 17).
-const SearchRevision = 5
+//   - 6: wgradmma relays NCHW filter gradients out (Relayout=1: X and dY
+//     copied to NHWC, Stage=2 on the copies, dW stored KCRS); Relayout is
+//     a variant knob of the exploration (its own group in the rotation).
+const SearchRevision = 6

@@ -96,9 +96,9 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for _, want := range []string{
-			"relayout(in, filter, stages, ticket /",   // launched alone: the blocks copy
-			"if (RELAYOUT_PREPARED != ticket /",       // after the prologue: they only read
-			"atomicCAS(&RELAYOUT_CLAIMED, old, next)", // units claimed by the blocks running
+			"relayout(in, filter, stages, ticket /", // launched alone: the blocks copy
+			"if (RELAYOUT_PREPARED != ticket /",     // after the prologue: they only read
+			"rl_add(&RELAYOUT_CLAIMED, ready, 1)",   // units claimed by the blocks running
 			k.Name + "_prologue(",
 			"in = RELAYOUT_X;",
 			"#define C_IN " + strconv.Itoa(p.Shape.C),

@@ -59,7 +59,12 @@ const MMAPartial = "mmasync.tmpl"
 // data gradient's tap lookup (igemm's and wgmmaigemm's Fold).
 const FoldPartial = "fold.tmpl"
 
-//go:embed shape.tmpl mmasync.tmpl fold.tmpl
+// ClaimsPartial is the template file that defines "rl_claims", how a
+// relayed-out kernel launched without its prologue has its blocks make
+// the prologue's copies (wgmmaigemm's and wgradmma's Relayout).
+const ClaimsPartial = "claims.tmpl"
+
+//go:embed shape.tmpl mmasync.tmpl fold.tmpl claims.tmpl
 var partialFS embed.FS
 
 // Render executes template file of fsys (a family's embedded template) with
@@ -68,7 +73,7 @@ var partialFS embed.FS
 func Render(fsys fs.FS, file string, data any, more ...string) (string, error) {
 	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, append([]string{file}, more...)...)
 	if err == nil {
-		t, err = t.ParseFS(partialFS, Partial, MMAPartial, FoldPartial)
+		t, err = t.ParseFS(partialFS, Partial, MMAPartial, FoldPartial, ClaimsPartial)
 	}
 	if err != nil {
 		return "", fmt.Errorf("parse template %s: %w", file, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/gradmma"
+	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -95,6 +96,35 @@ type knobs struct {
 	BP                                   int `knob:",optional"`
 	Stages                               int `knob:",optional"`
 	Clusters                             int `knob:",optional"`
+	Relayout                             int `knob:",optional"`
+}
+
+// view is the problem a configuration's kernel computes on: p itself, or,
+// with Relayout=1 (NCHW), p in NHWC on the copies the kernel makes, their
+// channels (C of X, K of dY) zero-padded to whole 16-byte copies.
+func view(p problem.Problem, k knobs) problem.Problem {
+	if k.Relayout != 1 {
+		return p
+	}
+	v := 16 / p.Precision.ElementBytes()
+	p.Layout = problem.NHWC
+	p.Shape.C = family.CeilDiv(p.Shape.C, v) * v
+	p.Shape.K = family.CeilDiv(p.Shape.K, v) * v
+	return p
+}
+
+// relayoutRule says why p cannot be relayed out, or "": NCHW, and copies
+// that 32-bit offsets index.
+func relayoutRule(p problem.Problem) string {
+	v := view(p, knobs{Relayout: 1})
+	s := v.Shape
+	switch {
+	case p.Layout != problem.NCHW:
+		return "Relayout=1 copies NCHW tensors to NHWC: the layout is already NHWC"
+	case int64(s.N)*int64(s.H)*int64(s.W)*int64(s.C) >= 1<<31-1 || int64(s.N)*int64(s.P())*int64(s.Q())*int64(s.K) >= 1<<31-1:
+		return "Relayout=1's copies (channels padded to 16 bytes) reach 2^31 elements"
+	}
+	return ""
 }
 
 // maxWorkspace is the largest workspace (bytes) of Clusters > 1.
@@ -327,6 +357,22 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			}
 		}
 	}
+	if p.Layout == problem.NCHW {
+		// The relayout: Stage=2 on NHWC copies, searched beside the rest
+		// (its own group in the exploration: autotune's variantKnobs).
+		for _, tile := range spacePipeTiles {
+			for _, ps := range spacePipeStages {
+				for _, sp := range spaceSplit {
+					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: 1}
+					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				}
+				for _, cl := range spaceClusters {
+					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Clusters: cl, Relayout: 1}
+					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				}
+			}
+		}
+	}
 	if rowStaged(p) {
 		for _, tile := range spaceRowTiles {
 			for _, sp := range spaceRowSplit {
@@ -381,6 +427,9 @@ func check(k knobs) string {
 	if k.Clusters < 0 || k.Clusters > 64 {
 		return "Clusters 1 to 64"
 	}
+	if k.Relayout < 0 || k.Relayout > 1 || k.Relayout == 1 && k.Stage != 2 {
+		return "Relayout 0 or 1, and 1 only with Stage=2"
+	}
 	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, min(k.Stage, 1)); msg != "" {
 		return msg
 	}
@@ -429,6 +478,12 @@ func checkPipe(p problem.Problem, g geometry) string {
 func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	if msg := check(k); msg != "" {
 		return family.Hard("shape", "%s", msg)
+	}
+	if k.Relayout == 1 {
+		if msg := relayoutRule(p); msg != "" {
+			return family.Hard("layout", "%s", msg)
+		}
+		p = view(p, k)
 	}
 	g := geom(p, k)
 	accRegs := g.Acc
@@ -494,6 +549,13 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		k.Clusters = 0 // one cluster is the kernel without a workspace, under its ID
 	}
 	cfg = family.KnobsConfig(k)
+	orig := p
+	if k.Relayout == 1 {
+		if msg := relayoutRule(p); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+		}
+		p = view(p, k)
+	}
 	g := geom(p, k)
 	if g.TilesM > 65535 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d channel tiles > 65535 (gridDim.y)", cfg, g.TilesM)
@@ -533,7 +595,14 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// StepSums: each 3xTF32 k step summed from zero in the tensor
 		// core and added to the accumulators in FP32 (mmaissue).
 		StepSums bool
-	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, mm.Split3}
+		// The relayout (Relayout=1): the problem's own channel counts
+		// (the shape's are the copies'), its shape, the blocks of a launch
+		// (a ticket's epoch) and the prologue's launch (kernels/launch).
+		CIn, KIn, Blocks                int
+		OrigShape                       string
+		PrologueBlocks, PrologueThreads int
+	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, mm.Split3,
+		orig.Shape.C, orig.Shape.K, g.TilesN * g.TilesM * g.Parts, orig.Shape.String(), launch.PrologueBlocks, launch.PrologueThreads}
 	file := f.Template()
 	switch k.Stage {
 	case 2:

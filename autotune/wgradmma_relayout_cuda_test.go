@@ -1,0 +1,63 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGradMMARelayout tunes NCHW filter gradients through wgradmma's
+// relayout alone (Relayout=1: X and dY copied to NHWC, channels
+// zero-padded, the NHWC gradient on the copies, dW stored KCRS): the first,
+// middle and last kept relayed-out candidates of each problem, each
+// checked against the float64 reference launched alone (its blocks make
+// the copies) and again after its prologue (the worker's re-check):
+// ResNet-50's 3×3 and a strided 1×1 in fp16, odd channel counts with
+// padding, stride and dilation in bf16 (and with a bias), and tf32.
+func TestWGradMMARelayout(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	cases := []struct {
+		shape string
+		prec  problem.Precision
+	}{
+		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", problem.FP16},
+		{"N=8,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16},
+		{"N=3,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.BF16},
+		{"N=4,C=24,H=19,W=23,K=40,R=3,S=5,pad_h=1,pad_w=2", problem.TF32},
+	}
+	for _, tc := range cases {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, Op: problem.OpWgrad}
+		t.Run(p.String(), func(t *testing.T) {
+			var relayed []kernels.Candidate
+			for _, c := range keptOf(t, p, lim, "wgradmma") {
+				if c.Config["Relayout"] == 1 {
+					relayed = append(relayed, c)
+				}
+			}
+			if len(relayed) == 0 {
+				t.Fatal("no kept relayed-out wgradmma candidate")
+			}
+			pins := firstMiddleLast(relayed)
+			res, err := Tune(context.Background(), lib, Options{Problem: p,
+				Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 7, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+				t.Errorf("%d of %d pinned relayed-out candidates passed", passed, len(pins))
+			}
+			for _, tr := range res.Trials {
+				t.Logf("%s: %s %.4f ms", tr.ID, tr.Status, tr.MedianMS)
+			}
+		})
+	}
+}
