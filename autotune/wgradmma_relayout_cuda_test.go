@@ -3,9 +3,7 @@
 package autotune
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
@@ -46,15 +44,7 @@ func TestWGradMMARelayout(t *testing.T) {
 			if len(relayed) == 0 {
 				t.Fatal("no kept relayed-out wgradmma candidate")
 			}
-			pins := firstMiddleLast(relayed)
-			res, err := Tune(context.Background(), lib, Options{Problem: p,
-				Worker: worker, Only: pins, Trials: 0, Runs: 10, Seed: 7, Timeout: 60 * time.Second})
-			if err != nil {
-				t.Fatalf("tune: %v", err)
-			}
-			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
-				t.Errorf("%d of %d pinned relayed-out candidates passed", passed, len(pins))
-			}
+			res := tunePins(t, lib, worker, p, firstMiddleLast(relayed), nil, 7)
 			for _, tr := range res.Trials {
 				t.Logf("%s: %s %.4f ms", tr.ID, tr.Status, tr.MedianMS)
 			}

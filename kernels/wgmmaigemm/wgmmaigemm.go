@@ -66,8 +66,8 @@ var templateFS embed.FS
 // follow) or, where the kernel is launched alone, by its own blocks before
 // their main loop: a block takes its tile and the launch's epoch from a
 // ticket (the global KERNEL_count), claims the prologue's units of work
-// one at a time until none is left (a compare-and-swap on a global
-// counter), copies them and waits until every unit is copied, which only
+// one at a time until none is left (an atomic add on a global counter),
+// copies them and waits until every unit is copied, which only
 // running blocks owe. Launchers run such a kernel one launch at a time. The kernel is
 // then the NHWC forward (or data gradient) on those copies and stores
 // NCHW (StoreRows: along a channel's pixels). Any C is so served, at the
