@@ -28,4 +28,7 @@ package autotune
 //   - 6: wgradmma relays NCHW filter gradients out (Relayout=1: X and dY
 //     copied to NHWC, Stage=2 on the copies, dW stored KCRS); Relayout is
 //     a variant knob of the exploration (its own group in the rotation).
-const SearchRevision = 6
+//   - 7: wgradmma reads an NCHW 1x1 at stride 1 straight from the channel
+//     planes (Planes=1: 16-byte runs of pixels, channel-major tiles), a
+//     variant knob too (session 18).
+const SearchRevision = 7

@@ -495,7 +495,7 @@ func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
 // own group in the exploration's rotation, so that a small variant (the
 // 18 configurations of wgradmma's Stage=3 among its 300) is sampled as
 // often as a large one.
-var variantKnobs = []string{"Stage", "Fold", "Relayout"}
+var variantKnobs = []string{"Stage", "Fold", "Relayout", "Planes"}
 
 // exploreGroup is t's group in the exploration's rotation: its family and
 // the values of its variant knobs.

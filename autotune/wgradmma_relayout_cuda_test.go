@@ -51,3 +51,47 @@ func TestWGradMMARelayout(t *testing.T) {
 		})
 	}
 }
+
+// TestWGradMMAPlanes tunes NCHW 1×1 filter gradients at stride 1 through
+// wgradmma's planes alone (Planes=1: both operands copied 16 bytes of
+// pixels at a time from the channel planes, channel-major tiles): the
+// first, middle and last of its configurations that no hard rule rejects,
+// each checked against the float64 reference: a ResNet-50-like 1×1 on a
+// 56² map in fp16, odd channel counts with a bias in bf16, a 14² map in
+// tf32.
+func TestWGradMMAPlanes(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	for _, tc := range []struct {
+		shape string
+		prec  problem.Precision
+	}{
+		{"N=4,C=256,H=56,W=56,K=128,R=1,S=1,bias=false", problem.FP16},
+		{"N=3,C=13,H=8,W=9,K=11,R=1,S=1", problem.BF16},
+		{"N=4,C=24,H=14,W=14,K=40,R=1,S=1", problem.TF32},
+	} {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, Op: problem.OpWgrad}
+		t.Run(p.String(), func(t *testing.T) {
+			cands, err := kernels.Enumerate(p, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var planes []kernels.Candidate
+			for _, c := range cands {
+				if c.Family == "wgradmma" && c.Config["Planes"] == 1 && (c.Rejected == "" || c.Rejection.Soft) {
+					planes = append(planes, c)
+				}
+			}
+			if len(planes) == 0 {
+				t.Fatal("no wgradmma planes candidate")
+			}
+			res := tunePins(t, lib, worker, p, firstMiddleLast(planes), nil, 9)
+			for _, tr := range res.Trials {
+				t.Logf("%s: %s %.4f ms", tr.ID, tr.Status, tr.MedianMS)
+			}
+		})
+	}
+}

@@ -71,3 +71,72 @@ func TestWGradMMARelayout(t *testing.T) {
 		}
 	}
 }
+
+// TestWGradMMAPlanes checks wgradmma's planes (Planes=1): an NCHW 1×1 at
+// stride 1 without padding whose planes are whole 16-byte runs has such
+// candidates, other shapes (a 3×3, a 14² map in fp16, NHWC) none; a
+// configuration renders channel-major tiles read with 16-byte copies and
+// compiles for sm_90 (PTX) with ldmatrix not transposed (fp16, bf16) and
+// the precision's mma. Its results are checked on the GPU (autotune's
+// TestWGradMMAPlanes).
+func TestWGradMMAPlanes(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	if !lib.SupportsArch("sm_90") {
+		t.Skip("this NVRTC cannot target sm_90")
+	}
+	lim := DefaultLimits(90)
+	// servedPlanes counts p's planes candidates that no hard rule rejects.
+	servedPlanes := func(p problem.Problem) int {
+		n := 0
+		for _, c := range (WgradMMA{}).Space(p, lim) {
+			if c.Config["Planes"] == 1 && (c.Rejection.Rule == "" || c.Rejection.Soft) {
+				n++ // kept, or pruned by a soft rule (a small shape's occupancy)
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		spec string
+		prec problem.Precision
+		lay  problem.Layout
+		cfg  Config // nil: no kept planes candidate
+	}{
+		{"N=4,C=64,H=28,W=28,K=128,R=1,S=1", problem.FP16, problem.NCHW, Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3, "Planes": 1}},
+		{"N=3,C=13,H=8,W=9,K=11,R=1,S=1,bias=false", problem.BF16, problem.NCHW, Config{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4, "Planes": 1}},
+		{"N=4,C=24,H=14,W=14,K=40,R=1,S=1", problem.TF32, problem.NCHW, Config{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4, "Clusters": 2, "Planes": 1}},
+		{"N=4,C=64,H=14,W=14,K=64,R=1,S=1", problem.FP16, problem.NCHW, nil},
+		{"N=4,C=64,H=28,W=28,K=64,R=3,S=3,pad=1", problem.FP16, problem.NCHW, nil},
+		{"N=4,C=64,H=28,W=28,K=64,R=1,S=1,stride=2", problem.FP16, problem.NCHW, nil},
+		{"N=4,C=64,H=28,W=28,K=64,R=1,S=1", problem.FP16, problem.NHWC, nil},
+	} {
+		p := gradProblem(t, tc.spec, tc.prec, tc.lay, problem.OpWgrad)
+		n := servedPlanes(p)
+		if tc.cfg == nil {
+			if n != 0 {
+				t.Errorf("%s: %d planes candidates, want none", p, n)
+			}
+			continue
+		}
+		if n == 0 {
+			t.Errorf("%s: no planes candidate", p)
+		}
+		k, ptx := renderPTX(t, lib, WgradMMA{}, p, tc.cfg, "sm_90")
+		for _, want := range []string{"#define PLANES 1", "cp_async<16>(a + kk * PP + px", "x + (n * C + j) * PQ + pq"} {
+			if !strings.Contains(k.Source, want) {
+				t.Errorf("%s %v: the source lacks %q", p, tc.cfg, want)
+			}
+		}
+		wantPTX := []string{"cp.async.cg.shared.global", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
+		if p.Precision.ElementBytes() == 2 {
+			wantPTX = []string{"cp.async.cg.shared.global", "ldmatrix.sync.aligned.m8n8.x4.shared.b16"}
+		}
+		for _, want := range wantPTX {
+			if !strings.Contains(ptx, want) {
+				t.Errorf("%s %v: the PTX lacks %q", p, tc.cfg, want)
+			}
+		}
+		if strings.Contains(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans") {
+			t.Errorf("%s %v: the PTX reads transposed fragments", p, tc.cfg)
+		}
+	}
+}

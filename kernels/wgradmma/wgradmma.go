@@ -97,6 +97,24 @@ type knobs struct {
 	Stages                               int `knob:",optional"`
 	Clusters                             int `knob:",optional"`
 	Relayout                             int `knob:",optional"`
+	Planes                               int `knob:",optional"`
+}
+
+// planesRule says why Planes=1 (both operands read straight from the NCHW
+// channel planes) cannot serve p, or "": a 1×1 at stride 1 without
+// padding, in NCHW, whose planes are whole 16-byte runs of pixels.
+func planesRule(p problem.Problem) string {
+	s := p.Shape
+	vp := 16 / p.Precision.ElementBytes()
+	switch {
+	case p.Layout != problem.NCHW:
+		return "Planes=1 reads NCHW channel planes"
+	case s.R != 1 || s.S != 1 || s.StrideH != 1 || s.StrideW != 1 || s.PadH != 0 || s.PadW != 0:
+		return "Planes=1 needs a 1x1 filter at stride 1 without padding (each tap's pixels a whole plane)"
+	case (s.P()*s.Q())%vp != 0:
+		return fmt.Sprintf("Planes=1 needs P·Q=%d a multiple of %d (16-byte runs of pixels)", s.P()*s.Q(), vp)
+	}
+	return ""
 }
 
 // view is the problem a configuration's kernel computes on: p itself, or,
@@ -217,6 +235,8 @@ type pipe struct {
 	// of, else one 2-byte element; NCHW: one element); VABytes, VBBytes
 	// the same in bytes.
 	VA, VB, VABytes, VBBytes int
+	// VP is Planes=1's pixels per 16-byte copy (0 otherwise).
+	VP int
 	// Even says the threads split a tile's copies evenly: NHWC, whole
 	// copies per row (BM/VA, BN/VB) dividing the threads, whose quotient
 	// (rows per pass) divides BP; NCHW, the threads dividing BP·BM and
@@ -250,6 +270,13 @@ func newPipe(p problem.Problem, k knobs, threads int) pipe {
 	eb := p.Precision.ElementBytes()
 	var pp pipe
 	pp.Bytes = k.Stages * k.BP * (k.BM + 8 + k.BN + 8) * eb
+	if k.Planes == 1 {
+		pp.VA, pp.VABytes, pp.VB, pp.VBBytes = 1, eb, 1, eb
+		pp.VP = 16 / eb
+		pp.Bytes = k.Stages * (k.BM + k.BN) * (k.BP + pp.VP) * eb
+		pp.Even = threads > 0 && k.BP%pp.VP == 0 && k.BM*(k.BP/pp.VP)%threads == 0 && k.BN*(k.BP/pp.VP)%threads == 0
+		return pp
+	}
 	if p.Layout == problem.NCHW {
 		pp.VA, pp.VABytes, pp.VB, pp.VBBytes = 1, eb, 1, eb
 		pp.Even = threads > 0 && k.BP*k.BM%threads == 0 && k.BP*k.BN%threads == 0
@@ -357,6 +384,23 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			}
 		}
 	}
+	if planesRule(p) == "" {
+		// The planes: Stage=2 reading both operands from the NCHW planes,
+		// searched beside the rest (its own group in the exploration:
+		// autotune's variantKnobs).
+		for _, tile := range spacePipeTiles {
+			for _, ps := range spacePipeStages {
+				for _, sp := range spaceSplit {
+					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Planes: 1}
+					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				}
+				for _, cl := range spaceClusters {
+					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Clusters: cl, Planes: 1}
+					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+				}
+			}
+		}
+	}
 	if p.Layout == problem.NCHW {
 		// The relayout: Stage=2 on NHWC copies, searched beside the rest
 		// (its own group in the exploration: autotune's variantKnobs).
@@ -430,6 +474,9 @@ func check(k knobs) string {
 	if k.Relayout < 0 || k.Relayout > 1 || k.Relayout == 1 && k.Stage != 2 {
 		return "Relayout 0 or 1, and 1 only with Stage=2"
 	}
+	if k.Planes < 0 || k.Planes > 1 || k.Planes == 1 && (k.Stage != 2 || k.Relayout == 1) {
+		return "Planes 0 or 1, and 1 only with Stage=2 and without Relayout"
+	}
 	if msg := gradmma.CheckTile(k.BM, k.BN, k.WM, k.WN, k.Unroll, min(k.Stage, 1)); msg != "" {
 		return msg
 	}
@@ -484,6 +531,11 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 			return family.Hard("layout", "%s", msg)
 		}
 		p = view(p, k)
+	}
+	if k.Planes == 1 {
+		if msg := planesRule(p); msg != "" {
+			return family.Hard("layout", "%s", msg)
+		}
 	}
 	g := geom(p, k)
 	accRegs := g.Acc
@@ -555,6 +607,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 		}
 		p = view(p, k)
+	}
+	if k.Planes == 1 {
+		if msg := planesRule(p); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+		}
 	}
 	g := geom(p, k)
 	if g.TilesM > 65535 {
