@@ -131,6 +131,23 @@ func view(p problem.Problem, k knobs) problem.Problem {
 	return p
 }
 
+// inputRule is how configuration k reads p's operands, shared by reject
+// and Render: the problem its kernel computes on (view), or why k cannot
+// read p so (Relayout's and Planes' rules).
+func inputRule(p problem.Problem, k knobs) (problem.Problem, string) {
+	if k.Relayout == 1 {
+		if msg := relayoutRule(p); msg != "" {
+			return p, msg
+		}
+	}
+	if k.Planes == 1 {
+		if msg := planesRule(p); msg != "" {
+			return p, msg
+		}
+	}
+	return view(p, k), ""
+}
+
 // relayoutRule says why p cannot be relayed out, or "": NCHW, and copies
 // that 32-bit offsets index.
 func relayoutRule(p problem.Problem) string {
@@ -360,6 +377,29 @@ var (
 	spaceClusters = []int{2, 4, 8, 16}
 )
 
+// pipeSpace is Stage=2's configurations with variant v's knobs (Relayout,
+// Planes): each tile and pipeline depth, with Split 1–8 and then with full
+// clusters (Split=8) and Clusters.
+func pipeSpace(v knobs) []knobs {
+	var ks []knobs
+	for _, tile := range spacePipeTiles {
+		for _, ps := range spacePipeStages {
+			base := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: v.Relayout, Planes: v.Planes}
+			for _, sp := range spaceSplit {
+				k := base
+				k.Split = sp
+				ks = append(ks, k)
+			}
+			for _, cl := range spaceClusters {
+				k := base
+				k.Split, k.Clusters = 8, cl
+				ks = append(ks, k)
+			}
+		}
+	}
+	return ks
+}
+
 // rowStaged says whether Stage=3 (input rows staged whole) is searched:
 // few input channels (C ≤ 8), where an im2col copy per tap costs more
 // than the math.
@@ -369,52 +409,25 @@ func rowStaged(p problem.Problem) bool { return p.Shape.C <= 8 }
 // one) every configuration is listed as rejected.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
-	piped := false // a Stage=2 candidate is kept
-	for _, tile := range spacePipeTiles {
-		for _, ps := range spacePipeStages {
-			for _, sp := range spaceSplit {
-				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1]}
-				r := reject(p, k, lim)
-				piped = piped || (r.Rule == "" && vectorPipe(p, k))
-				out = append(out, family.NewCandidate(f.Name(), k, r))
-			}
-			for _, cl := range spaceClusters {
-				k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Clusters: cl}
-				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-			}
-		}
+	piped := false // a Stage=2 candidate without clusters is kept
+	for _, k := range pipeSpace(knobs{}) {
+		r := reject(p, k, lim)
+		piped = piped || (k.Clusters == 0 && r.Rule == "" && vectorPipe(p, k))
+		out = append(out, family.NewCandidate(f.Name(), k, r))
 	}
+	// The planes (Stage=2 reading both operands from the NCHW planes) and
+	// the relayout (Stage=2 on NHWC copies), searched beside the rest (each
+	// its own group in the exploration: autotune's variantKnobs).
+	var variants []knobs
 	if planesRule(p) == "" {
-		// The planes: Stage=2 reading both operands from the NCHW planes,
-		// searched beside the rest (its own group in the exploration:
-		// autotune's variantKnobs).
-		for _, tile := range spacePipeTiles {
-			for _, ps := range spacePipeStages {
-				for _, sp := range spaceSplit {
-					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Planes: 1}
-					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-				}
-				for _, cl := range spaceClusters {
-					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Clusters: cl, Planes: 1}
-					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-				}
-			}
-		}
+		variants = append(variants, knobs{Planes: 1})
 	}
 	if p.Layout == problem.NCHW {
-		// The relayout: Stage=2 on NHWC copies, searched beside the rest
-		// (its own group in the exploration: autotune's variantKnobs).
-		for _, tile := range spacePipeTiles {
-			for _, ps := range spacePipeStages {
-				for _, sp := range spaceSplit {
-					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: sp, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: 1}
-					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-				}
-				for _, cl := range spaceClusters {
-					k := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Split: 8, Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Clusters: cl, Relayout: 1}
-					out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-				}
-			}
+		variants = append(variants, knobs{Relayout: 1})
+	}
+	for _, v := range variants {
+		for _, k := range pipeSpace(v) {
+			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 		}
 	}
 	if rowStaged(p) {
@@ -526,16 +539,9 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	if msg := check(k); msg != "" {
 		return family.Hard("shape", "%s", msg)
 	}
-	if k.Relayout == 1 {
-		if msg := relayoutRule(p); msg != "" {
-			return family.Hard("layout", "%s", msg)
-		}
-		p = view(p, k)
-	}
-	if k.Planes == 1 {
-		if msg := planesRule(p); msg != "" {
-			return family.Hard("layout", "%s", msg)
-		}
+	p, msg := inputRule(p, k)
+	if msg != "" {
+		return family.Hard("layout", "%s", msg)
 	}
 	g := geom(p, k)
 	accRegs := g.Acc
@@ -602,16 +608,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	cfg = family.KnobsConfig(k)
 	orig := p
-	if k.Relayout == 1 {
-		if msg := relayoutRule(p); msg != "" {
-			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
-		}
-		p = view(p, k)
-	}
-	if k.Planes == 1 {
-		if msg := planesRule(p); msg != "" {
-			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
-		}
+	p, msg := inputRule(p, k)
+	if msg != "" {
+		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 	}
 	g := geom(p, k)
 	if g.TilesM > 65535 {
