@@ -31,4 +31,6 @@ package autotune
 //   - 7: wgradmma reads an NCHW 1x1 at stride 1 straight from the channel
 //     planes (Planes=1: 16-byte runs of pixels, channel-major tiles), a
 //     variant knob too (session 18).
-const SearchRevision = 7
+//   - 8: wgmmaigemm reads a 16-bit NCHW 1x1 data gradient's dY straight
+//     from its planes (PlaneA=1, as the forward does; session 18).
+const SearchRevision = 8

@@ -134,6 +134,27 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 	}
 }
 
+// TestWGMMAIGEMMPlaneADgrad tunes 16-bit NCHW 1×1 data gradients at
+// stride 1 through wgmmaigemm's PlaneA alone (dY read from its planes, the
+// filter MN-major, dX stored NCHW): a ResNet-50-like layer on a 56² map,
+// odd channel counts (K = 13) in bf16, a 14² map (8-byte copies). The
+// first, middle and last kept PlaneA configurations must pass the float64
+// checks.
+func TestWGMMAIGEMMPlaneADgrad(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	for _, tc := range []relayoutCase{
+		{"N=8,C=64,H=56,W=56,K=256,R=1,S=1,bias=false", problem.FP16, "", ""},
+		{"N=3,C=40,H=10,W=12,K=13,R=1,S=1,bias=false", problem.BF16, "", ""},
+		{"N=4,C=256,H=14,W=14,K=64,R=1,S=1,bias=false", problem.FP16, "", ""}, // P·Q = 196: 8-byte copies
+	} {
+		p := tc.problem(t)
+		p.Op = problem.OpDgrad
+		t.Run(p.String(), func(t *testing.T) {
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["PlaneA"] == 1 }, 13)
+		})
+	}
+}
+
 // TestWGMMAIGEMMRelayoutDgrad tunes 16-bit NCHW data gradients through
 // wgmmaigemm alone, relayed out (dY copied to NHWC, K zero-padded to a
 // multiple of 8, the filter to KRSC; dX stored NCHW): a ResNet-50-like 3×3

@@ -330,3 +330,72 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 		t.Errorf("%s: Serves = %v, want a refusal naming C", p, err)
 	}
 }
+
+// TestWGMMAIGEMMPlaneADgrad: a 16-bit NCHW 1×1 data gradient at stride 1
+// reads its A, dY, straight from the planes (PlaneA=1, no relayout) and its
+// B, the filter, MN-major as every 16-bit data gradient does: PlaneA
+// candidates are listed and kept, the first renders with both operands
+// read transposed and compiles for sm_90a (16-byte plane copies; 8-byte
+// where P·Q is a multiple of 4 only); C not a multiple of 8, a stride and
+// a 3×3 are declined with the rule named.
+func TestWGMMAIGEMMPlaneADgrad(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	for _, c := range []struct {
+		spec string
+		prec problem.Precision
+	}{
+		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1,bias=false", problem.FP16},
+		{"N=3,C=40,H=10,W=12,K=13,R=1,S=1,bias=false", problem.BF16},
+		{"N=3,C=32,H=14,W=14,K=48,R=1,S=1,bias=false", problem.FP16}, // P·Q = 196: 8-byte copies
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NCHW, Op: problem.OpDgrad}
+		var plane *Candidate
+		for _, cand := range kept(f.Space(p, lim)) {
+			if cand.Config["PlaneA"] == 1 {
+				plane = &cand
+				break
+			}
+		}
+		if plane == nil {
+			t.Fatalf("%s: no kept PlaneA candidate", p)
+		}
+		k, err := f.Render(p, plane.Config)
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, plane.ID(), err)
+		}
+		for _, want := range []string{"+ a_offset_mn(e, j", "b_offset(e, jb)", "p, 1, 1, 1, 1;", "c < K;", "#define PQ (P * Q)"} {
+			if !strings.Contains(k.Source, want) {
+				t.Errorf("%s %s: the source lacks %q", p, plane.ID(), want)
+			}
+		}
+		if strings.Contains(k.Source, "RELAYOUT") {
+			t.Errorf("%s %s: relayed out", p, plane.ID())
+		}
+		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, plane.ID(), err)
+		}
+		if half := p.Shape.P()*p.Shape.Q()%8 != 0; !strings.Contains(res.PTX, "cp.async.cg.shared.global") || half && !strings.Contains(res.PTX, "cp.async.ca.shared.global") {
+			t.Errorf("%s %s: not the plane copies (16-byte; 8-byte where P·Q %% 8 != 0)", p, plane.ID())
+		}
+	}
+	pin := Config{"BM": 128, "BN": 128, "BK": 64, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "PlaneA": 1}
+	for _, c := range []struct{ spec, want string }{
+		{"N=2,C=12,H=16,W=16,K=128,R=1,S=1,bias=false", "C divisible by 8"}, // declined before PlaneA: dX's channels, the columns
+		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1,stride=2,bias=false", "stride 1"},
+		{"N=2,C=64,H=16,W=16,K=128,R=3,S=3,pad=1,bias=false", "1x1"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}
+		for _, cand := range f.Space(p, lim) {
+			if cand.Config["PlaneA"] == 1 {
+				t.Errorf("%s: PlaneA candidate %s listed", p, cand.ID())
+			}
+		}
+		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: PlaneA pin: %v, want a refusal naming %q", p, err, c.want)
+		}
+	}
+}

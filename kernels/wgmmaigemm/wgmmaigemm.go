@@ -221,6 +221,9 @@ func relayout(p problem.Problem, c knobs) bool {
 // 32-bit offsets.
 func planeA(p problem.Problem) string {
 	s := p.Shape
+	if p.Op == problem.OpDgrad {
+		return planeADgrad(p)
+	}
 	switch {
 	case p.Op != problem.OpFprop || p.Layout != problem.NCHW || p.Precision.ElementBytes() != 2:
 		return fmt.Sprintf("PlaneA reads a 16-bit NCHW forward's planes, not %s op=%s %s", p.Precision, p.Op, p.Layout)
@@ -228,6 +231,25 @@ func planeA(p problem.Problem) string {
 		return "PlaneA reads a 1x1 filter's pixels at stride 1 without padding"
 	case (s.P()*s.Q())%4 != 0 || s.C%8 != 0:
 		return fmt.Sprintf("PlaneA needs P·Q = %d a multiple of 4 and C = %d of 8 (8- or 16-byte runs of a plane, 16-byte runs of a filter row)", s.P()*s.Q(), s.C)
+	case s.Needs64BitIndex():
+		return "PlaneA keeps 32-bit offsets"
+	}
+	return ""
+}
+
+// planeADgrad is planeA for a data gradient: a 16-bit NCHW 1x1 at stride
+// 1 without padding reads its A, dY, from dY's K channel planes (P·Q a
+// multiple of 4) and its B, the [K][C] filter, MN-major as every 16-bit
+// data gradient does (C a multiple of 8: 16-byte runs of a filter row).
+func planeADgrad(p problem.Problem) string {
+	s := p.Shape
+	switch {
+	case p.Layout != problem.NCHW || p.Precision.ElementBytes() != 2:
+		return fmt.Sprintf("PlaneA reads a 16-bit NCHW data gradient's dY planes, not %s %s", p.Precision, p.Layout)
+	case s.R != 1 || s.S != 1 || s.StrideH != 1 || s.StrideW != 1 || s.PadH != 0 || s.PadW != 0:
+		return "PlaneA reads a 1x1 filter's pixels at stride 1 without padding"
+	case (s.P()*s.Q())%4 != 0 || s.C%8 != 0:
+		return fmt.Sprintf("PlaneA needs P·Q = %d a multiple of 4 and C = %d of 8 (8- or 16-byte runs of a dY plane, 16-byte runs of a filter row)", s.P()*s.Q(), s.C)
 	case s.Needs64BitIndex():
 		return "PlaneA keeps 32-bit offsets"
 	}
@@ -1032,7 +1054,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
-		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
+		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW) || (c.PlaneA == 1 && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
