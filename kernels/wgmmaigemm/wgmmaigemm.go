@@ -58,7 +58,7 @@ var templateFS embed.FS
 //
 // The NCHW forward is relayed out in fp16 and bf16 (always but PlaneA:
 // 2-byte elements have no cp.async) and in tf32 with Relayout=1 (beside its
-// element copies), and so is the 16-bit NCHW data gradient: the input
+// element copies), and so is the 16-bit NCHW data gradient (but PlaneA): the input
 // (dY) is copied to NHWC, its channels zero-padded to 16 bytes (only the
 // pixels read where a 1×1 without padding has a stride), and the filter
 // to KRSC, into module globals, by a prologue kernel in the same module
@@ -113,6 +113,10 @@ var templateFS embed.FS
 //   - Relayout (tf32 NCHW forward, optional): 1, relayed out as above;
 //     absent (or 0), A copied element by element (C·R·S a multiple of
 //     4). Both are searched.
+//   - PlaneA (16-bit NCHW 1x1 at stride 1, forward or data gradient;
+//     optional): 1, A (the input; dY) read straight from its channel
+//     planes into the MN-major swizzle and read transposed (planeA),
+//     instead of relayed out.
 //   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data
 //     gradient above, with BN (tf32) also the folded columns rounded up
 //     to 8; required where the stride is above 1 or (tf32) the layout
@@ -213,8 +217,8 @@ func relayout(p problem.Problem, c knobs) bool {
 	return false
 }
 
-// planeA says why the 16-bit NCHW forward p cannot read its A straight
-// from the channel planes (PlaneA=1: 16 bytes of 8 adjacent pixels of one
+// planeA says why the 16-bit NCHW forward p (a data gradient: planeADgrad)
+// cannot read its A straight from the channel planes (PlaneA=1: 16 bytes of 8 adjacent pixels of one
 // channel, MN-major; 8 bytes of 4 where P·Q is a multiple of 4 only), or
 // "": a 1x1 at stride 1 without padding, P·Q a multiple of 4 and C of 8
 // (whole, aligned runs inside one image; 16-byte copies of filter rows),
@@ -678,8 +682,9 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
 	// How A is read, as (Relayout, PlaneA): tf32 in NCHW by element copies
-	// and relayed out (Relayout=1); a 16-bit NCHW forward relayed out
-	// and, a 1x1 at stride 1, straight from the planes (PlaneA=1).
+	// and relayed out (Relayout=1); a 16-bit NCHW forward or data gradient
+	// relayed out and, a 1x1 at stride 1, straight from the planes
+	// (PlaneA=1).
 	modes := [][2]int{{0, 0}}
 	switch {
 	case p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision == problem.TF32 && servesRelayout(p) == nil:
