@@ -217,43 +217,22 @@ func relayout(p problem.Problem, c knobs) bool {
 	return false
 }
 
-// planeA says why the 16-bit NCHW forward p (a data gradient: planeADgrad)
-// cannot read its A straight from the channel planes (PlaneA=1: 16 bytes of 8 adjacent pixels of one
-// channel, MN-major; 8 bytes of 4 where P·Q is a multiple of 4 only), or
-// "": a 1x1 at stride 1 without padding, P·Q a multiple of 4 and C of 8
-// (whole, aligned runs inside one image; 16-byte copies of filter rows),
-// 32-bit offsets.
+// planeA says why the 16-bit NCHW forward or data gradient p cannot read
+// its A (the input; dY) straight from the channel planes (PlaneA=1: 16
+// bytes of 8 adjacent pixels of one channel, MN-major; 8 bytes of 4 where
+// P·Q is a multiple of 4 only), or "": a 1x1 at stride 1 without padding,
+// P·Q a multiple of 4 and C of 8 (whole, aligned runs of a plane inside
+// one image; 16-byte copies of filter rows, K-major in the forward,
+// MN-major in the data gradient), 32-bit offsets.
 func planeA(p problem.Problem) string {
 	s := p.Shape
-	if p.Op == problem.OpDgrad {
-		return planeADgrad(p)
-	}
 	switch {
-	case p.Op != problem.OpFprop || p.Layout != problem.NCHW || p.Precision.ElementBytes() != 2:
-		return fmt.Sprintf("PlaneA reads a 16-bit NCHW forward's planes, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+	case p.Op != problem.OpFprop && p.Op != problem.OpDgrad || p.Layout != problem.NCHW || p.Precision.ElementBytes() != 2:
+		return fmt.Sprintf("PlaneA reads a 16-bit NCHW forward's or data gradient's planes, not %s op=%s %s", p.Precision, p.Op, p.Layout)
 	case s.R != 1 || s.S != 1 || s.StrideH != 1 || s.StrideW != 1 || s.PadH != 0 || s.PadW != 0:
 		return "PlaneA reads a 1x1 filter's pixels at stride 1 without padding"
 	case (s.P()*s.Q())%4 != 0 || s.C%8 != 0:
 		return fmt.Sprintf("PlaneA needs P·Q = %d a multiple of 4 and C = %d of 8 (8- or 16-byte runs of a plane, 16-byte runs of a filter row)", s.P()*s.Q(), s.C)
-	case s.Needs64BitIndex():
-		return "PlaneA keeps 32-bit offsets"
-	}
-	return ""
-}
-
-// planeADgrad is planeA for a data gradient: a 16-bit NCHW 1x1 at stride
-// 1 without padding reads its A, dY, from dY's K channel planes (P·Q a
-// multiple of 4) and its B, the [K][C] filter, MN-major as every 16-bit
-// data gradient does (C a multiple of 8: 16-byte runs of a filter row).
-func planeADgrad(p problem.Problem) string {
-	s := p.Shape
-	switch {
-	case p.Layout != problem.NCHW || p.Precision.ElementBytes() != 2:
-		return fmt.Sprintf("PlaneA reads a 16-bit NCHW data gradient's dY planes, not %s %s", p.Precision, p.Layout)
-	case s.R != 1 || s.S != 1 || s.StrideH != 1 || s.StrideW != 1 || s.PadH != 0 || s.PadW != 0:
-		return "PlaneA reads a 1x1 filter's pixels at stride 1 without padding"
-	case (s.P()*s.Q())%4 != 0 || s.C%8 != 0:
-		return fmt.Sprintf("PlaneA needs P·Q = %d a multiple of 4 and C = %d of 8 (8- or 16-byte runs of a dY plane, 16-byte runs of a filter row)", s.P()*s.Q(), s.C)
 	case s.Needs64BitIndex():
 		return "PlaneA keeps 32-bit offsets"
 	}
