@@ -19,21 +19,14 @@ import (
 // padding, stride and dilation in bf16 (and with a bias), and tf32.
 func TestWGradMMARelayout(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
-	cases := []struct {
-		shape string
-		prec  problem.Precision
-	}{
-		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", problem.FP16},
-		{"N=8,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16},
-		{"N=3,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.BF16},
-		{"N=4,C=24,H=19,W=23,K=40,R=3,S=5,pad_h=1,pad_w=2", problem.TF32},
-	}
-	for _, tc := range cases {
-		shape, err := problem.ParseShape(tc.shape)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, Op: problem.OpWgrad}
+	for _, tc := range []relayoutCase{
+		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1", problem.FP16, "", ""},
+		{"N=8,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16, "", ""},
+		{"N=3,C=13,H=15,W=17,K=11,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.BF16, "", ""},
+		{"N=4,C=24,H=19,W=23,K=40,R=3,S=5,pad_h=1,pad_w=2", problem.TF32, "", ""},
+	} {
+		p := tc.problem(t)
+		p.Op = problem.OpWgrad
 		t.Run(p.String(), func(t *testing.T) {
 			var relayed []kernels.Candidate
 			for _, c := range keptOf(t, p, lim, "wgradmma") {
@@ -61,19 +54,13 @@ func TestWGradMMARelayout(t *testing.T) {
 // tf32.
 func TestWGradMMAPlanes(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
-	for _, tc := range []struct {
-		shape string
-		prec  problem.Precision
-	}{
-		{"N=4,C=256,H=56,W=56,K=128,R=1,S=1,bias=false", problem.FP16},
-		{"N=3,C=13,H=8,W=9,K=11,R=1,S=1", problem.BF16},
-		{"N=4,C=24,H=14,W=14,K=40,R=1,S=1", problem.TF32},
+	for _, tc := range []relayoutCase{
+		{"N=4,C=256,H=56,W=56,K=128,R=1,S=1,bias=false", problem.FP16, "", ""},
+		{"N=3,C=13,H=8,W=9,K=11,R=1,S=1", problem.BF16, "", ""},
+		{"N=4,C=24,H=14,W=14,K=40,R=1,S=1", problem.TF32, "", ""},
 	} {
-		shape, err := problem.ParseShape(tc.shape)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NCHW, Op: problem.OpWgrad}
+		p := tc.problem(t)
+		p.Op = problem.OpWgrad
 		t.Run(p.String(), func(t *testing.T) {
 			cands, err := kernels.Enumerate(p, lim)
 			if err != nil {

@@ -252,14 +252,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 		{"N=2,C=64,H=16,W=16,K=128,R=1,S=1", problem.TF32, problem.NCHW, "16-bit NCHW"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: c.lay}
-		for _, cand := range f.Space(p, lim) {
-			if cand.Config["PlaneA"] == 1 {
-				t.Errorf("%s: PlaneA candidate %s listed", p, cand.ID())
-			}
-		}
-		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: PlaneA pin: %v, want a refusal naming %q", p, err, c.want)
-		}
+		planeARefused(t, lim, p, pin, c.want)
 	}
 }
 
@@ -389,13 +382,21 @@ func TestWGMMAIGEMMPlaneADgrad(t *testing.T) {
 		{"N=2,C=64,H=16,W=16,K=128,R=3,S=3,pad=1,bias=false", "1x1"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}
-		for _, cand := range f.Space(p, lim) {
-			if cand.Config["PlaneA"] == 1 {
-				t.Errorf("%s: PlaneA candidate %s listed", p, cand.ID())
-			}
+		planeARefused(t, lim, p, pin, c.want)
+	}
+}
+
+// planeARefused checks that wgmmaigemm lists no PlaneA candidate for p and
+// refuses the PlaneA configuration pin with an error naming want.
+func planeARefused(t *testing.T, lim Limits, p problem.Problem, pin Config, want string) {
+	t.Helper()
+	f := WGMMAIGEMM{}
+	for _, cand := range f.Space(p, lim) {
+		if cand.Config["PlaneA"] == 1 {
+			t.Errorf("%s: PlaneA candidate %s listed", p, cand.ID())
 		}
-		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: PlaneA pin: %v, want a refusal naming %q", p, err, c.want)
-		}
+	}
+	if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: PlaneA pin: %v, want a refusal naming %q", p, err, want)
 	}
 }
