@@ -33,4 +33,8 @@ package autotune
 //     variant knob too (session 18).
 //   - 8: wgmmaigemm reads a 16-bit NCHW 1x1 data gradient's dY straight
 //     from its planes (PlaneA=1, as the forward does; session 18).
-const SearchRevision = 8
+//   - 9: wgmmaigemm also computes an NHWC data gradient at stride 1 as
+//     the forward on its flipped, transposed filter (FlipFilter=1, a
+//     variant knob; any C), which a prologue or the blocks copy (session
+//     19).
+const SearchRevision = 9

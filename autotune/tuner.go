@@ -491,11 +491,12 @@ func explorationOrder(kept []int, trials []Trial, rng *rand.Rand) []int {
 }
 
 // variantKnobs are the knobs that select a different kernel design within a
-// family (wgradmma's and dgradmma's Stage, igemm's Fold): each value is its
+// family (wgradmma's and dgradmma's Stage, igemm's Fold, wgmmaigemm's
+// FlipFilter): each value is its
 // own group in the exploration's rotation, so that a small variant (the
 // 18 configurations of wgradmma's Stage=3 among its 300) is sampled as
 // often as a large one.
-var variantKnobs = []string{"Stage", "Fold", "Relayout", "Planes"}
+var variantKnobs = []string{"Stage", "Fold", "Relayout", "Planes", "FlipFilter"}
 
 // exploreGroup is t's group in the exploration's rotation: its family and
 // the values of its variant knobs.

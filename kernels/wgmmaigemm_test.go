@@ -555,7 +555,8 @@ func dgradSplitConfigs(t *testing.T, p problem.Problem) []Config {
 }
 
 // TestWGMMAIGEMMDgradServes: op=dgrad is served at stride 1 in fp16 and
-// bf16 NHWC with K and C multiples of 8, and every shape above keeps
+// bf16 NHWC with K and C multiples of 8 (C any as the forward on the
+// flipped filter, FlipFilter=1), and every shape above keeps
 // candidates on sm_90a whose launch covers dX (C channels along x, N·H·W
 // pixels along y, the SplitK blocks along z); TF32, strides, NCHW, K or C
 // not multiples of 8, a chain, another output type, Swizzle=0 and op=wgrad
@@ -585,7 +586,8 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 				if k.Grid != [3]int{family.CeilDiv(s.C, bn), family.CeilDiv(m, bm), max(1, c.Config["SplitK"])} {
 					t.Errorf("%s %s: grid %v does not cover %d pixels x %d channels in %d x %d tiles", p, c.ID(), k.Grid, m, s.C, bm, bn)
 				}
-				if !strings.HasPrefix(k.Name, "convgen_wgmmaigemm_dgrad_"+string(prec)+"_") || !strings.Contains(k.Source, "p, 1, 1, 0, 1;") {
+				flip := c.Config["FlipFilter"] == 1 // the forward on the flipped filter: B K-major (TestWGMMAIGEMMFlipFilter)
+				if !strings.HasPrefix(k.Name, "convgen_wgmmaigemm_dgrad_"+string(prec)+"_") || !flip && !strings.Contains(k.Source, "p, 1, 1, 0, 1;") {
 					t.Errorf("%s %s: kernel %s without the dgrad name or a transposed B (imm-trans-b 1)", p, c.ID(), k.Name)
 				}
 			}
@@ -624,7 +626,6 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		{dgrad(shape("N=2,C=20,H=9,W=9,K=16,R=3,S=3,stride_w=2,pad=1"), problem.BF16, problem.NHWC), "folded in NHWC with C divisible by 8"},
 		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.FP16, problem.NCHW), "C divisible by 8"}, // relayed out
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=20,R=3,S=3,pad=1"), problem.FP16, problem.NHWC), "K divisible by 8"},
-		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.BF16, problem.NHWC), "C divisible by 8"},
 		{withChain, problem.ErrEpilogueOp.Error()},
 		{withOut, problem.ErrOutPrecisionOp.Error()},
 		{problem.Problem{Shape: odd, Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpWgrad}, "not op=wgrad"},
@@ -632,6 +633,17 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		err := f.Serves(tc.p)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s (epilogue %q, out %q): err %v, want one saying %q", tc.p, tc.p.Epilogue, tc.p.OutPrecision, err, tc.want)
+		}
+	}
+	// C not a multiple of 8 at stride 1 in NHWC: only the forward on the
+	// flipped filter (FlipFilter=1) copies it; the others are refused.
+	oddC := dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.BF16, problem.NHWC)
+	if err := f.Serves(oddC); err != nil {
+		t.Errorf("%s: %v, want it served (FlipFilter=1)", oddC, err)
+	}
+	for _, c := range f.Space(oddC, lim) {
+		if c.Config["FlipFilter"] == 0 && (c.Rejection.Soft || !strings.Contains(c.Rejected, "C divisible by 8")) {
+			t.Errorf("%s %s: rejection %+v, want one saying C divisible by 8", oddC, c.ID(), c.Rejection)
 		}
 	}
 	if err := f.SupportsOutPrecision(dgrad(odd, problem.FP16, problem.NHWC)); err == nil {
@@ -679,7 +691,7 @@ func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 			var unsplit []Candidate
 			for _, c := range kept(WGMMAIGEMM{}.Space(p, lim)) {
-				if c.Config["SplitK"] == 0 {
+				if c.Config["SplitK"] == 0 && c.Config["FlipFilter"] == 0 { // FlipFilter: TestWGMMAIGEMMFlipFilter
 					unsplit = append(unsplit, c)
 				}
 			}

@@ -188,7 +188,7 @@ func (Family) Serves(p problem.Problem) error {
 		}
 		return nil
 	}
-	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 && !folds(p) {
+	if vec := 16 / p.Precision.ElementBytes(); s.C%vec != 0 && !folds(p) && flipRule(p) != "" {
 		if p.Op == problem.OpDgrad {
 			return fmt.Errorf("wgmmaigemm dgrad needs C divisible by %d (16-byte copies of a filter row's channels), not %d", vec, s.C)
 		}
@@ -264,6 +264,9 @@ const relayoutTapsMax = 64 * 66
 // relayed out, p in NHWC with C rounded up to a multiple of 16 bytes
 // (the copies' zero channels add nothing).
 func view(p problem.Problem, c knobs) problem.Problem {
+	if c.FlipFilter == 1 && p.Op == problem.OpDgrad {
+		return flipped(p)
+	}
 	if !relayout(p, c) {
 		return p
 	}
@@ -281,6 +284,53 @@ func view(p problem.Problem, c knobs) problem.Problem {
 		q.Shape.H, q.Shape.W, q.Shape.StrideH, q.Shape.StrideW = p.Shape.P(), p.Shape.Q(), 1, 1
 	}
 	return q
+}
+
+// flipped is the forward problem whose output is data gradient p's dX
+// (FlipFilter=1): dY (N x P x Q, K channels) convolved at stride 1 by the
+// filter flipped and transposed, W'[c][R−1−r][S−1−s][k] = W[k][r][s][c]
+// (C rows of K channels), padded dilation·(R−1) − pad, whose output is
+// H x W: dX pixel h meets dY row h + pad − r·dilation, which is row h −
+// pad' + (R−1−r)·dilation of the flipped filter's tap R−1−r. Its B (the
+// flipped filter's rows, K contiguous) is K-major, as TF32 wgmma needs;
+// the kernel's prologue (or its blocks) make the copy.
+func flipped(p problem.Problem) problem.Problem {
+	s := p.Shape
+	q := p
+	q.Op = problem.OpFprop
+	q.Shape = problem.Shape{N: s.N, C: s.K, H: s.P(), W: s.Q(), K: s.C, R: s.R, S: s.S,
+		StrideH: 1, StrideW: 1, PadH: s.DilationH*(s.R-1) - s.PadH, PadW: s.DilationW*(s.S-1) - s.PadW,
+		DilationH: s.DilationH, DilationW: s.DilationW, Groups: 1}
+	return q
+}
+
+// flipRule says why p cannot be computed as the forward on its flipped
+// filter (FlipFilter=1), or "": an NHWC data gradient at stride 1 whose
+// padding the filter reaches (pad ≤ dilation·(R−1) on each axis, so that
+// the forward's padding is not negative), its filter indexed in 32 bits.
+func flipRule(p problem.Problem) string {
+	s := p.Shape
+	switch {
+	case p.Op != problem.OpDgrad || p.Layout != problem.NHWC:
+		return fmt.Sprintf("FlipFilter computes an NHWC data gradient, not op=%s %s", p.Op, p.Layout)
+	case s.StrideH != 1 || s.StrideW != 1:
+		return fmt.Sprintf("FlipFilter computes a data gradient at stride 1, not %dx%d (a strided one is folded)", s.StrideH, s.StrideW)
+	case s.PadH > s.DilationH*(s.R-1) || s.PadW > s.DilationW*(s.S-1):
+		return fmt.Sprintf("FlipFilter needs the padding (%dx%d) within the filter's reach (%dx%d)", s.PadH, s.PadW, s.DilationH*(s.R-1), s.DilationW*(s.S-1))
+	case float64(s.K)*float64(s.C)*float64(s.R)*float64(s.S) > math.MaxInt32:
+		return "FlipFilter's copy of the filter keeps 32-bit offsets"
+	}
+	return ""
+}
+
+// dgradCopiesC says why configuration c cannot copy NHWC data gradient
+// p's filter rows (C contiguous) 16 bytes at a time, or nil: unfolded and
+// not flipped, it needs C a multiple of 16 bytes.
+func dgradCopiesC(p problem.Problem, c knobs) error {
+	if vec := 16 / p.Precision.ElementBytes(); p.Op == problem.OpDgrad && p.Layout == problem.NHWC && c.FlipFilter == 0 && !folds(p) && p.Shape.C%vec != 0 {
+		return fmt.Errorf("wgmmaigemm dgrad needs C divisible by %d (16-byte copies of a filter row's channels), not %d", vec, p.Shape.C)
+	}
+	return nil
 }
 
 // subsamples says whether a relayed-out p copies only every stride-th
@@ -390,6 +440,7 @@ type knobs struct {
 	StoreRows                                                      int `knob:",optional"`
 	Relayout                                                       int `knob:",optional"`
 	PlaneA                                                         int `knob:",optional"`
+	FlipFilter                                                     int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -434,6 +485,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: PlaneA must be 0 or 1", cfg)
 	case c.PlaneA == 1 && (c.Relayout == 1 || c.Swizzle != 1):
 		return c, fmt.Errorf("wgmmaigemm: config %s: PlaneA reads the NCHW input in place (no Relayout) in the 128-byte swizzle (Swizzle=1)", cfg)
+	case c.FlipFilter < 0 || c.FlipFilter > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: FlipFilter must be 0 or 1", cfg)
+	case c.FlipFilter == 1 && (c.Relayout == 1 || c.PlaneA == 1 || c.Fold == 1):
+		return c, fmt.Errorf("wgmmaigemm: config %s: FlipFilter computes an NHWC data gradient at stride 1 as a forward (no Relayout, PlaneA or Fold)", cfg)
 	case c.ARegs < 0 || c.ARegs > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
 	case c.ARegs == 1 && c.Swizzle != 1:
@@ -660,16 +715,20 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	orig := p // StoreRows' rule reads the layout stored
 	var out []family.Candidate
 	bk := 128 / p.Precision.ElementBytes()
-	// How A is read, as (Relayout, PlaneA): tf32 in NCHW by element copies
-	// and relayed out (Relayout=1); a 16-bit NCHW forward or data gradient
-	// relayed out and, a 1x1 at stride 1, straight from the planes
-	// (PlaneA=1).
-	modes := [][2]int{{0, 0}}
+	// How A and B are read, as (Relayout, PlaneA, FlipFilter): tf32 in
+	// NCHW by element copies and relayed out (Relayout=1); a 16-bit NCHW
+	// forward or data gradient relayed out and, a 1x1 at stride 1,
+	// straight from the planes (PlaneA=1); an NHWC data gradient at
+	// stride 1 as it is and as the forward on its flipped filter
+	// (FlipFilter=1).
+	modes := [][3]int{{0, 0, 0}}
 	switch {
 	case p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision == problem.TF32 && servesRelayout(p) == nil:
-		modes = append(modes, [2]int{1, 0})
+		modes = append(modes, [3]int{1, 0, 0})
 	case planeA(p) == "":
-		modes = append(modes, [2]int{0, 1})
+		modes = append(modes, [3]int{0, 1, 0})
+	case flipRule(p) == "":
+		modes = append(modes, [3]int{0, 0, 1})
 	}
 	aregs := []int{0}
 	if p.Precision == problem.TF32 {
@@ -699,7 +758,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 				for _, ar := range aregs {
 					for _, sr := range storeRows {
 						for _, md := range modes {
-							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: md[0], PlaneA: md[1]}
+							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: md[0], PlaneA: md[1], FlipFilter: md[2]}
 							out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 						}
 					}
@@ -710,7 +769,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	if p.Precision == problem.TF32 {
 		for _, t := range spaceARegsProducerTiles {
 			for _, md := range modes {
-				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold, Relayout: md[0], PlaneA: md[1]}
+				c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: 1, Stages: t[3], Swizzle: 1, Producer: 1, ARegs: 1, Fold: fold, Relayout: md[0], PlaneA: md[1], FlipFilter: md[2]}
 				out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
 			}
 		}
@@ -719,7 +778,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		for _, sk := range spaceSplitK {
 			for _, ar := range aregs {
 				for _, md := range modes {
-					c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar, Relayout: md[0], PlaneA: md[1]}
+					c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar, Relayout: md[0], PlaneA: md[1], FlipFilter: md[2]}
 					if g := geomOf(orig, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
 						continue
 					}
@@ -759,6 +818,12 @@ func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 		return "relayout", "a relayed-out kernel takes its tiles from tickets; split-K's clusters do not"
 	case c.PlaneA == 1 && planeA(orig) != "":
 		return "plane a", planeA(orig)
+	case c.FlipFilter == 1 && flipRule(orig) != "":
+		return "flip filter", flipRule(orig)
+	case dgradCopiesC(orig, c) != nil:
+		return "shape", dgradCopiesC(orig, c).Error() + " (FlipFilter=1 serves it)"
+	case c.FlipFilter == 1 && c.SplitK > 1:
+		return "flip filter", "a FlipFilter kernel takes its tiles from tickets; split-K's clusters do not"
 	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
 		return "shape", nchwCopies(orig).Error() + " (Relayout=1 serves it)"
 	}
@@ -996,6 +1061,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		name = fmt.Sprintf("convgen_wgmmaigemm_dgrad_%s_%s", p.Precision, family.KernelSuffix(cfg))
 		col, cols = "c", "C"
 	}
+	if c.FlipFilter == 1 { // the data gradient computed as a forward (its columns are K)
+		name = fmt.Sprintf("convgen_wgmmaigemm_dgrad_%s_%s", p.Precision, family.KernelSuffix(cfg))
+	}
 	if g.Folded {
 		cols = "CF"
 	}
@@ -1034,13 +1102,16 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Subsample                       bool
 		HIn, WIn, SubH, SubW            int
 		PrologueBlocks, PrologueThreads int // kernels/launch's convention
+		// FlipFilter: data gradient orig computed as the forward p on its
+		// flipped filter (flipped), copied by the prologue or the blocks.
+		FlipFilter bool
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
 		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW) || (c.PlaneA == 1 && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
-		launch.PrologueBlocks, launch.PrologueThreads}
+		launch.PrologueBlocks, launch.PrologueThreads, c.FlipFilter == 1}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}

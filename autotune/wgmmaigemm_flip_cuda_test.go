@@ -1,0 +1,43 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"testing"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGMMAIGEMMFlipFilter tunes NHWC data gradients at stride 1 through
+// wgmmaigemm's FlipFilter candidates alone (the forward of dY by the
+// flipped, transposed filter, copied by the prologue or, launched alone,
+// by the kernel's blocks): ResNet-50-like 3×3 and 1×1 layers in tf32 and
+// fp16, an odd dilated tf32 shape (C=13, K=12, 3×5, asymmetric padding:
+// partial copy tiles, the forward's padding 3×2) and an unpadded bf16 3×3.
+// Each problem's first, middle and last kept FlipFilter configurations
+// must pass the float64 checks: the worker's first run launches the
+// kernel alone (its blocks copy the filter), the re-check after the timed
+// runs follows prologue launches.
+func TestWGMMAIGEMMFlipFilter(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	for _, tc := range []struct {
+		shape string
+		prec  problem.Precision
+	}{
+		{"N=8,C=64,H=56,W=56,K=64,R=3,S=3,pad=1,bias=false", problem.TF32},
+		{"N=8,C=256,H=14,W=14,K=1024,R=1,S=1,bias=false", problem.TF32},
+		{"N=3,C=13,H=9,W=11,K=12,R=3,S=5,pad_h=1,pad_w=2,dilation_h=2,bias=false", problem.TF32},
+		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,pad=1,bias=false", problem.FP16},
+		{"N=2,C=24,H=10,W=10,K=40,R=3,S=3,bias=false", problem.BF16},
+	} {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+		t.Run(p.String(), func(t *testing.T) {
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["FlipFilter"] == 1 }, 19)
+		})
+	}
+}

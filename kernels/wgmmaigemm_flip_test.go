@@ -1,0 +1,106 @@
+package kernels
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGMMAIGEMMFlipFilter: an NHWC data gradient at stride 1 whose
+// padding the filter reaches is also searched as the forward on its
+// flipped filter (FlipFilter=1): the kernel renders with the forward's
+// sizes (C and K swapped, dY's map in, dX's out, padding dilation·(R−1) −
+// pad), copies W'[c][R−1−r][S−1−s][k] in a prologue or with its blocks,
+// and compiles for sm_90a to both entry points; other problems keep no
+// FlipFilter candidate and a pin on them is refused with the rule.
+func TestWGMMAIGEMMFlipFilter(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	for _, c := range []struct {
+		spec       string
+		prec       problem.Precision
+		fwdPadH    int
+		fwdC, fwdK int
+	}{
+		{"N=4,C=64,H=14,W=14,K=64,R=3,S=3,pad=1,bias=false", problem.TF32, 1, 64, 64},
+		{"N=2,C=1024,H=14,W=14,K=256,R=1,S=1,bias=false", problem.TF32, 0, 256, 1024},
+		{"N=3,C=13,H=9,W=11,K=12,R=3,S=5,pad_h=1,pad_w=2,dilation_h=2,bias=false", problem.TF32, 3, 12, 13},
+		{"N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1,bias=false", problem.FP16, 1, 128, 64},
+		{"N=2,C=24,H=10,W=10,K=40,R=3,S=3,bias=false", problem.BF16, 2, 40, 24},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+		var flip []Candidate
+		for _, cand := range kept(f.Space(p, lim)) {
+			if cand.Config["FlipFilter"] == 1 {
+				flip = append(flip, cand)
+			}
+		}
+		if len(flip) == 0 {
+			t.Fatalf("%s: no kept FlipFilter candidate", p)
+		}
+		k, err := f.Render(p, flip[len(flip)/2].Config)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		s := p.Shape
+		for _, want := range []string{
+			"filter = RELAYOUT_W;",
+			"relayout(in, filter, stages, ticket /",
+			"#define PAD_H " + strconv.Itoa(c.fwdPadH) + "\n",
+			"#define C " + strconv.Itoa(c.fwdC) + "\n",
+			"#define K " + strconv.Itoa(c.fwdK) + "\n",
+			"#define H " + strconv.Itoa(s.P()) + "\n",
+			"#define P " + strconv.Itoa(s.H) + "\n",
+			"#define STRIDE_H 1\n",
+			"R * S - 1 - rs", // the flipped tap
+			"convgen_wgmmaigemm_dgrad_",
+		} {
+			if !strings.Contains(k.Source, want) {
+				t.Errorf("%s: the source lacks %q", p, want)
+			}
+		}
+		if strings.Contains(k.Source, "in = RELAYOUT_X") {
+			t.Errorf("%s: dY copied (only the filter is)", p)
+		}
+		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		entries := regexp.MustCompile(`\.entry\s+(\w+)`).FindAllStringSubmatch(res.PTX, -1)
+		if len(entries) != 2 || !strings.Contains(res.PTX, k.Name+"_prologue") || !strings.Contains(res.PTX, k.Name+"_count") {
+			t.Errorf("%s: entry points %v, want %s and its prologue, with the tickets", p, entries, k.Name)
+		}
+	}
+
+	// Refused: a FlipFilter pin on a strided, NCHW or over-padded data
+	// gradient, or on a forward.
+	pin := Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "FlipFilter": 1}
+	for _, c := range []struct {
+		spec   string
+		layout problem.Layout
+		op     problem.Op
+		want   string
+	}{
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,stride=2,pad=1", problem.NHWC, problem.OpDgrad, "stride 1"},
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1", problem.NCHW, problem.OpDgrad, "NHWC data gradient"},
+		{"N=2,C=64,H=14,W=14,K=64,R=1,S=1,pad=1", problem.NHWC, problem.OpDgrad, "reach"},
+		{"N=2,C=64,H=14,W=14,K=64,R=3,S=3,pad=1", problem.NHWC, problem.OpFprop, "NHWC data gradient"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.TF32, Layout: c.layout, Op: c.op}
+		for _, cand := range f.Space(p, lim) {
+			if cand.Config["FlipFilter"] == 1 {
+				t.Errorf("%s: FlipFilter candidate %s listed", p, cand.ID())
+			}
+		}
+		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Render(FlipFilter=1) = %v, want an error naming %q", p, err, c.want)
+		}
+	}
+}
