@@ -16,7 +16,8 @@ import (
 // flipped filter (FlipFilter=1): the kernel renders with the forward's
 // sizes (C and K swapped, dY's map in, dX's out, padding dilation·(R−1) −
 // pad), copies W'[c][R−1−r][S−1−s][k] in a prologue or with its blocks,
-// and compiles for sm_90a to both entry points; other problems keep no
+// (rounded to TF32 in tf32, so that the main loop rounds only A) and
+// compiles for sm_90a to both entry points; other problems keep no
 // FlipFilter candidate and a pin on them is refused with the rule.
 func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 	lib := nvrtctest.Open(t)
@@ -65,6 +66,9 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 			if !strings.Contains(k.Source, want) {
 				t.Errorf("%s: the source lacks %q", p, want)
 			}
+		}
+		if tf32 := p.Precision == problem.TF32; strings.Contains(k.Source, "= tf32(buf[") != tf32 || strings.Contains(k.Source, "B is W', rounded by its copy") != tf32 {
+			t.Errorf("%s: W' rounded by its copy and B's rounding pass skipped: want %v", p, tf32)
 		}
 		if strings.Contains(k.Source, "in = RELAYOUT_X") {
 			t.Errorf("%s: dY copied (only the filter is)", p)

@@ -121,6 +121,13 @@ var templateFS embed.FS
 //     gradient above, with BN (tf32) also the folded columns rounded up
 //     to 8; required where the stride is above 1 or (tf32) the layout
 //     NCHW, refused elsewhere.
+//   - FlipFilter (NHWC dgrad at stride 1; optional): 1, the data gradient
+//     computed as the forward of dY by the filter flipped and transposed,
+//     W'[c][R−1−r][S−1−s][k] (flipped), padded dilation·(R−1) − pad, which
+//     a prologue kernel (or, launched alone, the kernel's blocks, as the
+//     relayout's do) copies into a module global, rounded to TF32 in
+//     tf32: B is then K-major and needs no rounding in the main loop, and
+//     C may be any count. A variant of the exploration (its own group).
 type Family struct{}
 
 // Name implements family.Family.
