@@ -35,6 +35,7 @@ package autotune
 //     from its planes (PlaneA=1, as the forward does; session 18).
 //   - 9: wgmmaigemm also computes an NHWC data gradient at stride 1 as
 //     the forward on its flipped, transposed filter (FlipFilter=1, a
-//     variant knob; any C), which a prologue or the blocks copy (session
-//     19).
+//     variant knob; any C), which a prologue or the blocks copy; a
+//     folded NHWC one also tiled by phase (PhaseTiles=1: a tile runs
+//     only its phase's offsets; session 19).
 const SearchRevision = 9

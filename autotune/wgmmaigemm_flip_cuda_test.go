@@ -41,3 +41,32 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		})
 	}
 }
+
+// TestWGMMAIGEMMPhaseTiles tunes folded NHWC data gradients through
+// wgmmaigemm's PhaseTiles candidates alone (each tile one stride phase's
+// columns, running only the k-tiles of the offsets that phase meets):
+// ResNet-50's 3×3 at stride 2 in fp16 and tf32, C = K = 64 (BN = 64 only)
+// in bf16, and asymmetric strides 2×3 with a 3×5 filter (six phases of
+// 1 to 4 offsets) in fp16. Each problem's first, middle and last kept
+// PhaseTiles configurations must pass the float64 checks.
+func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	for _, tc := range []struct {
+		shape string
+		prec  problem.Precision
+	}{
+		{"N=8,C=128,H=56,W=56,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16},
+		{"N=8,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32},
+		{"N=4,C=64,H=29,W=29,K=64,R=3,S=3,stride=2,pad=1,bias=false", problem.BF16},
+		{"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.FP16},
+	} {
+		shape, err := problem.ParseShape(tc.shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+		t.Run(p.String(), func(t *testing.T) {
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["PhaseTiles"] == 1 }, 23)
+		})
+	}
+}

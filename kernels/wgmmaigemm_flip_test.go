@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -106,5 +107,77 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Render(FlipFilter=1) = %v, want an error naming %q", p, err, c.want)
 		}
+	}
+}
+
+// TestWGMMAIGEMMPhaseTiles: a folded NHWC data gradient whose C is a
+// multiple of BN and K of BK is also searched tiled by phase
+// (PhaseTiles=1): each tile's columns are one stride phase's and it runs
+// only the k-tiles of the offsets that phase meets (a 3×3 at stride 2:
+// 1, 2, 2 and 4 of the union's 4), which the cost model counts; the twins
+// render the per-phase tables and compile for sm_90a; other problems and
+// configurations are refused with the rule.
+func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := DefaultLimits(90)
+	lim.SM90a, lim.SMs = true, 132
+	for _, c := range []struct {
+		spec         string
+		prec         problem.Precision
+		count, table string
+	}{
+		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}"},
+		{"N=4,C=256,H=14,W=14,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}"},
+		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+		var twins []Candidate
+		for _, cand := range kept(f.Space(p, lim)) {
+			if cand.Config["PhaseTiles"] == 1 {
+				twins = append(twins, cand)
+				plain := Candidate{Family: cand.Family, Config: maps.Clone(cand.Config)}
+				delete(plain.Config, "PhaseTiles")
+				tc, _ := PredictedCost(p, cand, lim)
+				pc, _ := PredictedCost(p, plain, lim)
+				if !(tc < pc) {
+					t.Errorf("%s %s: predicted %g, not below its unsplit twin's %g", p, cand.ID(), tc, pc)
+				}
+			}
+		}
+		if len(twins) == 0 {
+			t.Fatalf("%s: no kept PhaseTiles candidate", p)
+		}
+		k, err := f.Render(p, twins[len(twins)/2].Config)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, want := range []string{"PT_COUNT[PT_PHASES] = {" + c.count + "}", "PT_OFF[PT_PHASES][NDP * NDQ] = {" + c.table + "}", "pt_kt(ph, kt)", "kt < kt_count"} {
+			if !strings.Contains(k.Source, want) {
+				t.Errorf("%s: the source lacks %q", p, want)
+			}
+		}
+		if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	pin := Config{"BM": 128, "BN": 128, "BK": 64, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Fold": 1, "PhaseTiles": 1}
+	for _, c := range []struct {
+		spec string
+		want string
+	}{
+		{"N=2,C=96,H=14,W=14,K=64,R=3,S=3,stride=2,pad=1", "C = 96 of BN = 128"},
+		{"N=2,C=128,H=14,W=14,K=96,R=3,S=3,stride=2,pad=1", "K = 96 a multiple of BK = 64"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
+		if _, err := f.Render(p, pin); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Render(PhaseTiles=1) = %v, want an error naming %q", p, err, c.want)
+		}
+	}
+	noFold := maps.Clone(pin)
+	delete(noFold, "Fold")
+	p := problem.Problem{Shape: parseShapes(t, []string{"N=2,C=128,H=14,W=14,K=128,R=3,S=3,pad=1"})[0], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
+	if _, err := f.Render(p, noFold); err == nil || !strings.Contains(err.Error(), "Fold=1") {
+		t.Errorf("%s: Render(PhaseTiles=1 unfolded) = %v, want a refusal naming Fold=1", p, err)
 	}
 }

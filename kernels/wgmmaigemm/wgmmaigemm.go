@@ -8,6 +8,8 @@ import (
 	"embed"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
@@ -128,6 +130,12 @@ var templateFS embed.FS
 //     relayout's do) copies into a module global, rounded to TF32 in
 //     tf32: B is then K-major and needs no rounding in the main loop, and
 //     C may be any count. A variant of the exploration (its own group).
+//   - PhaseTiles (folded NHWC dgrad, C a multiple of BN, K of BK;
+//     optional): 1, each tile's columns are one stride phase's, and it
+//     runs only the k-tiles of the offsets that phase meets (a 3×3 at
+//     stride 2: 1, 2, 2 and 4 of the union's 4; the fold computes them
+//     all, multiplying zeros), its count and offsets from constant tables.
+//     A twin of every folded Producer=0 candidate it applies to.
 type Family struct{}
 
 // Name implements family.Family.
@@ -448,6 +456,7 @@ type knobs struct {
 	Relayout                                                       int `knob:",optional"`
 	PlaneA                                                         int `knob:",optional"`
 	FlipFilter                                                     int `knob:",optional"`
+	PhaseTiles                                                     int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -492,6 +501,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: PlaneA must be 0 or 1", cfg)
 	case c.PlaneA == 1 && (c.Relayout == 1 || c.Swizzle != 1):
 		return c, fmt.Errorf("wgmmaigemm: config %s: PlaneA reads the NCHW input in place (no Relayout) in the 128-byte swizzle (Swizzle=1)", cfg)
+	case c.PhaseTiles < 0 || c.PhaseTiles > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: PhaseTiles must be 0 or 1", cfg)
+	case c.PhaseTiles == 1 && (c.Fold != 1 || c.Producer != 0):
+		return c, fmt.Errorf("wgmmaigemm: config %s: PhaseTiles splits a folded data gradient's columns by phase (Fold=1, Producer=0)", cfg)
 	case c.FlipFilter < 0 || c.FlipFilter > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: FlipFilter must be 0 or 1", cfg)
 	case c.FlipFilter == 1 && (c.Relayout == 1 || c.PlaneA == 1 || c.Fold == 1):
@@ -543,6 +556,11 @@ type geometry struct {
 	// stages and mbarriers): the filter offset of every (offset, column)
 	// pair of the tile, NDP·NDQ·BN ints.
 	TableBytes int
+	// PhaseOffs (PhaseTiles): for each column phase (Active's order, or
+	// (a, b) with b fastest), the offsets t = (dp − DPMin)·NDQ + (dq −
+	// DQMin) at which it meets a tap, ascending: a tile of one phase's
+	// columns runs only their k-tiles.
+	PhaseOffs [][]int
 	// RunA: folded NCHW with NDQ a multiple of 4, so that the 4 entries of
 	// a 16-byte chunk are 4 adjacent dY columns of one row: a thread copies
 	// a chunk's 4 elements (NHWC's A layout) instead of one element of 4
@@ -571,6 +589,9 @@ func geom(p problem.Problem, c knobs) geometry {
 		}
 		g.M, g.KRed, cols = s.N*g.HP*g.WP, g.NDP*g.NDQ*s.K, g.CF
 		g.RunA = p.Layout == problem.NCHW && g.NDQ%4 == 0
+		if c.PhaseTiles == 1 {
+			g.PhaseOffs = phaseOffsets(s, g)
+		}
 	}
 	g.KTiles = family.CeilDiv(g.KRed, c.BK)
 	g.TilesM, g.TilesN = family.CeilDiv(g.M, c.BM), family.CeilDiv(cols, c.BN)
@@ -675,6 +696,74 @@ func phases(s problem.Shape) (active, idle [][2]int) {
 	return active, idle
 }
 
+// phaseOffsets is geometry.PhaseOffs for s folded as g says.
+func phaseOffsets(s problem.Shape, g geometry) [][]int {
+	rows, cols := dgradphase.Rows(s), dgradphase.Cols(s)
+	colPhases := g.Active
+	if len(colPhases) == 0 {
+		for a := range s.StrideH {
+			for b := range s.StrideW {
+				colPhases = append(colPhases, [2]int{a, b})
+			}
+		}
+	}
+	out := make([][]int, len(colPhases))
+	for i, ab := range colPhases {
+		for dp := range g.NDP {
+			for dq := range g.NDQ {
+				if slices.Contains(rows.Off[ab[0]], g.DPMin+dp) && slices.Contains(cols.Off[ab[1]], g.DQMin+dq) {
+					out[i] = append(out[i], dp*g.NDQ+dq)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// phaseTable is the C initialiser of PhaseOffs: with width 0 the counts
+// ("1, 2, 2, 4"), else the rows zero-padded to width ("{4, 0}, {3, 5}").
+func phaseTable(offs [][]int, width int) string {
+	var b strings.Builder
+	for i, row := range offs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if width == 0 {
+			fmt.Fprint(&b, len(row))
+			continue
+		}
+		b.WriteString("{")
+		for j := range width {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			v := 0
+			if j < len(row) {
+				v = row[j]
+			}
+			fmt.Fprint(&b, v)
+		}
+		b.WriteString("}")
+	}
+	return b.String()
+}
+
+// phaseTilesRule says why configuration c cannot tile folded data
+// gradient p's columns by phase (PhaseTiles=1), or "": NHWC (the
+// reduction's entries (dp, dq, k), k fastest), K a multiple of BK (a
+// k-tile lies in one offset) and C of BN (a column tile in one phase).
+func phaseTilesRule(p problem.Problem, c knobs) string {
+	switch {
+	case c.PhaseTiles != 1:
+		return ""
+	case !folds(p) || p.Layout != problem.NHWC:
+		return fmt.Sprintf("PhaseTiles tiles a folded NHWC data gradient's columns by phase, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+	case p.Shape.K%c.BK != 0 || p.Shape.C%c.BN != 0:
+		return fmt.Sprintf("PhaseTiles needs K = %d a multiple of BK = %d (a k-tile in one offset) and C = %d of BN = %d (a tile in one phase)", p.Shape.K, c.BK, p.Shape.C, c.BN)
+	}
+	return ""
+}
+
 // loaders is the threads that copy: all, or the producer warpgroup.
 func (g geometry) loaders(c knobs) int {
 	if c.Producer == 1 {
@@ -767,6 +856,12 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 						for _, md := range modes {
 							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: md[0], PlaneA: md[1], FlipFilter: md[2]}
 							out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
+							if pt := c; fold == 1 {
+								// Folded: also tiled by phase, where it applies.
+								if pt.PhaseTiles = 1; phaseTilesRule(orig, pt) == "" {
+									out = append(out, family.NewCandidate(f.Name(), pt, f.reject(orig, pt, lim)))
+								}
+							}
 						}
 					}
 				}
@@ -827,6 +922,8 @@ func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 		return "plane a", planeA(orig)
 	case c.FlipFilter == 1 && flipRule(orig) != "":
 		return "flip filter", flipRule(orig)
+	case phaseTilesRule(orig, c) != "":
+		return "phase tiles", phaseTilesRule(orig, c)
 	case dgradCopiesC(orig, c) != nil:
 		return "shape", dgradCopiesC(orig, c).Error() + " (FlipFilter=1 serves it)"
 	case c.FlipFilter == 1 && c.SplitK > 1:
@@ -985,6 +1082,14 @@ func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 	if c.StoreRows == 1 {
 		throughput *= 1.1 // 16-byte stores: 5–32% faster on ResNet-50 N=32's fp16 layers (H100)
 	}
+	if len(g.PhaseOffs) > 0 {
+		// PhaseTiles: a tile runs only its phase's offsets.
+		met := 0
+		for _, offs := range g.PhaseOffs {
+			met += len(offs)
+		}
+		work *= float64(met) / float64(len(g.PhaseOffs)*g.NDP*g.NDQ)
+	}
 	if relaid {
 		throughput /= 1.5 // the relayout: after the element copies or PlaneA (the refinement tries the best's relayed-out twin)
 	}
@@ -1112,13 +1217,19 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// FlipFilter: data gradient orig computed as the forward p on its
 		// flipped filter (flipped), copied by the prologue or the blocks.
 		FlipFilter bool
+		// PhaseTiles: a folded tile of one phase's columns runs the k-tiles
+		// of the offsets that phase meets (PTCount and PTOff: geometry's
+		// PhaseOffs as C initialisers, PTOff's rows padded to NDP·NDQ).
+		PhaseTiles     bool
+		PTCount, PTOff string
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
 		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW) || (c.PlaneA == 1 && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
-		launch.PrologueBlocks, launch.PrologueThreads, c.FlipFilter == 1}
+		launch.PrologueBlocks, launch.PrologueThreads, c.FlipFilter == 1,
+		c.PhaseTiles == 1, phaseTable(g.PhaseOffs, 0), phaseTable(g.PhaseOffs, g.NDP*g.NDQ)}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
