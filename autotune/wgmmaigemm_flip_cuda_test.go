@@ -47,8 +47,10 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 // columns, running only the k-tiles of the offsets that phase meets):
 // ResNet-50's 3×3 at stride 2 in fp16 and tf32, C = K = 64 (BN = 64 only)
 // in bf16, and asymmetric strides 2×3 with a 3×5 filter (six phases of
-// 1 to 4 offsets) in fp16. Each problem's first, middle and last kept
-// PhaseTiles configurations must pass the float64 checks.
+// 1 to 4 offsets) in fp16, a 1×1 at stride 2 on an odd map (three idle
+// phases, whose zeros the first phase's tiles store). Each problem's
+// first, middle and last kept PhaseTiles configurations and its first
+// StoreRows twin (16-bit) must pass the float64 checks.
 func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	for _, tc := range []struct {
@@ -59,6 +61,7 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		{"N=8,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32},
 		{"N=4,C=64,H=29,W=29,K=64,R=3,S=3,stride=2,pad=1,bias=false", problem.BF16},
 		{"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.FP16},
+		{"N=4,C=256,H=27,W=29,K=512,R=1,S=1,stride=2,bias=false", problem.FP16}, // three idle phases, odd map
 	} {
 		shape, err := problem.ParseShape(tc.shape)
 		if err != nil {

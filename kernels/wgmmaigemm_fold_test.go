@@ -212,7 +212,8 @@ var wgmmaFoldHalfShapes = []string{
 // ones (all under the full sweep) compiles for sm_90a with the transposed-B
 // wgmma of its BN, 16-byte copies and no TF32 rounding; the pairs of
 // channels are stored together (the source's pack2); phases that meet no
-// tap leave the columns (CF = active phases × C) and get zero stores.
+// tap leave the columns (CF = active phases × C) and get zero stores
+// (StoreRows twins of PhaseTiles candidates store 16-byte runs instead).
 // Stride 1 does not fold, and BN=48 is refused.
 func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 	lib := nvrtctest.Open(t)
@@ -248,7 +249,8 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", p, c.ID(), err)
 				}
-				if !strings.Contains(k.Source, "folded") || !strings.Contains(k.Source, "pack2(acc[mt][4 * i + 2 * hh], acc[mt][4 * i + 2 * hh + 1])") {
+				pairs := strings.Contains(k.Source, "pack2(acc[mt][4 * i + 2 * hh], acc[mt][4 * i + 2 * hh + 1])")
+				if !strings.Contains(k.Source, "folded") || pairs != (c.Config["StoreRows"] == 0) { // StoreRows (PhaseTiles): 16-byte runs
 					t.Errorf("%s %s: not a folded kernel storing channel pairs", p, c.ID())
 				}
 				// Phases that meet no tap (the 1x1 at stride 2: three of

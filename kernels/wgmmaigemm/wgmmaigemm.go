@@ -493,8 +493,8 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK needs Producer=0", cfg)
 	case c.StoreRows < 0 || c.StoreRows > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows must be 0 or 1", cfg)
-	case c.StoreRows == 1 && (c.SplitK > 1 || c.Fold == 1 || c.Producer != 0):
-		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows stores an unsplit, unfolded tile with Producer=0", cfg)
+	case c.StoreRows == 1 && (c.SplitK > 1 || c.Fold == 1 && c.PhaseTiles == 0 || c.Producer != 0):
+		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows stores an unsplit, unfolded tile (or a PhaseTiles one) with Producer=0", cfg)
 	case c.Relayout < 0 || c.Relayout > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Relayout must be 0 or 1", cfg)
 	case c.PlaneA < 0 || c.PlaneA > 1:
@@ -860,6 +860,12 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 								// Folded: also tiled by phase, where it applies.
 								if pt.PhaseTiles = 1; phaseTilesRule(orig, pt) == "" {
 									out = append(out, family.NewCandidate(f.Name(), pt, f.reject(orig, pt, lim)))
+									// 16-bit: its channel runs stored through shared memory too.
+									if sr := pt; p.Precision.ElementBytes() == 2 {
+										if sr.StoreRows = 1; storeRowsRule(orig, sr, geomOf(orig, sr)) == "" {
+											out = append(out, family.NewCandidate(f.Name(), sr, f.reject(orig, sr, lim)))
+										}
+									}
 								}
 							}
 						}
