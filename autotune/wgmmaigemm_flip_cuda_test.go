@@ -73,3 +73,30 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		})
 	}
 }
+
+// TestWGMMAIGEMMPhaseFilter tunes folded tf32 NHWC data gradients through
+// wgmmaigemm's PhaseFilter candidates alone (tiled by phase, B in 16-byte
+// copies of each phase's filter, gathered and rounded by the prologue or,
+// launched alone, by the kernel's blocks): ResNet-50's 3×3 at stride 2,
+// asymmetric strides 2×3 with a 3×5 filter (six phases), a dilated 5×5 at
+// stride 2, and a 1×1 at stride 2 on an odd map (three idle phases). Each
+// problem's first, middle and last kept PhaseFilter configurations must
+// pass the float64 checks.
+func TestWGMMAIGEMMPhaseFilter(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	for _, shape := range []string{
+		"N=8,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1,bias=false",
+		"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false",
+		"N=2,C=64,H=19,W=21,K=32,R=5,S=5,stride=2,pad=3,dilation=2,bias=false",
+		"N=4,C=256,H=27,W=29,K=512,R=1,S=1,stride=2,bias=false",
+	} {
+		s, err := problem.ParseShape(shape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC, Op: problem.OpDgrad}
+		t.Run(p.String(), func(t *testing.T) {
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["PhaseFilter"] == 1 }, 29)
+		})
+	}
+}

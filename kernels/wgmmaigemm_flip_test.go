@@ -115,7 +115,9 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 // (PhaseTiles=1): each tile's columns are one stride phase's and it runs
 // only the k-tiles of the offsets that phase meets (a 3×3 at stride 2:
 // 1, 2, 2 and 4 of the union's 4), which the cost model counts; the twins
-// render the per-phase tables and compile for sm_90a, in 16-bit types with
+// render the per-phase tables and compile for sm_90a, in tf32 with
+// PhaseFilter twins (B from the phases' filters, gathered by a prologue),
+// in 16-bit types with
 // StoreRows twins (16-byte stores of a phase's channel runs, the idle
 // phases' zeros too); other problems and
 // configurations are refused with the rule.
@@ -131,14 +133,17 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	}{
 		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}"},
 		{"N=4,C=256,H=14,W=14,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}"},
+		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.TF32, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}"},
 		{"N=4,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16, "1", "{0}"}, // three idle phases
 		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
-		var twins, stored []Candidate
+		var twins, stored, gathered []Candidate
 		for _, cand := range kept(f.Space(p, lim)) {
 			if cand.Config["PhaseTiles"] == 1 && cand.Config["StoreRows"] == 1 {
 				stored = append(stored, cand)
+			} else if cand.Config["PhaseFilter"] == 1 {
+				gathered = append(gathered, cand)
 			} else if cand.Config["PhaseTiles"] == 1 {
 				twins = append(twins, cand)
 				plain := Candidate{Family: cand.Family, Config: maps.Clone(cand.Config)}
@@ -164,6 +169,25 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		}
 		if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
 			t.Fatalf("%s: %v", p, err)
+		}
+		// tf32: PhaseFilter twins, B in 16-byte copies of the phases'
+		// gathered filters (W'_ph[c][j][k], rounded by the copy).
+		if len(gathered) == 0 != (p.Precision != problem.TF32) {
+			t.Fatalf("%s: %d PhaseFilter twins (want some in tf32 only)", p, len(gathered))
+		}
+		if len(gathered) > 0 {
+			k, err := f.Render(p, gathered[len(gathered)/2].Config)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			if err != nil {
+				t.Fatalf("%s PhaseFilter: %v", p, err)
+			}
+			if !strings.Contains(k.Source, "PT_BASE[ph] + (cc * PT_COUNT[ph] + pos) * K + k") || !strings.Contains(res.PTX, k.Name+"_prologue") ||
+				strings.Contains(res.PTX, "cp.async.ca.shared.global") {
+				t.Errorf("%s PhaseFilter: want B's 16-byte copies of the gathered filter (no element copies) and a prologue", p)
+			}
 		}
 		// 16-bit: StoreRows twins, 16-byte stores of the phase's channel runs.
 		if len(stored) == 0 != (p.Precision == problem.TF32) {

@@ -134,8 +134,15 @@ var templateFS embed.FS
 //     optional): 1, each tile's columns are one stride phase's, and it
 //     runs only the k-tiles of the offsets that phase meets (a 3×3 at
 //     stride 2: 1, 2, 2 and 4 of the union's 4; the fold computes them
-//     all, multiplying zeros), its count and offsets from constant tables.
-//     A twin of every folded Producer=0 candidate it applies to.
+//     all, multiplying zeros), its count and offsets from constant tables;
+//     in 16-bit types also storing through shared memory (StoreRows: 16-byte
+//     runs of the phase's channels at its dX pixels). A twin of every
+//     folded Producer=0 candidate it applies to.
+//   - PhaseFilter (tf32 with PhaseTiles; optional): 1, B read from each
+//     phase's filter, W'_ph[c][j][k] (its j-th offset's tap), which a
+//     prologue (or the blocks) gathers and rounds to TF32 into a module
+//     global: 16-byte copies, K-major, no rounding in the main loop,
+//     instead of element copies.
 type Family struct{}
 
 // Name implements family.Family.
@@ -457,6 +464,7 @@ type knobs struct {
 	PlaneA                                                         int `knob:",optional"`
 	FlipFilter                                                     int `knob:",optional"`
 	PhaseTiles                                                     int `knob:",optional"`
+	PhaseFilter                                                    int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -505,6 +513,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: PhaseTiles must be 0 or 1", cfg)
 	case c.PhaseTiles == 1 && (c.Fold != 1 || c.Producer != 0):
 		return c, fmt.Errorf("wgmmaigemm: config %s: PhaseTiles splits a folded data gradient's columns by phase (Fold=1, Producer=0)", cfg)
+	case c.PhaseFilter < 0 || c.PhaseFilter > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: PhaseFilter must be 0 or 1", cfg)
+	case c.PhaseFilter == 1 && c.PhaseTiles != 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: PhaseFilter gathers the filter of a phase's tile (PhaseTiles=1)", cfg)
 	case c.FlipFilter < 0 || c.FlipFilter > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: FlipFilter must be 0 or 1", cfg)
 	case c.FlipFilter == 1 && (c.Relayout == 1 || c.PlaneA == 1 || c.Fold == 1):
@@ -748,6 +760,33 @@ func phaseTable(offs [][]int, width int) string {
 	return b.String()
 }
 
+// phaseFilterTables are PhaseFilter's C initialisers for the phases' offsets
+// in g: the (phase, position) pairs, each phase's filter's base offset
+// (C·K per offset before it) and each offset's position in its phase's
+// list (or -1).
+func phaseFilterTables(s problem.Shape, g geometry) (t struct {
+	entries       int
+	pos, base, pj string
+}) {
+	var pos, base, pj []string
+	at := 0
+	for ph, offs := range g.PhaseOffs {
+		base = append(base, fmt.Sprint(at*s.C*s.K))
+		at += len(offs)
+		row := make([]string, g.NDP*g.NDQ)
+		for i := range row {
+			row[i] = "-1"
+		}
+		for j, o := range offs {
+			row[o] = fmt.Sprint(j)
+			pj = append(pj, fmt.Sprintf("{%d, %d}", ph, j))
+		}
+		pos = append(pos, "{"+strings.Join(row, ", ")+"}")
+	}
+	t.entries, t.pos, t.base, t.pj = at, strings.Join(pos, ", "), strings.Join(base, ", "), strings.Join(pj, ", ")
+	return t
+}
+
 // phaseTilesRule says why configuration c cannot tile folded data
 // gradient p's columns by phase (PhaseTiles=1), or "": NHWC (the
 // reduction's entries (dp, dq, k), k fastest), K a multiple of BK (a
@@ -860,7 +899,12 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 								// Folded: also tiled by phase, where it applies.
 								if pt.PhaseTiles = 1; phaseTilesRule(orig, pt) == "" {
 									out = append(out, family.NewCandidate(f.Name(), pt, f.reject(orig, pt, lim)))
-									// 16-bit: its channel runs stored through shared memory too.
+									// tf32: its filter gathered per phase too (PhaseFilter);
+									// 16-bit: its channel runs stored through shared memory.
+									if pf := pt; p.Precision == problem.TF32 {
+										pf.PhaseFilter = 1
+										out = append(out, family.NewCandidate(f.Name(), pf, f.reject(orig, pf, lim)))
+									}
 									if sr := pt; p.Precision.ElementBytes() == 2 {
 										if sr.StoreRows = 1; storeRowsRule(orig, sr, geomOf(orig, sr)) == "" {
 											out = append(out, family.NewCandidate(f.Name(), sr, f.reject(orig, sr, lim)))
@@ -930,6 +974,8 @@ func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 		return "flip filter", flipRule(orig)
 	case phaseTilesRule(orig, c) != "":
 		return "phase tiles", phaseTilesRule(orig, c)
+	case c.PhaseFilter == 1 && orig.Precision != problem.TF32:
+		return "phase filter", fmt.Sprintf("PhaseFilter copies tf32's B K-major (16-bit types read it MN-major), not %s", orig.Precision)
 	case dgradCopiesC(orig, c) != nil:
 		return "shape", dgradCopiesC(orig, c).Error() + " (FlipFilter=1 serves it)"
 	case c.FlipFilter == 1 && c.SplitK > 1:
@@ -1096,6 +1142,9 @@ func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 		}
 		work *= float64(met) / float64(len(g.PhaseOffs)*g.NDP*g.NDQ)
 	}
+	if c.PhaseFilter == 1 {
+		throughput *= 1.2 // tf32's B in 16-byte copies of the gathered filter, not element copies
+	}
 	if relaid {
 		throughput /= 1.5 // the relayout: after the element copies or PlaneA (the refinement tries the best's relayed-out twin)
 	}
@@ -1185,6 +1234,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Folded {
 		cols = "CF"
 	}
+	pf := phaseFilterTables(p.Shape, g)
 	data := struct {
 		family.ShapeData
 		geometry
@@ -1228,14 +1278,21 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// PhaseOffs as C initialisers, PTOff's rows padded to NDP·NDQ).
 		PhaseTiles     bool
 		PTCount, PTOff string
+		// PhaseFilter: the filter gathered per phase (PTEntries (phase,
+		// offset) pairs PTPJ, W'_ph at PTBase, offset t at position PTPos
+		// of its phase's list; C initialisers).
+		PhaseFilter         bool
+		PTEntries           int
+		PTPos, PTBase, PTPJ string
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
-		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
+		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4 && c.PhaseFilter == 0, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
 		fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3), acc + 4, acc + 5,
 		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW) || (c.PlaneA == 1 && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads, c.FlipFilter == 1,
-		c.PhaseTiles == 1, phaseTable(g.PhaseOffs, 0), phaseTable(g.PhaseOffs, g.NDP*g.NDQ)}
+		c.PhaseTiles == 1, phaseTable(g.PhaseOffs, 0), phaseTable(g.PhaseOffs, g.NDP*g.NDQ),
+		c.PhaseFilter == 1, pf.entries, pf.pos, pf.base, pf.pj}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
