@@ -898,14 +898,18 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 							if pt := c; fold == 1 {
 								// Folded: also tiled by phase, where it applies.
 								if pt.PhaseTiles = 1; phaseTilesRule(orig, pt) == "" {
-									out = append(out, family.NewCandidate(f.Name(), pt, f.reject(orig, pt, lim)))
 									// tf32: its filter gathered per phase too (PhaseFilter);
-									// 16-bit: its channel runs stored through shared memory.
+									// each also storing its channel runs through shared
+									// memory (StoreRows: the phase's dX pixels are
+									// scattered, 16-byte runs of them pay in tf32 too).
+									twins := []knobs{pt}
 									if pf := pt; p.Precision == problem.TF32 {
 										pf.PhaseFilter = 1
-										out = append(out, family.NewCandidate(f.Name(), pf, f.reject(orig, pf, lim)))
+										twins = append(twins, pf)
 									}
-									if sr := pt; p.Precision.ElementBytes() == 2 {
+									for _, tw := range twins {
+										out = append(out, family.NewCandidate(f.Name(), tw, f.reject(orig, tw, lim)))
+										sr := tw
 										if sr.StoreRows = 1; storeRowsRule(orig, sr, geomOf(orig, sr)) == "" {
 											out = append(out, family.NewCandidate(f.Name(), sr, f.reject(orig, sr, lim)))
 										}
