@@ -16,7 +16,7 @@ import (
 // fp16, an odd dilated tf32 shape (C=13, K=12, 3×5, asymmetric padding:
 // partial copy tiles, the forward's padding 3×2) and an unpadded bf16 3×3.
 // Each problem's first, middle and last kept FlipFilter configurations
-// must pass the float64 checks: the worker's first run launches the
+// (on a 7×7 map, split-K ones) must pass the float64 checks: the worker's first run launches the
 // kernel alone (its blocks copy the filter), the re-check after the timed
 // runs follows prologue launches.
 func TestWGMMAIGEMMFlipFilter(t *testing.T) {
@@ -40,6 +40,16 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["FlipFilter"] == 1 }, 19)
 		})
 	}
+	// Split-K on a 7×7 map (52 tiles of 128 × 128 for 132 SMs): the tile
+	// from the grid, the epoch from a ticket over every block.
+	shape, err := problem.ParseShape("N=8,C=512,H=7,W=7,K=512,R=3,S=3,pad=1,bias=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: problem.NHWC, Op: problem.OpDgrad}
+	t.Run(p.String()+" split-K", func(t *testing.T) {
+		tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["FlipFilter"] == 1 && c.Config["SplitK"] > 1 }, 31)
+	})
 }
 
 // TestWGMMAIGEMMPhaseTiles tunes folded NHWC data gradients through

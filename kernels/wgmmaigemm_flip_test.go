@@ -18,7 +18,9 @@ import (
 // sizes (C and K swapped, dY's map in, dX's out, padding dilation·(R−1) −
 // pad), copies W'[c][R−1−r][S−1−s][k] in a prologue or with its blocks,
 // (rounded to TF32 in tf32, so that the main loop rounds only A) and
-// compiles for sm_90a to both entry points; other problems keep no
+// compiles for sm_90a to both entry points (split-K too, where the grid
+// is small: the epoch then counts every block of the clusters); other
+// problems keep no
 // FlipFilter candidate and a pin on them is refused with the rule.
 func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 	lib := nvrtctest.Open(t)
@@ -36,6 +38,7 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		{"N=3,C=13,H=9,W=11,K=12,R=3,S=5,pad_h=1,pad_w=2,dilation_h=2,bias=false", problem.TF32, 3, 12, 13},
 		{"N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1,bias=false", problem.FP16, 1, 128, 64},
 		{"N=2,C=24,H=10,W=10,K=40,R=3,S=3,bias=false", problem.BF16, 2, 40, 24},
+		{"N=8,C=512,H=7,W=7,K=512,R=3,S=3,pad=1,bias=false", problem.TF32, 1, 512, 512}, // split-K
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 		var flip []Candidate
@@ -78,6 +81,22 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
+		if split := splitOf(flip); split != nil {
+			// Split-K: the tile from the grid, the epoch from a ticket over
+			// every block of the clusters.
+			ks, err := f.Render(p, split.Config)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, split.ID(), err)
+			}
+			if !strings.Contains(ks.Source, "ticket / (TILES_M * TILES_N * SPLITK) + 1") || !strings.Contains(ks.Source, "__cluster_dims__") {
+				t.Errorf("%s %s: not a split-K kernel whose epoch counts every block", p, split.ID())
+			}
+			if _, err := lib.CompilePTX(ks.Source, nvrtc.Options{Name: ks.Name + ".cu", Arch: "sm_90a"}); err != nil {
+				t.Fatalf("%s %s: %v", p, split.ID(), err)
+			}
+		} else if p.Shape.H == 7 {
+			t.Errorf("%s: no FlipFilter split-K candidate on a 7x7 map", p)
+		}
 		entries := regexp.MustCompile(`\.entry\s+(\w+)`).FindAllStringSubmatch(res.PTX, -1)
 		if len(entries) != 2 || !strings.Contains(res.PTX, k.Name+"_prologue") || !strings.Contains(res.PTX, k.Name+"_count") {
 			t.Errorf("%s: entry points %v, want %s and its prologue, with the tickets", p, entries, k.Name)
@@ -108,6 +127,16 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 			t.Errorf("%s: Render(FlipFilter=1) = %v, want an error naming %q", p, err, c.want)
 		}
 	}
+}
+
+// splitOf is the first split-K candidate of cands, or nil.
+func splitOf(cands []Candidate) *Candidate {
+	for i, c := range cands {
+		if c.Config["SplitK"] > 1 {
+			return &cands[i]
+		}
+	}
+	return nil
 }
 
 // TestWGMMAIGEMMPhaseTiles: a folded NHWC data gradient whose C is a

@@ -129,7 +129,9 @@ var templateFS embed.FS
 //     a prologue kernel (or, launched alone, the kernel's blocks, as the
 //     relayout's do) copies into a module global, rounded to TF32 in
 //     tf32: B is then K-major and needs no rounding in the main loop, and
-//     C may be any count. A variant of the exploration (its own group).
+//     C may be any count; split-K too (the tile from the grid, the epoch
+//     from a ticket over every block). A variant of the exploration (its
+//     own group).
 //   - PhaseTiles (folded NHWC dgrad, C a multiple of BN, K of BK;
 //     optional): 1, each tile's columns are one stride phase's, and it
 //     runs only the k-tiles of the offsets that phase meets (a 3×3 at
@@ -982,8 +984,6 @@ func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 		return "phase filter", fmt.Sprintf("PhaseFilter copies tf32's B K-major (16-bit types read it MN-major), not %s", orig.Precision)
 	case dgradCopiesC(orig, c) != nil:
 		return "shape", dgradCopiesC(orig, c).Error() + " (FlipFilter=1 serves it)"
-	case c.FlipFilter == 1 && c.SplitK > 1:
-		return "flip filter", "a FlipFilter kernel takes its tiles from tickets; split-K's clusters do not"
 	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
 		return "shape", nchwCopies(orig).Error() + " (Relayout=1 serves it)"
 	}
