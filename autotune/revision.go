@@ -37,7 +37,7 @@ package autotune
 //     the forward on its flipped, transposed filter (FlipFilter=1, a
 //     variant knob; any C), which a prologue or the blocks copy; a
 //     folded NHWC one also tiled by phase (PhaseTiles=1: a tile runs
-//     only its phase's offsets), in 16-bit types storing 16-byte runs
-//     (StoreRows), in tf32 reading each phase's filter gathered by a
-//     prologue (PhaseFilter=1; session 19).
+//     only its phase's offsets), storing 16-byte runs (StoreRows), in
+//     tf32 also reading each phase's filter gathered by a prologue
+//     (PhaseFilter=1); FlipFilter splits K on small grids (session 19).
 const SearchRevision = 9

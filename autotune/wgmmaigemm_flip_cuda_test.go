@@ -36,7 +36,8 @@ func tuneNHWCDgrad(t *testing.T, lib *nvrtc.Library, worker []string, lim kernel
 // flipped, transposed filter, copied by the prologue or, launched alone,
 // by the kernel's blocks): ResNet-50-like 3×3 and 1×1 layers in tf32 and
 // fp16, an odd dilated tf32 shape (C=13, K=12, 3×5, asymmetric padding:
-// partial copy tiles, the forward's padding 3×2) and an unpadded bf16 3×3;
+// partial copy tiles, the forward's padding 3×2), an unpadded bf16 3×3
+// and an fp16 3×3 with C=13 (dX's channels need no 16-byte runs);
 // on a 7×7 map (52 tiles of 128 × 128 for 132 SMs) its split-K ones (the
 // tile from the grid, the epoch from a ticket over every block). Each
 // problem's first, middle and last kept such configurations must pass the
@@ -51,6 +52,7 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		{"N=3,C=13,H=9,W=11,K=12,R=3,S=5,pad_h=1,pad_w=2,dilation_h=2,bias=false", problem.TF32},
 		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,pad=1,bias=false", problem.FP16},
 		{"N=2,C=24,H=10,W=10,K=40,R=3,S=3,bias=false", problem.BF16},
+		{"N=3,C=13,H=9,W=11,K=16,R=3,S=3,pad=1,bias=false", problem.FP16},
 	}, "", func(c kernels.Candidate) bool { return c.Config["FlipFilter"] == 1 }, 19)
 	tuneNHWCDgrad(t, lib, worker, lim, []nhwcDgradCase{{"N=8,C=512,H=7,W=7,K=512,R=3,S=3,pad=1,bias=false", problem.TF32}}, " split-K",
 		func(c kernels.Candidate) bool { return c.Config["FlipFilter"] == 1 && c.Config["SplitK"] > 1 }, 31)

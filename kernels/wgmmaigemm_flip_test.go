@@ -39,6 +39,7 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		{"N=2,C=64,H=14,W=14,K=128,R=3,S=3,pad=1,bias=false", problem.FP16, 1, 128, 64},
 		{"N=2,C=24,H=10,W=10,K=40,R=3,S=3,bias=false", problem.BF16, 2, 40, 24},
 		{"N=8,C=512,H=7,W=7,K=512,R=3,S=3,pad=1,bias=false", problem.TF32, 1, 512, 512}, // split-K
+		{"N=2,C=13,H=9,W=11,K=16,R=3,S=3,pad=1,bias=false", problem.FP16, 1, 16, 13},    // C not a multiple of 8
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 		var flip []Candidate
@@ -158,12 +159,18 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		spec         string
 		prec         problem.Precision
 		count, table string
+		phaseFilter  []string // PhaseFilter's tables (tf32), as rendered
 	}{
-		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}"},
-		{"N=4,C=256,H=14,W=14,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}"},
-		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.TF32, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}"},
-		{"N=4,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16, "1", "{0}"}, // three idle phases
-		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}"},
+		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}", nil},
+		{"N=4,C=256,H=14,W=14,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}", nil},
+		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.TF32, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}", []string{
+			"PT_POS[PT_PHASES][NDP * NDQ] = {{0, 1, -1, -1, -1, -1}, {-1, 0, -1, -1, -1, -1}, {-1, 0, 1, -1, -1, -1}, {0, 1, -1, 2, 3, -1}, {-1, 0, -1, -1, 1, -1}, {-1, 0, 1, -1, 2, 3}}",
+			"PT_BASE[PT_PHASES] = {0, 8192, 12288, 20480, 36864, 45056}",
+			"PT_PJ[PT_ENTRIES][2] = {{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {5, 2}, {5, 3}}",
+		}},
+		{"N=2,C=48,H=14,W=14,K=64,R=1,S=1,stride=2,bias=false", problem.TF32, "1", "{0}", nil},   // one active phase: BN = 48 columns
+		{"N=4,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16, "1", "{0}", nil}, // three idle phases
+		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}", nil},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 		var twins, stored, gathered []Candidate
@@ -186,6 +193,19 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		if len(twins) == 0 {
 			t.Fatalf("%s: no kept PhaseTiles candidate", p)
 		}
+		if p.Shape.C == 48 {
+			// BN = 48 columns: PhaseFilter's 16-byte B copies do not split
+			// over two warpgroups, which the rule refuses.
+			refused := 0
+			for _, cand := range f.Space(p, lim) {
+				if cand.Config["PhaseFilter"] == 1 && cand.Rejection.Rule == "phase filter" {
+					refused++
+				}
+			}
+			if refused == 0 {
+				t.Errorf("%s: no PhaseFilter candidate refused for its B copies", p)
+			}
+		}
 		k, err := f.Render(p, twins[len(twins)/2].Config)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
@@ -202,6 +222,25 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		// gathered filters (W'_ph[c][j][k], rounded by the copy).
 		if len(gathered) == 0 != (p.Precision != problem.TF32) {
 			t.Fatalf("%s: %d PhaseFilter twins (want some in tf32 only)", p, len(gathered))
+		}
+		for _, g := range gathered {
+			// Every kept PhaseFilter candidate compiles (its B copies split
+			// over the copying threads: the rule refuses the others).
+			k, err := f.Render(p, g.Config)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, g.ID(), err)
+			}
+			if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+				t.Fatalf("%s %s: %v", p, g.ID(), err)
+			}
+			for _, want := range c.phaseFilter {
+				if !strings.Contains(k.Source, want) {
+					t.Errorf("%s %s: the source lacks %q", p, g.ID(), want)
+				}
+			}
+			if !fullSweep() {
+				break // the first (all under the full sweep)
+			}
 		}
 		if len(gathered) > 0 {
 			k, err := f.Render(p, gathered[len(gathered)/2].Config)

@@ -108,7 +108,7 @@ var templateFS embed.FS
 //   - StoreRows (optional): 1, the epilogue through shared memory: the
 //     tile's FP32 rows over the stages, then 16-byte stores along a
 //     pixel's channels, any epilogue chain applied on the way (NHWC, the
-//     input's type, unsplit, unfolded, Producer=0; a relayed-out NCHW
+//     input's type, unsplit, unfolded or PhaseTiles, Producer=0; a relayed-out NCHW
 //     tile is staged channel by channel and stored along the pixels, 16
 //     bytes at a time where P·Q is a multiple of 8); searched as a twin of
 //     every such tile in fp16 and bf16.
@@ -137,9 +137,9 @@ var templateFS embed.FS
 //     runs only the k-tiles of the offsets that phase meets (a 3×3 at
 //     stride 2: 1, 2, 2 and 4 of the union's 4; the fold computes them
 //     all, multiplying zeros), its count and offsets from constant tables;
-//     in 16-bit types also storing through shared memory (StoreRows: 16-byte
-//     runs of the phase's channels at its dX pixels). A twin of every
-//     folded Producer=0 candidate it applies to.
+//     also storing through shared memory (StoreRows: 16-byte runs of the
+//     phase's channels at its dX pixels). A twin of every folded Producer=0
+//     candidate it applies to.
 //   - PhaseFilter (tf32 with PhaseTiles; optional): 1, B read from each
 //     phase's filter, W'_ph[c][j][k] (its j-th offset's tap), which a
 //     prologue (or the blocks) gathers and rounds to TF32 into a module
@@ -154,9 +154,9 @@ func (Family) Name() string { return "wgmmaigemm" }
 func (Family) Template() string { return "wgmmaigemm.cu.tmpl" }
 
 // Serves implements family.Family: op fprop (NHWC; NCHW relayed out, or
-// in tf32 by element copies where C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC), at any
-// stride folded (fp16 and bf16 in NHWC with C a multiple of 8, tf32 in
-// both layouts).
+// in tf32 by element copies where C·R·S is a multiple of 4), and op dgrad at stride 1 (NHWC; any C
+// where FlipFilter applies), at any stride folded (fp16 and bf16 in NHWC
+// with C a multiple of 8, tf32 in both layouts).
 func (Family) Serves(p problem.Problem) error {
 	s := p.Shape
 	switch p.Op {
@@ -982,6 +982,8 @@ func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 		return "phase tiles", phaseTilesRule(orig, c)
 	case c.PhaseFilter == 1 && orig.Precision != problem.TF32:
 		return "phase filter", fmt.Sprintf("PhaseFilter copies tf32's B K-major (16-bit types read it MN-major), not %s", orig.Precision)
+	case c.PhaseFilter == 1 && c.BN*c.BK/4%(128*(c.Warpgroups+c.Producer)) != 0:
+		return "phase filter", fmt.Sprintf("PhaseFilter's %d 16-byte copies of B a k-tile (BN=%d) do not split over %d copying threads", c.BN*c.BK/4, c.BN, 128*(c.Warpgroups+c.Producer))
 	case dgradCopiesC(orig, c) != nil:
 		return "shape", dgradCopiesC(orig, c).Error() + " (FlipFilter=1 serves it)"
 	case orig.Layout == problem.NCHW && orig.Op == problem.OpFprop && !relayout(orig, c) && c.PlaneA == 0 && nchwCopies(orig) != nil:
