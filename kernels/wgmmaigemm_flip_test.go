@@ -25,8 +25,7 @@ import (
 func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	for _, c := range []struct {
 		spec       string
 		prec       problem.Precision
@@ -153,8 +152,7 @@ func splitOf(cands []Candidate) *Candidate {
 func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	for _, c := range []struct {
 		spec         string
 		prec         problem.Precision

@@ -28,8 +28,7 @@ import (
 func TestWGMMAIGEMMRelayout(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	chain, err := epilogue.Parse("scale_shift,residual(0.5),relu")
 	if err != nil {
 		t.Fatal(err)
@@ -176,8 +175,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 func TestWGMMAIGEMMPlaneA(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	chain, err := epilogue.Parse("residual(0.5),relu")
 	if err != nil {
 		t.Fatal(err)
@@ -267,8 +265,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	for _, c := range []struct {
 		spec       string
 		prec       problem.Precision
@@ -334,8 +331,7 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 func TestWGMMAIGEMMPlaneADgrad(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	for _, c := range []struct {
 		spec string
 		prec problem.Precision

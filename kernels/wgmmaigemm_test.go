@@ -1016,8 +1016,7 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 	}
 	chained := prob(layer, problem.FP16, problem.NHWC, problem.OpFprop)
 	chained.Epilogue = relu
-	lim := DefaultLimits(90)
-	lim.SM90a, lim.SMs = true, 132
+	lim := h100Limits()
 	for _, c := range []struct {
 		p    problem.Problem
 		want bool // kept StoreRows twins
