@@ -734,34 +734,6 @@ func phaseOffsets(s problem.Shape, g geometry) [][]int {
 	return out
 }
 
-// phaseTable is the C initialiser of PhaseOffs: with width 0 the counts
-// ("1, 2, 2, 4"), else the rows zero-padded to width ("{4, 0}, {3, 5}").
-func phaseTable(offs [][]int, width int) string {
-	var b strings.Builder
-	for i, row := range offs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if width == 0 {
-			fmt.Fprint(&b, len(row))
-			continue
-		}
-		b.WriteString("{")
-		for j := range width {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			v := 0
-			if j < len(row) {
-				v = row[j]
-			}
-			fmt.Fprint(&b, v)
-		}
-		b.WriteString("}")
-	}
-	return b.String()
-}
-
 // phaseFilterTables are PhaseFilter's C initialisers for the phases' offsets
 // in g: the (phase, position) pairs, each phase's filter's base offset
 // (C·K per offset before it) and each offset's position in its phase's
@@ -1241,6 +1213,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		cols = "CF"
 	}
 	pf := phaseFilterTables(p.Shape, g)
+	// PhaseTiles' tables: the offsets each column phase meets, as
+	// dgradphase writes a phase table (rows zero-padded to NDP·NDQ).
+	pt := dgradphase.Taps{Tap: g.PhaseOffs, Most: g.NDP * g.NDQ}
 	data := struct {
 		family.ShapeData
 		geometry
@@ -1297,7 +1272,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		relayout(orig, c), relayout(orig, c) && relayoutFilter(orig), relayout(orig, c) || ((!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW) || (c.PlaneA == 1 && p.Layout == problem.NCHW), c.PlaneA == 1, c.PlaneA == 1 && (orig.Shape.P()*orig.Shape.Q())%8 != 0, orig.Shape.C, orig.Shape.K,
 		subsamples(orig, c), orig.Shape.H, orig.Shape.W, orig.Shape.StrideH, orig.Shape.StrideW,
 		launch.PrologueBlocks, launch.PrologueThreads, c.FlipFilter == 1,
-		c.PhaseTiles == 1, phaseTable(g.PhaseOffs, 0), phaseTable(g.PhaseOffs, g.NDP*g.NDQ),
+		c.PhaseTiles == 1, pt.Count(), pt.Table(pt.Tap),
 		c.PhaseFilter == 1, pf.entries, pf.pos, pf.base, pf.pj}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
