@@ -40,4 +40,6 @@ package autotune
 //     only its phase's offsets), storing 16-byte runs (StoreRows), in
 //     tf32 also reading each phase's filter gathered by a prologue
 //     (PhaseFilter=1); FlipFilter splits K on small grids (session 19).
-const SearchRevision = 9
+//   - 10: wgradmma's fp16/bf16 NHWC filter gradient on wgmma (Stage=4:
+//     both operands MN-major in the 128-byte swizzle, sm_90a; session 20).
+const SearchRevision = 10

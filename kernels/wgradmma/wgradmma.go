@@ -9,6 +9,7 @@ package wgradmma
 import (
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/internal/gradmma"
@@ -18,7 +19,7 @@ import (
 
 // templateFS holds the family's template.
 //
-//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl reduce.tmpl
+//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl reduce.tmpl
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
@@ -56,8 +57,13 @@ var templateFS embed.FS
 //     per output row its dY and the input rows its columns read, each
 //     copied once, whole, and the warps read a column's value at a pixel
 //     from its staged row (no im2col copy: rows.cu.tmpl);
-//   - BP, Stages: Stage=2's pixels per tile and tiles in flight (absent,
-//     0, for Stage 0 and 1, so that their IDs are as before);
+//     4, NHWC fp16 and bf16 on sm_90a with C and K multiples of 8, Stage
+//     2's 16-byte copies into wgmma's MN-major 128-byte swizzle, and
+//     wgmma m64nBNk16 reading both operands transposed from there: BM/64
+//     warpgroups (WM = BM/16 warps of 16 rows, WN = 1), BM and BN
+//     multiples of 64 (wgmma.cu.tmpl);
+//   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
+//     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
 //   - Clusters: clusters (of Split blocks each) sharing one tile, each
 //     summing 1/Clusters of the pixels (absent, 0, or 1: one cluster).
 //     Each cluster leaves its partial tile in a workspace in the module's
@@ -328,7 +334,7 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.KStep = mm.KStep
 	g.NClusters = k.clusters()
 	g.Parts = k.Split * g.NClusters
-	if k.Stage == 2 && g.Parts > 0 && k.BP > 0 {
+	if (k.Stage == 2 || k.Stage == 4) && g.Parts > 0 && k.BP > 0 {
 		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, k.BP), g.Parts) * k.BP
 	} else if g.Parts > 0 {
 		g.Chunk = family.CeilDiv(family.CeilDiv(g.L, g.KStep), g.Parts) * g.KStep
@@ -340,6 +346,12 @@ func geom(p problem.Problem, k knobs) geometry {
 	}
 	if k.Stage == 2 {
 		g.Pipe = newPipe(p, k, g.Threads)
+		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
+	}
+	if k.Stage == 4 {
+		// Stage=2's copies, into unpadded swizzled tiles.
+		g.Pipe = newPipe(p, k, g.Threads)
+		g.Pipe.Bytes = k.Stages * k.BP * (k.BM + k.BN) * p.Precision.ElementBytes()
 		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
 	}
 	if k.Stage == 3 {
@@ -375,7 +387,47 @@ var (
 	// Clusters per tile, searched with full clusters (Split=8) of Stage 2
 	// and 3 where the tiles leave SMs idle.
 	spaceClusters = []int{2, 4, 8, 16}
+	// Stage=4's tiles (BM × BN; WM = BM/16, WN = 1) and (BP, Stages).
+	spaceWGMMATiles  = [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}}
+	spaceWGMMAStages = [][2]int{{32, 5}, {64, 4}}
 )
+
+// wgmmaSpace is Stage=4's configurations: each tile and pipeline depth,
+// with Split 1–8 and then with full clusters (Split=8) and Clusters.
+func wgmmaSpace() []knobs {
+	var ks []knobs
+	for _, tile := range spaceWGMMATiles {
+		for _, ps := range spaceWGMMAStages {
+			base := knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]}
+			for _, sp := range spaceSplit {
+				k := base
+				k.Split = sp
+				ks = append(ks, k)
+			}
+			for _, cl := range spaceClusters {
+				k := base
+				k.Split, k.Clusters = 8, cl
+				ks = append(ks, k)
+			}
+		}
+	}
+	return ks
+}
+
+// wgmmaRule says why Stage=4 cannot serve p, or "": NHWC, fp16 or bf16
+// (wgmma reads TF32 only K-major, and NHWC's reduction runs across rows),
+// C and K whole 16-byte runs.
+func wgmmaRule(p problem.Problem) string {
+	switch {
+	case p.Layout != problem.NHWC:
+		return "Stage=4 reads NHWC rows"
+	case p.Precision != problem.FP16 && p.Precision != problem.BF16:
+		return "Stage=4 is fp16 and bf16 (TF32 wgmma reads K-major operands only)"
+	case p.Shape.C%8 != 0 || p.Shape.K%8 != 0:
+		return fmt.Sprintf("Stage=4 copies 16-byte runs: C=%d and K=%d must be multiples of 8", p.Shape.C, p.Shape.K)
+	}
+	return ""
+}
 
 // pipeSpace is Stage=2's configurations with variant v's knobs (Relayout,
 // Planes): each tile and pipeline depth, with Split 1–8 and then with full
@@ -430,6 +482,11 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 		}
 	}
+	if wgmmaRule(p) == "" {
+		for _, k := range wgmmaSpace() {
+			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+		}
+	}
 	if rowStaged(p) {
 		for _, tile := range spaceRowTiles {
 			for _, sp := range spaceRowSplit {
@@ -478,11 +535,30 @@ func vectorPipe(p problem.Problem, k knobs) bool {
 
 // check says what is wrong with a configuration's knobs, or "".
 func check(k knobs) string {
-	if k.Stage < 0 || k.Stage > 3 {
-		return "Stage 0, 1, 2 or 3"
+	if k.Stage < 0 || k.Stage > 4 {
+		return "Stage 0 to 4"
 	}
 	if k.Clusters < 0 || k.Clusters > 64 {
 		return "Clusters 1 to 64"
+	}
+	if k.Stage == 4 {
+		switch {
+		case k.Relayout != 0 || k.Planes != 0:
+			return "Stage=4: no Relayout or Planes"
+		case k.BM < 64 || k.BM > 256 || k.BM%64 != 0 || k.WM != k.BM/16 || k.WN != 1:
+			return "Stage=4: BM a multiple of 64 up to 256 (warpgroups), WM = BM/16, WN = 1"
+		case k.BN < 64 || k.BN > 256 || k.BN%64 != 0:
+			return "Stage=4: BN a multiple of 64 up to 256 (wgmma's N, whole swizzle atoms)"
+		case k.Unroll != 1:
+			return "Stage=4: Unroll=1"
+		case k.Split < 1 || k.Split > 8:
+			return "Split 1 to 8 (a portable cluster)"
+		case k.BP < 16 || k.BP > 128 || k.BP%16 != 0:
+			return "BP a multiple of 16 from 16 to 128 (whole k steps)"
+		case k.Stages < 3 || k.Stages > 8:
+			return "Stage=4: Stages 3 to 8 (a tile in flight beside the two the wgmmas may read)"
+		}
+		return ""
 	}
 	if k.Relayout < 0 || k.Relayout > 1 || k.Relayout == 1 && k.Stage != 2 {
 		return "Relayout 0 or 1, and 1 only with Stage=2"
@@ -548,7 +624,15 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	if p.Precision == problem.TF32x3 {
 		accRegs += g.Acc / 2 // the low parts of the fragments
 	}
-	if k.Stage == 2 {
+	if k.Stage == 4 {
+		if msg := wgmmaRule(p); msg != "" {
+			return family.Hard("layout", "%s", msg)
+		}
+		if !lim.SM90a {
+			return family.Hard("arch", "Stage=4 (wgmma) needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+		}
+	}
+	if k.Stage == 2 || k.Stage == 4 {
 		if msg := checkPipe(p, g); msg != "" {
 			return family.Hard("shape", "%s", msg)
 		}
@@ -556,10 +640,14 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 			return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 		}
 	}
+	maxAcc := 96
+	if k.Stage == 4 {
+		maxAcc = 128 // wgmma m64n256: 128 per thread, in a block of few warps
+	}
 	switch {
 	case lim.Arch != 0 && lim.Arch < 90:
 		return family.Hard("arch", "wgradmma needs thread-block clusters (sm_90), not sm_%d", lim.Arch)
-	case g.Acc*k.Unroll > 96 || accRegs > 96:
+	case g.Acc*k.Unroll > maxAcc || accRegs > maxAcc:
 		return family.Hard("registers", "%d accumulators per thread with Unroll=%d (%d registers with 3xtf32's low parts)", g.Acc, k.Unroll, accRegs)
 	case k.Stage == 1 && g.Staging.Reject(g.Acc, 1, 112).Rule != "":
 		return g.Staging.Reject(g.Acc, 1, 112)
@@ -628,7 +716,12 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if k.Stage == 3 && g.SharedBytes > maxShared {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > %d", cfg, g.SharedBytes, maxShared)
 	}
-	if k.Stage == 2 {
+	if k.Stage == 4 {
+		if msg := wgmmaRule(p); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+		}
+	}
+	if k.Stage == 2 || k.Stage == 4 {
 		if msg := checkPipe(p, g); msg != "" {
 			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 		}
@@ -657,19 +750,48 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		CIn, KIn, Blocks                int
 		OrigShape                       string
 		PrologueBlocks, PrologueThreads int
+		// Stage=4's wgmma operands (wgmmaOperands).
+		wgmmaOperands
 	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, mm.Split3,
-		orig.Shape.C, orig.Shape.K, g.TilesN * g.TilesM * g.Parts, orig.Shape.String(), launch.PrologueBlocks, launch.PrologueThreads}
+		orig.Shape.C, orig.Shape.K, g.TilesN * g.TilesM * g.Parts, orig.Shape.String(), launch.PrologueBlocks, launch.PrologueThreads,
+		newWGMMAOperands(g.Acc)}
 	file := f.Template()
 	switch k.Stage {
 	case 2:
 		file = "pipeline.cu.tmpl"
 	case 3:
 		file = "rows.cu.tmpl"
+	case 4:
+		file = "wgmma.cu.tmpl"
 	}
 	src, err := family.Render(templateFS, file, data, "reduce.tmpl")
 	if err != nil {
 		return family.Kernel{}, err
 	}
-	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src,
+	arch := ""
+	if k.Stage == 4 {
+		arch = "a" // wgmma: sm_90a
+	}
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: arch,
 		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, g.Parts}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}
+
+// wgmmaOperands are the inline-assembly operands of Stage=4's wgmma: the
+// acc accumulators acc[0][i/4][i%4] (%0 ..), then descriptor A, descriptor
+// B and the scale-d flag.
+type wgmmaOperands struct {
+	AccOperands, AccConstrs                  string
+	DescAOperand, DescBOperand, ScaleOperand int
+}
+
+// newWGMMAOperands is wgmmaOperands for acc accumulators per thread.
+func newWGMMAOperands(acc int) wgmmaOperands {
+	regs := make([]string, acc)
+	cons := make([]string, acc)
+	for i := range acc {
+		regs[i] = fmt.Sprintf("%%%d", i)
+		cons[i] = fmt.Sprintf(`"+f"(acc[0][%d][%d])`, i/4, i%4)
+	}
+	return wgmmaOperands{AccOperands: "{" + strings.Join(regs, ", ") + "}", AccConstrs: strings.Join(cons, ", "),
+		DescAOperand: acc, DescBOperand: acc + 1, ScaleOperand: acc + 2}
 }

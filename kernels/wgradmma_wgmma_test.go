@@ -1,0 +1,106 @@
+package kernels
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestWGradMMAWGMMA renders Stage=4 (wgmma m64nBNk16 reading both
+// operands MN-major from the 128-byte swizzle) for fp16 and bf16 NHWC
+// ResNet-50 layers and an odd shape (C=24, K=40, a bias column, stride 2
+// and dilation 2 in the last), one configuration per problem in turn (all
+// under the full sweep), and compiles it for sm_90a: the PTX holds the
+// transposed wgmma of the tile's N, the async-proxy fence, 16-byte cp.async
+// and, where Split > 1, the cluster's barrier and DSMEM loads, with
+// Clusters > 1 the workspace's atomic count. The kernel asks for sm_90a.
+// (NVRTC's front end checks it here; ptxas, which checks the inline PTX,
+// runs on the GPU machine's NVRTC.)
+func TestWGradMMAWGMMA(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	cfgs := []Config{
+		{"BM": 128, "BN": 128, "WM": 8, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 5},
+		{"BM": 64, "BN": 64, "WM": 4, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 4, "BP": 64, "Stages": 4},
+		{"BM": 128, "BN": 256, "WM": 8, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 5},
+		{"BM": 64, "BN": 128, "WM": 4, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 4, "BP": 64, "Stages": 4, "Clusters": 4},
+	}
+	specs := append(pipelineSpecs[:3:3], "N=3,C=24,H=9,W=11,K=40,R=3,S=3,pad=1", "N=2,C=16,H=13,W=12,K=24,R=3,S=3,stride=2,pad=2,dilation=2")
+	turn := 0
+	for _, spec := range specs {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
+			for _, cfg := range sampleConfigs(cfgs, &turn) {
+				k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
+				if k.ArchSuffix != "a" {
+					t.Errorf("%s %v: arch suffix %q, want a (sm_90a)", p, cfg, k.ArchSuffix)
+				}
+				typ := map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[prec]
+				want := []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", cfg["BN"], typ, typ),
+					"fence.proxy.async.shared::cta", "wgmma.wait_group.sync.aligned 1", "cp.async.cg.shared.global", fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-3)}
+				if cfg["Split"] > 1 {
+					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster")
+				}
+				if cfg["Clusters"] > 1 {
+					want = append(want, k.Name+"_ws[", "atom.global.add.u32")
+				}
+				for _, w := range want {
+					if !strings.Contains(ptx, w) {
+						t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+					}
+				}
+				if strings.Contains(ptx, "mma.sync") {
+					t.Errorf("%s %v: PTX holds mma.sync", p, cfg)
+				}
+			}
+		}
+	}
+}
+
+// TestWGradMMAWGMMASpace: on an H100 (sm_90a) the fp16 and bf16 NHWC
+// spaces of ResNet-50 layers keep Stage=4 candidates beside Stage=2's;
+// tf32, NCHW, channel counts that are no whole 16-byte runs and a device
+// without sm_90a keep none, and Render refuses them with the reason.
+func TestWGradMMAWGMMASpace(t *testing.T) {
+	stage4 := func(p problem.Problem, lim Limits) int {
+		n := 0
+		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
+			if c.Config["Stage"] == 4 {
+				n++
+			}
+		}
+		return n
+	}
+	lim := h100Limits()
+	for _, spec := range pipelineSpecs[:5] {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
+			if n := stage4(p, lim); n == 0 || n > 48 {
+				t.Errorf("%s: %d Stage=4 candidates kept, want 1 to 48", p, n)
+			}
+			noA := lim
+			noA.SM90a = false
+			if n := stage4(p, noA); n != 0 {
+				t.Errorf("%s without sm_90a: %d Stage=4 candidates kept", p, n)
+			}
+		}
+	}
+	cfg := Config{"BM": 64, "BN": 64, "WM": 4, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 4, "BP": 64, "Stages": 4}
+	for _, c := range []struct {
+		p    problem.Problem
+		want string
+	}{
+		{gradProblem(t, pipelineSpecs[0], problem.TF32, problem.NHWC, problem.OpWgrad), "fp16 and bf16"},
+		{gradProblem(t, pipelineSpecs[0], problem.FP16, problem.NCHW, problem.OpWgrad), "NHWC"},
+		{gradProblem(t, "N=2,C=12,H=9,W=9,K=20,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad), "multiples of 8"},
+	} {
+		if n := stage4(c.p, lim); n != 0 {
+			t.Errorf("%s: %d Stage=4 candidates kept", c.p, n)
+		}
+		if _, err := (WgradMMA{}).Render(c.p, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Render = %v, want an error naming %q", c.p, err, c.want)
+		}
+	}
+}
