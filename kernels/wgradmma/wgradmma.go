@@ -9,6 +9,8 @@ package wgradmma
 import (
 	"embed"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/convgen/convgen/kernels/family"
@@ -461,10 +463,23 @@ func rowStaged(p problem.Problem) bool { return p.Shape.C <= 8 }
 // one) every configuration is listed as rejected.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
+	// Stage=4 (wgmma), where it keeps a candidate, takes the place of
+	// Stage=2 (mma.sync; 13–20% slower on every ResNet-50 fp16 layer of
+	// the H100 sweeps): Stage=2 is soft-rejected then.
+	var wgmmaCands []family.Candidate
+	if wgmmaRule(p) == "" {
+		for _, k := range wgmmaSpace() {
+			wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+		}
+	}
+	wgmmaKept := slices.ContainsFunc(wgmmaCands, func(c family.Candidate) bool { return c.Rejected == "" })
 	piped := false // a Stage=2 candidate without clusters is kept
 	for _, k := range pipeSpace(knobs{}) {
 		r := reject(p, k, lim)
 		piped = piped || (k.Clusters == 0 && r.Rule == "" && vectorPipe(p, k))
+		if r.Rule == "" && wgmmaKept {
+			r = family.Soft("wgmma", "Stage=4 (wgmma) serves this shape")
+		}
 		out = append(out, family.NewCandidate(f.Name(), k, r))
 	}
 	// The planes (Stage=2 reading both operands from the NCHW planes) and
@@ -482,11 +497,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 		}
 	}
-	if wgmmaRule(p) == "" {
-		for _, k := range wgmmaSpace() {
-			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-		}
-	}
+	out = append(out, wgmmaCands...)
 	if rowStaged(p) {
 		for _, tile := range spaceRowTiles {
 			for _, sp := range spaceRowSplit {
@@ -794,4 +805,40 @@ func newWGMMAOperands(acc int) wgmmaOperands {
 	}
 	return wgmmaOperands{AccOperands: "{" + strings.Join(regs, ", ") + "}", AccConstrs: strings.Join(cons, ", "),
 		DescAOperand: acc, DescBOperand: acc + 1, ScaleOperand: acc + 2}
+}
+
+// Cost implements family.CostModel: a configuration's predicted time is
+// its SM's share of the work, BM·BN·CHUNK multiply-adds per block times
+// the blocks an SM runs over the launch (the waves of SMs·resident
+// blocks, times the resident blocks, at most 3: shared memory, threads),
+// over a tile efficiency: 1 from a harmonic mean of BM and BN of 32 up,
+// less below (32 × 32 tiles), and 1.2 for Stage=4 (wgmma). Fitted to full
+// sweeps of six ResNet-50 fp16 NHWC layers at N=32 on an H100 (Stage 2
+// and 4, testdata/wgradmma-sweeps-h100.csv, TestWGradMMACostSweeps): the
+// cheapest held the fastest in five, the 8 cheapest in all six.
+func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) float64 {
+	k, err := family.ParseKnobs[knobs]("wgradmma", cfg)
+	if err != nil || check(k) != "" {
+		return math.Inf(1)
+	}
+	p, msg := inputRule(p, k)
+	if msg != "" {
+		return math.Inf(1)
+	}
+	g := geom(p, k)
+	sms := lim.SMs
+	if sms <= 0 {
+		sms = 132 // an H100's or H200's
+	}
+	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
+	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
+	blocks := g.TilesM * g.TilesN * g.Parts
+	waves := family.CeilDiv(blocks, sms*resident)
+	eff := math.Min(1, 1/(1/float64(k.BM)+1/float64(k.BN))/32)
+	if k.Stage == 4 {
+		eff *= 1.2
+	}
+	perPixel := float64(k.BM*k.BN)/eff + 4*float64(k.BM+k.BN)        // the multiply-adds, and the copies' elements
+	reduction := float64(k.BM*k.BN) * float64(blocks) / float64(sms) // the partial tiles' sums
+	return float64(waves*resident)*float64(g.Chunk)*perPixel + reduction
 }
