@@ -41,7 +41,7 @@ package autotune
 //     tf32 also reading each phase's filter gathered by a prologue
 //     (PhaseFilter=1); FlipFilter splits K on small grids (session 19).
 //   - 10: wgradmma's fp16/bf16 NHWC filter gradient on wgmma (Stage=4:
-//     both operands MN-major in the 128-byte swizzle, sm_90a), which
-//     soft-rejects Stage=2 where it keeps a candidate; wgradmma explored
-//     cheapest first by its cost model (session 20).
+//     both operands MN-major in the 128-byte swizzle, sm_90a; up to four
+//     warpgroups), which soft-rejects Stage=2 where it keeps a candidate;
+//     wgradmma explored cheapest first by its cost model (session 20).
 const SearchRevision = 10

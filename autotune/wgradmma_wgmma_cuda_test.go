@@ -13,10 +13,11 @@ import (
 // TestWGradMMAWGMMA tunes NHWC filter gradients through wgradmma's
 // Stage=4 alone (wgmma reading both operands MN-major from the 128-byte
 // swizzle): of each problem's Stage=4 configurations that no hard rule
-// rejects, the first, middle and last, the first with Clusters > 1 and the
-// first with BN=256, each checked against the float64 reference: ResNet-50
-// 3×3 and strided 1×1 layers in fp16 (a 7² map too), odd channel counts
-// with a bias, stride, dilation and asymmetric padding in bf16 and fp16.
+// rejects, the first, middle and last, the first with Clusters > 1, the
+// first with BN=256 and the first with BM=256 (four warpgroups), each
+// checked against the float64 reference: ResNet-50 3×3 and strided 1×1
+// layers in fp16 (a 7² map too), odd channel counts with a bias, stride,
+// dilation and asymmetric padding in bf16 and fp16.
 func TestWGradMMAWGMMA(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -50,6 +51,7 @@ func TestWGradMMAWGMMA(t *testing.T) {
 			for _, pick := range []func(kernels.Candidate) bool{
 				func(c kernels.Candidate) bool { return c.Config["Clusters"] > 1 },
 				func(c kernels.Candidate) bool { return c.Config["BN"] == 256 },
+				func(c kernels.Candidate) bool { return c.Config["BM"] == 256 },
 			} {
 				if i := slices.IndexFunc(w, pick); i >= 0 && !slices.Contains(pins, w[i].ID()) {
 					pins = append(pins, w[i].ID())

@@ -390,7 +390,7 @@ var (
 	// and 3 where the tiles leave SMs idle.
 	spaceClusters = []int{2, 4, 8, 16}
 	// Stage=4's tiles (BM × BN; WM = BM/16, WN = 1) and (BP, Stages).
-	spaceWGMMATiles  = [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}}
+	spaceWGMMATiles  = [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 64}, {256, 128}}
 	spaceWGMMAStages = [][2]int{{32, 5}, {64, 4}}
 )
 
@@ -808,14 +808,16 @@ func newWGMMAOperands(acc int) wgmmaOperands {
 }
 
 // Cost implements family.CostModel: a configuration's predicted time is
-// its SM's share of the work, BM·BN·CHUNK multiply-adds per block times
 // the blocks an SM runs over the launch (the waves of SMs·resident
-// blocks, times the resident blocks, at most 3: shared memory, threads),
-// over a tile efficiency: 1 from a harmonic mean of BM and BN of 32 up,
-// less below (32 × 32 tiles), and 1.2 for Stage=4 (wgmma). Fitted to full
-// sweeps of six ResNet-50 fp16 NHWC layers at N=32 on an H100 (Stage 2
-// and 4, testdata/wgradmma-sweeps-h100.csv, TestWGradMMACostSweeps): the
-// cheapest held the fastest in five, the 8 cheapest in all six.
+// blocks, times the resident blocks, at most 3: shared memory, threads)
+// times a block's pixels (CHUNK) times its tile (BM·BN), over a tile
+// efficiency that grows with the tile ((BM·BN/8192)^0.2: wgmma's wider N,
+// fewer copies a multiply-add) and with tiles of 64 pixels (1.2: half the
+// barriers a pixel); clusters cost 20% a doubling (the workspace's sums),
+// and the partial tiles' sums BM·BN a block over the SMs. Fitted by hand
+// to full sweeps of six ResNet-50 fp16 NHWC layers at N=32 on an H100
+// (testdata/wgradmma-sweeps-h100.csv, TestWGradMMACostSweeps): the 8
+// cheapest held the fastest in all six, the 3 cheapest one within 30%.
 func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) float64 {
 	k, err := family.ParseKnobs[knobs]("wgradmma", cfg)
 	if err != nil || check(k) != "" {
@@ -834,11 +836,14 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
 	blocks := g.TilesM * g.TilesN * g.Parts
 	waves := family.CeilDiv(blocks, sms*resident)
-	eff := math.Min(1, 1/(1/float64(k.BM)+1/float64(k.BN))/32)
-	if k.Stage == 4 {
+	tile := float64(k.BM * k.BN)
+	eff := math.Pow(tile/8192, 0.2)
+	if k.BP == 64 {
 		eff *= 1.2
 	}
-	perPixel := float64(k.BM*k.BN)/eff + 4*float64(k.BM+k.BN)        // the multiply-adds, and the copies' elements
-	reduction := float64(k.BM*k.BN) * float64(blocks) / float64(sms) // the partial tiles' sums
-	return float64(waves*resident)*float64(g.Chunk)*perPixel + reduction
+	t := float64(waves*resident) * float64(g.Chunk) * tile / eff
+	if g.NClusters > 1 {
+		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
+	}
+	return t + tile*float64(blocks)/float64(sms)
 }
