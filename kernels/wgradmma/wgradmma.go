@@ -400,17 +400,7 @@ func wgmmaSpace() []knobs {
 	var ks []knobs
 	for _, tile := range spaceWGMMATiles {
 		for _, ps := range spaceWGMMAStages {
-			base := knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]}
-			for _, sp := range spaceSplit {
-				k := base
-				k.Split = sp
-				ks = append(ks, k)
-			}
-			for _, cl := range spaceClusters {
-				k := base
-				k.Split, k.Clusters = 8, cl
-				ks = append(ks, k)
-			}
+			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]})
 		}
 	}
 	return ks
@@ -438,18 +428,24 @@ func pipeSpace(v knobs) []knobs {
 	var ks []knobs
 	for _, tile := range spacePipeTiles {
 		for _, ps := range spacePipeStages {
-			base := knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: v.Relayout, Planes: v.Planes}
-			for _, sp := range spaceSplit {
-				k := base
-				k.Split = sp
-				ks = append(ks, k)
-			}
-			for _, cl := range spaceClusters {
-				k := base
-				k.Split, k.Clusters = 8, cl
-				ks = append(ks, k)
-			}
+			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: v.Relayout, Planes: v.Planes})
 		}
+	}
+	return ks
+}
+
+// appendSplits appends base with each Split of spaceSplit, then with full
+// clusters (Split=8) and each Clusters of spaceClusters.
+func appendSplits(ks []knobs, base knobs) []knobs {
+	for _, sp := range spaceSplit {
+		k := base
+		k.Split = sp
+		ks = append(ks, k)
+	}
+	for _, cl := range spaceClusters {
+		k := base
+		k.Split, k.Clusters = 8, cl
+		ks = append(ks, k)
 	}
 	return ks
 }
