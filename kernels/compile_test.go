@@ -1,6 +1,9 @@
 package kernels
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"os"
@@ -8,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,12 +30,16 @@ type compileJob struct {
 
 // TestCompile renders and compiles for sm_90 the reference kernel of every
 // precision and every layout (referenceSample), the golden kernels this
-// NVRTC can target, and, for every (precision, layout) of the flagship some
-// family serves, a covering sample of each family's kept candidates
-// (compileSample: every value of every knob at least once). Under the full
-// sweep (CONVGEN_FULL_SWEEP=1, scripts/test -full) it compiles every kept
-// candidate and every reference kernel.
+// NVRTC can target, and, over the (precision, layout) problems of the
+// flagship, a covering sample of the families' kept candidates
+// (compileSample: every family with every problem it serves, every value
+// of every knob and every code path of every kept candidate at least once,
+// the golden kernels' counted). Under the full sweep (CONVGEN_FULL_SWEEP=1,
+// scripts/test -full) it compiles every kept candidate and every reference
+// kernel.
 func TestCompile(t *testing.T) {
+	// Not parallel: the longest compile test runs first, on every CPU (its
+	// shards), rather than last beside the others (the test command's time).
 	lib := nvrtctest.Open(t)
 	const arch = "sm_90"
 	if !lib.SupportsArch(arch) {
@@ -55,7 +63,9 @@ func TestCompile(t *testing.T) {
 			cands = append(cands, problemCandidate{s.prob, c})
 		}
 	}
-	for _, pc := range compileSample(t, cands) {
+	// The golden kernels are compiled too: the sample need not repeat
+	// their knob values and code paths.
+	for _, pc := range compileSample(t, cands, compiledGolden(t, nil, lim.SM90a)) {
 		k, err := RenderCandidate(pc.p, pc.c)
 		if err != nil {
 			t.Fatalf("%s: render: %v", pc.c.ID(), err)
@@ -101,97 +111,175 @@ func referenceSample(t *testing.T) []problem.Problem {
 	return out
 }
 
-// shardEnv, set to "i/n", makes a compile test compile every n-th of its
-// jobs from the i-th on, in a child process.
+// shardEnv, set to "i/n/c", makes a compile test a worker (the i-th of n)
+// for its c-th runCompileJobs call (from 0), in a child process: it
+// compiles the jobs that the parent hands it (compileShards) and skips its
+// other calls (the parent runs those).
 const shardEnv = "CONVGEN_COMPILE_SHARD"
 
-// shardOf assigns jobs to shards so that their compile times balance: the
-// longest sources (a proxy for NVRTC's time) first, each to the shard with
-// the least source so far (ties to the lower shard): every process of a
-// test computes the same assignment from the same jobs. Dealing the jobs
-// out in turn had left one of two shards idle for a quarter of the test.
-func shardOf(jobs []compileJob, shards int) []int {
+// compileCalls counts each test's runCompileJobs calls so far, by test (a
+// child re-runs its whole test, so it must tell the call it was started for
+// from the others: a test's second sharded call's children had compiled
+// the first call's jobs again).
+var compileCalls = struct {
+	sync.Mutex
+	n map[*testing.T]int
+}{n: map[*testing.T]int{}}
+
+// nextCompileCall returns the index of t's runCompileJobs call now starting.
+func nextCompileCall(t *testing.T) int {
+	compileCalls.Lock()
+	defer compileCalls.Unlock()
+	c := compileCalls.n[t]
+	compileCalls.n[t] = c + 1
+	return c
+}
+
+// compileUnits is the order in which compileShards hands out jobs: the
+// longest sources (a proxy for NVRTC's time) first, so that the last ones
+// handed out are short, each unit a source with the indexes of every job
+// that compiles it (in one worker, so that nvrtcMemo compiles it once).
+// Handing the jobs out as the workers finish, rather than dealing them out
+// beforehand by source size, had left no worker idle at the end (direct's
+// kernels take several times their sources' share).
+func compileUnits(jobs []compileJob) [][]int {
 	order := make([]int, len(jobs))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(jobs[b].kernel.Source) - len(jobs[a].kernel.Source) })
-	load := make([]int, shards)
-	out := make([]int, len(jobs))
+	var units [][]int
+	unit := map[string]int{}
 	for _, i := range order {
-		least := 0
-		for s := 1; s < shards; s++ {
-			if load[s] < load[least] {
-				least = s
-			}
+		if u, ok := unit[jobs[i].kernel.Source]; ok {
+			units[u] = append(units[u], i)
+			continue
 		}
-		out[i] = least
-		load[least] += len(jobs[i].kernel.Source)
+		unit[jobs[i].kernel.Source] = len(units)
+		units = append(units, []int{i})
 	}
-	return out
+	return units
+}
+
+// nvrtcMemo holds NVRTC's results in this process, by source and options
+// (memoCompile): a test's jobs can repeat a source (a reference kernel for
+// two problems, the same helpers for two layouts, a kernel checked once by
+// frontEndOne and once more by the test), which shardOf puts in one shard,
+// so that NVRTC compiles it once. The results are only read.
+var nvrtcMemo sync.Map // memoKey → func() (*nvrtc.Result, error)
+
+type memoKey struct {
+	ptxOnly bool
+	source  [sha256.Size]byte
+	options string
+}
+
+// memoCompile is lib.Compile(src, opt), or lib.CompilePTX(src, opt) if
+// ptxOnly, compiled once per process (nvrtcMemo), on the pool of NVRTC
+// servers in the test binary's own process (poolCompile).
+func memoCompile(lib *nvrtc.Library, ptxOnly bool, src string, opt nvrtc.Options) (*nvrtc.Result, error) {
+	key := memoKey{ptxOnly, sha256.Sum256([]byte(src)), strings.Join(append([]string{lib.Path(), opt.Name, opt.Arch}, opt.Extra...), "\x00")}
+	f, _ := nvrtcMemo.LoadOrStore(key, sync.OnceValues(func() (*nvrtc.Result, error) {
+		if res, err, ok := poolCompile(lib, nvrtcRequest{ptxOnly, src, opt}); ok {
+			return res, err
+		}
+		if ptxOnly {
+			return lib.CompilePTX(src, opt)
+		}
+		return lib.Compile(src, opt)
+	}))
+	return f.(func() (*nvrtc.Result, error))()
 }
 
 // runCompileJobs runs compile on every job and reports the jobs it says
 // are wrong (a non-empty string). NVRTC 11 serialises compiles inside one
 // process, so it spreads the jobs over one child process per CPU (this test
-// binary re-running t, which must build the same jobs in the same order, on
-// a shard); in a child it compiles its shard.
+// binary re-running t, which must build the same jobs in the same order)
+// that compile the jobs the parent hands them (compileShards); in a child
+// it is such a worker.
 func runCompileJobs(t *testing.T, jobs []compileJob, compile func(compileJob) string) {
 	t.Helper()
 	total := len(jobs)
-	shard, shards := 0, 1
+	call := nextCompileCall(t)
+	shard, shards, shardCall := 0, 1, 0
 	if spec := os.Getenv(shardEnv); spec != "" {
-		if _, err := fmt.Sscanf(spec, "%d/%d", &shard, &shards); err != nil || shards < 1 || shard < 0 || shard >= shards {
-			t.Fatalf("%s=%q: want i/n", shardEnv, spec)
+		if _, err := fmt.Sscanf(spec, "%d/%d/%d", &shard, &shards, &shardCall); err != nil || shards < 1 || shard < 0 || shard >= shards || shardCall < 0 {
+			t.Fatalf("%s=%q: want i/n/c", shardEnv, spec)
+		}
+		if call != shardCall {
+			return // another call's child: the parent runs this call
 		}
 	} else if n := runtime.NumCPU(); n > 1 && len(jobs) > 2*n {
-		compileShards(t, n, len(jobs))
+		compileShards(t, n, call, jobs)
 		return
 	}
-	var mine []compileJob
-	assigned := shardOf(jobs, shards)
-	for i, j := range jobs {
-		if assigned[i] == shard {
-			mine = append(mine, j)
-		}
-	}
-	jobs = mine
 
-	// Stop handing out work shortly before the test binary's deadline, so
-	// that running out of time is a clear failure rather than a panic
-	// without the results.
+	// Stop compiling shortly before the test binary's deadline, so that
+	// running out of time is a clear failure rather than a panic without
+	// the results.
 	stopAt := time.Time{}
 	if d, ok := t.Deadline(); ok {
 		stopAt = d.Add(-45 * time.Second)
 	}
-	workers := runtime.NumCPU()
-	if shards > 1 {
-		workers = 1
-	}
+	late := func() bool { return !stopAt.IsZero() && time.Now().After(stopAt) }
 	start := time.Now()
 	errs := make([]string, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				errs[i] = compile(jobs[i])
+	done := make([]bool, len(jobs))
+	skipped := 0
+	workers := runtime.NumCPU()
+	if shards > 1 {
+		// A worker: the parent writes the indexes of each unit to fd 3, a
+		// line, and waits for a line on fd 4 before writing the next.
+		workers = 1
+		in, out := bufio.NewScanner(os.NewFile(3, "jobs")), os.NewFile(4, "done")
+		for in.Scan() {
+			for _, f := range strings.Split(in.Text(), ",") {
+				i, err := strconv.Atoi(f)
+				if err != nil || i < 0 || i >= len(jobs) {
+					t.Fatalf("worker %d/%d: bad job %q from the parent", shard, shards, f)
+				}
+				if late() {
+					skipped++
+					continue
+				}
+				errs[i], done[i] = compile(jobs[i]), true
 			}
-		}()
+			if _, err := fmt.Fprintln(out, "done"); err != nil {
+				t.Fatalf("worker %d/%d: %v", shard, shards, err)
+			}
+		}
+		if err := in.Err(); err != nil {
+			t.Fatalf("worker %d/%d: %v", shard, shards, err)
+		}
+	} else {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					errs[i], done[i] = compile(jobs[i]), true
+				}
+			}()
+		}
+		for i := range jobs {
+			if late() {
+				skipped = len(jobs) - i
+				break
+			}
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
 	handed := 0
-	for i := range jobs {
-		if !stopAt.IsZero() && time.Now().After(stopAt) {
-			break
+	for _, d := range done {
+		if d {
+			handed++
 		}
-		next <- i
-		handed++
 	}
-	close(next)
-	wg.Wait()
-	if handed < len(jobs) {
+	if skipped > 0 {
 		t.Errorf("out of time: compiled only %d of %d kernels in %s before the test deadline; run with a larger -timeout (e.g. -timeout 60m)",
 			handed, len(jobs), time.Since(start).Round(time.Second))
 	}
@@ -213,46 +301,118 @@ func runCompileJobs(t *testing.T, jobs []compileJob, compile func(compileJob) st
 		handed-failed, total, failed, nvrtctest.Open(t).VersionString(), workers, time.Since(start).Round(time.Millisecond))
 }
 
-// compileShards runs t's test in n child processes, one shard each, and
-// reports their failures.
-func compileShards(t *testing.T, n, total int) {
+// compileShards runs t's test in n child processes, workers for t's
+// call-th runCompileJobs call, hands them the jobs' compileUnits as they
+// finish them, and reports their failures.
+func compileShards(t *testing.T, n, call int, jobs []compileJob) {
 	t.Helper()
 	// The children build the same jobs: they depend only on the
-	// enumeration and on FullSweepEnv, which the children inherit.
+	// enumeration, on FullSweepEnv, which the children inherit, and on the
+	// samples (sampleEnv), which they are given.
 	name := t.Name()
 	args := []string{"-test.run=^" + regexp.QuoteMeta(name) + "$", "-test.v"}
 	if d, ok := t.Deadline(); ok {
 		args = append(args, fmt.Sprintf("-test.timeout=%s", time.Until(d).Round(time.Second)))
 	}
 	start := time.Now()
+	units := compileUnits(jobs)
+	var mu sync.Mutex
+	nextUnit := func() ([]int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(units) == 0 {
+			return nil, false
+		}
+		u := units[0]
+		units = units[1:]
+		return u, true
+	}
 	outs := make([][]byte, n)
 	errs := make([]error, n)
+	lost := make([][]int, n) // units handed to a worker that did not say it was done
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(os.Args[0], args...)
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d/%d", shardEnv, i, n))
-			outs[i], errs[i] = cmd.CombinedOutput()
+			outs[i], lost[i], errs[i] = compileWorker(args, fmt.Sprintf("%s=%d/%d/%d", shardEnv, i, n, call), sampleEnv+"="+testSamples(t), nextUnit)
 		}()
 	}
 	wg.Wait()
+	for i, u := range lost {
+		if u != nil {
+			t.Errorf("compile worker %d/%d did not compile job %v (%s)", i, n, u, jobs[u[0]].id)
+		}
+	}
+	if len(units) > 0 {
+		t.Errorf("%d jobs (%s, ...) were handed to no compile worker", len(units), jobs[units[0][0]].id)
+	}
 	for i := range n {
 		if errs[i] != nil {
-			t.Errorf("compile shard %d/%d: %v\n%s", i, n, errs[i], outs[i])
+			t.Errorf("compile worker %d/%d: %v\n%s", i, n, errs[i], outs[i])
 			continue
 		}
 		if !strings.Contains(string(outs[i]), "--- PASS: "+name) {
-			t.Errorf("compile shard %d/%d did not pass:\n%s", i, n, outs[i])
+			t.Errorf("compile worker %d/%d did not pass:\n%s", i, n, outs[i])
 		}
 		for _, line := range strings.Split(string(outs[i]), "\n") {
 			if strings.Contains(line, "compiled ") {
-				t.Logf("shard %d/%d: %s", i, n, strings.TrimSpace(line))
+				t.Logf("worker %d/%d: %s", i, n, strings.TrimSpace(line))
 			}
 		}
 	}
-	t.Logf("%d kernels in %d processes in %s", total, n, time.Since(start).Round(time.Second))
+	t.Logf("%d kernels in %d processes in %s", len(jobs), n, time.Since(start).Round(time.Second))
+}
+
+// compileWorker runs this test binary with args and env added as a worker
+// (runCompileJobs): it writes the units that next returns to the child's
+// fd 3, one line each, the next one once the child has said on its fd 4
+// that it is done with the last, then closes fd 3; it returns the child's
+// output and the unit it handed the child that the child did not finish
+// (nil if none).
+func compileWorker(args []string, env1, env2 string, next func() ([]int, bool)) (output []byte, lost []int, err error) {
+	jobsR, jobsW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	doneR, doneW, err := os.Pipe()
+	if err != nil {
+		jobsR.Close()
+		jobsW.Close()
+		return nil, nil, err
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env1, env2)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.ExtraFiles = []*os.File{jobsR, doneW}
+	err = cmd.Start()
+	jobsR.Close() // the child's ends
+	doneW.Close()
+	if err != nil {
+		jobsW.Close()
+		doneR.Close()
+		return nil, nil, err
+	}
+	done := bufio.NewScanner(doneR)
+	for {
+		u, ok := next()
+		if !ok {
+			break
+		}
+		line := make([]string, len(u))
+		for i, j := range u {
+			line[i] = strconv.Itoa(j)
+		}
+		if _, err := fmt.Fprintln(jobsW, strings.Join(line, ",")); err != nil || !done.Scan() {
+			lost = u // the child is gone: Wait says why, if it can
+			break
+		}
+	}
+	jobsW.Close()
+	err = cmd.Wait()
+	doneR.Close()
+	return out.Bytes(), lost, err
 }
 
 // compileOne compiles one kernel and returns what is wrong with the result,
@@ -260,7 +420,7 @@ func compileShards(t *testing.T, n, total int) {
 func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) string {
 	k := j.kernel
 	arch += k.ArchSuffix
-	res, err := lib.Compile(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
+	res, err := memoCompile(lib, false, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
 	if err != nil {
 		msg := err.Error()
 		if len(msg) > 2000 {
@@ -303,12 +463,15 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 // 11.8), that the sm_90a families' kernels pass NVRTC's C++ front end for
 // compute_90 and emit the family's wgmma into their PTX: for each family, a
 // covering sample of its kept candidates over every (precision, layout) of
-// the flagship it serves, in which every knob value, every (precision,
-// layout) and every staging path and A operand (VecStage × RegisterA)
-// appear at least once (frontEndSample), plus the sm_90a golden kernels.
+// the flagship it serves, in which every knob value, every code path,
+// every (precision, layout) and every staging path and A operand (VecStage
+// × RegisterA) appear at least once (frontEndSample), plus the sm_90a
+// golden kernels.
 // ptxas (which would check the inline PTX) needs NVRTC 12+, where
 // TestCompile compiles these families instead.
 func TestCompileWGMMAFrontEnd(t *testing.T) {
+	// Not parallel, as TestCompile: one of the longest compile tests, on
+	// every CPU (its sample's renders, then its shards).
 	lib := nvrtctest.Open(t)
 	if lib.SupportsArch("sm_90a") {
 		t.Skip("this NVRTC targets sm_90a: TestCompile compiles the wgmma configurations")
@@ -348,7 +511,7 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 				}
 			}
 		}
-		for _, pc := range frontEndSample(t, cands) {
+		for _, pc := range frontEndSample(t, fam.Name(), cands) {
 			kern, err := RenderCandidate(pc.p, pc.c)
 			if err != nil {
 				t.Fatalf("%s: %v", pc.c.ID(), err)
@@ -379,39 +542,47 @@ func sm90aGate(f Family, p problem.Problem) string {
 }
 
 // frontEndSample is TestCompileWGMMAFrontEnd's sample of one family's kept
-// candidates over several problems: coverSample's, with every staging path
-// and A operand (VecStage × RegisterA) of every problem besides. Under the
-// full sweep (CONVGEN_FULL_SWEEP=1) it has every knob value within every
+// candidates over several problems (key names it for sharedSample, which
+// computes it once per test): compileSample's (every problem, every knob
+// value and every code path), with every staging path and A operand
+// (VecStage × RegisterA) of every problem besides. Under the full sweep
+// (CONVGEN_FULL_SWEEP=1) it has, in addition, every knob value within every
 // staging path of every problem, not every candidate: the whole sm_90a
 // spaces (thousands of configurations) are compiled where NVRTC 12+
 // targets sm_90a, by TestCompile.
-func frontEndSample(t *testing.T, cands []problemCandidate) []problemCandidate {
+func frontEndSample(t *testing.T, key string, cands []problemCandidate) []problemCandidate {
 	t.Helper()
+	return pick(cands, sharedSample(t, "frontend "+key, len(cands), func() ([]int, error) {
+		sets, err := frontEndSets(cands)
+		if err != nil {
+			return nil, err
+		}
+		return greedyCoverIDs(sets, nil), nil
+	}))
+}
+
+// frontEndSets is what each of cands contributes to frontEndSample.
+func frontEndSets(cands []problemCandidate) ([][]int32, error) {
 	staging := func(pc problemCandidate) string {
 		return fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"])
 	}
-	extra := func(pc problemCandidate) []string {
+	return sampleSets(cands, pathItemIDs, func(pc problemCandidate) []string {
 		if !fullSweep() {
 			return []string{staging(pc)}
 		}
-		items, _ := coverItems(pc) // coverSample reports its error
+		items, _ := coverItems(pc) // pathItems reports its error
 		for i, item := range items {
 			items[i] = staging(pc) + " " + item
 		}
-		return items
-	}
-	sample, err := coverSample(cands, extra)
-	if err != nil {
-		t.Fatalf("covering sample: %v", err)
-	}
-	return sample
+		return append(items, staging(pc))
+	})
 }
 
 // frontEndOne runs one sm_90a kernel of problem p through NVRTC's front end
 // and returns what is wrong with its PTX, or "". Without p (golden kernels)
 // it checks only what needs no knowledge of the problem.
 func frontEndOne(lib *nvrtc.Library, kern Kernel, p problem.Problem, haveProblem bool) string {
-	res, err := lib.CompilePTX(kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
+	res, err := memoCompile(lib, true, kern.Source, nvrtc.Options{Name: kern.Name + ".cu", Arch: "sm_90" + kern.ArchSuffix})
 	if err != nil {
 		msg := err.Error()
 		if len(msg) > 2000 {
@@ -458,16 +629,31 @@ func frontEndOne(lib *nvrtc.Library, kern Kernel, p problem.Problem, haveProblem
 	return strings.Join(problems, "; ")
 }
 
-// compileForArchs compiles every job for sm_80 and for sm_90, each under its
-// default limits, on runCompileJobs's workers, with compileOne's checks.
+// compileForArchs compiles jobs for sm_80 and for sm_90, each under its
+// default limits, on runCompileJobs's workers, with compileOne's checks:
+// under the full sweep every job for both; by default the first job of
+// each family (Kernel.Family) for both and every other job for one of them
+// in turn (sm_90, then sm_80), so that every family of the jobs compiles
+// for both and every kernel for one. The architecture is a compile target,
+// not a branch of the templates (igemm's split-K refuses sm_80 with an
+// #error, which TestIGEMMSplitKCompile checks).
 func compileForArchs(t *testing.T, lib *nvrtc.Library, jobs []compileJob) {
 	t.Helper()
 	archs := []int{80, 90}
 	var both []compileJob
+	families := map[string]bool{}
+	turn := 0
 	for _, j := range jobs {
 		for _, a := range archs {
+			if !fullSweep() && families[j.kernel.Family] && a != archs[1-turn%2] {
+				continue
+			}
 			both = append(both, compileJob{fmt.Sprintf("%s for sm_%d", j.id, a), j.kernel})
 		}
+		if families[j.kernel.Family] {
+			turn++
+		}
+		families[j.kernel.Family] = true
 	}
 	runCompileJobs(t, both, func(j compileJob) string {
 		a := 90

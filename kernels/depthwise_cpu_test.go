@@ -170,11 +170,13 @@ func cpuCompiler(t *testing.T, flags ...string) (gxx, dir string) {
 // TestDepthwiseOnCPU runs depthwise kernels of small depthwise shapes (odd
 // sizes, stride 2, dilation, R ≠ S, multipliers 2 and 3, C = 1, odd C, no
 // bias) in every precision and both layouts on the CPU and checks every
-// output against float64. A sixth of the (shape, precision, layout) triples
-// run, each with one kept candidate, every (OutputsPerThread, VectorWidth)
-// pair at least once over the triples (coverOutputsOnce); every
-// triple and every kept candidate under CONVGEN_FULL_SWEEP=1.
-// It needs g++ 12 or newer (C++20 barriers, _Float16).
+// output against float64. Of the kept candidates of each (shape, precision,
+// layout), one per (OutputsPerThread, VectorWidth) pair (coverOutputs) is
+// offered; by default the ones that run (cpuSample) have every shape,
+// every (precision, layout), every pair and every code path of those
+// offered; every offered one runs, and every kept candidate is offered,
+// under CONVGEN_FULL_SWEEP=1. It needs g++ 12 or newer (C++20 barriers,
+// _Float16).
 func TestDepthwiseOnCPU(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t)
@@ -192,50 +194,35 @@ func TestDepthwiseOnCPU(t *testing.T) {
 		"N=1,C=2,H=40,W=36,K=2,R=3,S=3,pad=1,groups=2",
 	})
 	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.TF32: 1e-5, problem.TF32x3: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
-	var jobs [][2]string         // (id, C++ source)
-	covered := map[[2]int]bool{} // (OutputsPerThread, VectorWidth) pairs run so far
+	var offered []Kernel
+	var ids, items [][]string // (id, precision) and cpuSample's items of each offered kernel
 	for i, s := range shapes {
-		for j, prec := range problem.Precisions {
-			for l, lay := range problem.Layouts {
-				if !full && (i+j+l)%6 != 0 {
-					continue // every shape, precision and layout, a sixth of the triples
-				}
+		for _, prec := range problem.Precisions {
+			for _, lay := range problem.Layouts {
 				p := problem.Problem{Shape: s, Precision: prec, Layout: lay}
 				keep := depthwiseKept(p)
 				if !full {
-					keep = coverOutputsOnce(coverOutputs(keep), covered, len(jobs))
+					keep = coverOutputs(keep)
 				}
 				for _, c := range keep {
 					k, err := RenderCandidate(p, c)
 					if err != nil {
 						t.Fatalf("%s %s: %v", p, c.ID(), err)
 					}
-					jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuSource(k, bounds[prec])})
+					offered = append(offered, k)
+					ids = append(ids, []string{fmt.Sprintf("%s %s", p, c.ID()), string(prec)})
+					items = append(items, []string{fmt.Sprint("shape ", i), "problem " + string(prec) + " " + string(lay),
+						fmt.Sprintf("outputs %d vector %d", c.Config["OutputsPerThread"], c.Config["VectorWidth"])})
 				}
 			}
 		}
 	}
+	var jobs [][2]string // (id, C++ source)
+	for _, i := range cpuSample(offered, func(i int) []string { return items[i] }) {
+		jobs = append(jobs, [2]string{ids[i][0], cpuSource(offered[i], bounds[problem.Precision(ids[i][1])])})
+	}
 	runCPU(t, gxx, dir, jobs)
-	t.Logf("%d kernels run on the CPU", len(jobs))
-}
-
-// coverOutputsOnce is what a sampled triple runs of cands (one per
-// (OutputsPerThread, VectorWidth) pair): the candidates whose pair no
-// earlier triple ran (marked in covered), or else one of them, the
-// n-th in turn, so that every pair runs at least once over the test and
-// every triple runs one kernel.
-func coverOutputsOnce(cands []Candidate, covered map[[2]int]bool, n int) []Candidate {
-	var out []Candidate
-	for _, c := range cands {
-		if o := [2]int{c.Config["OutputsPerThread"], c.Config["VectorWidth"]}; !covered[o] {
-			covered[o] = true
-			out = append(out, c)
-		}
-	}
-	if len(out) == 0 && len(cands) > 0 {
-		out = append(out, cands[n%len(cands)])
-	}
-	return out
+	t.Logf("%d kernels run on the CPU (of %d offered)", len(jobs), len(offered))
 }
 
 // coverOutputs is the first of cands for each pair of OutputsPerThread and
@@ -261,11 +248,14 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestDepthwisePlanesOnCPU runs every kept NCHW candidate with several
-// planes per block (Planes > 1) on the CPU for small planes: 7×7 at stride
-// 1, 14² at stride 2 into 7², a channel multiplier, dilation, R ≠ S, and
-// N·C that the planes do not divide (a partial last block), in fp32, fp16
-// and bf16. The space must offer such candidates for each shape.
+// TestDepthwisePlanesOnCPU runs kept NCHW candidates with several planes
+// per block (Planes > 1) on the CPU for small planes: 7×7 at stride 1, 14²
+// at stride 2 into 7², a channel multiplier, dilation, R ≠ S, and N·C that
+// the planes do not divide (a partial last block), in fp32, fp16 and bf16:
+// by default the ones (cpuSample) that have every shape with every
+// precision, every (Planes, OutputsPerThread) pair and every code path of
+// them all; every one under CONVGEN_FULL_SWEEP=1. The space must offer
+// such candidates for each shape.
 func TestDepthwisePlanesOnCPU(t *testing.T) {
 	t.Parallel()
 	gxx, dir := cpuCompiler(t)
@@ -275,7 +265,8 @@ func TestDepthwisePlanesOnCPU(t *testing.T) {
 		"N=1,C=9,H=14,W=14,K=18,R=3,S=3,stride=2,pad=1,groups=9",
 		"N=2,C=3,H=12,W=11,K=3,R=3,S=5,pad_h=2,pad_w=1,dilation_h=2,groups=3,bias=false",
 	})
-	var jobs [][2]string
+	var offered []Kernel
+	var ids, items [][]string // (id, precision) and cpuSample's items of each offered kernel
 	for i, s := range shapes {
 		for _, prec := range []problem.Precision{problem.FP32, problem.FP16, problem.BF16} {
 			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NCHW}
@@ -285,20 +276,23 @@ func TestDepthwisePlanesOnCPU(t *testing.T) {
 					continue
 				}
 				n++
-				if !fullSweep() && (prec != problem.FP32 && (n+i)%3 != 0 || prec == problem.FP32 && (n+i)%2 != 0) {
-					continue // fp16 and bf16: a third of them, fp32 half (all under the full sweep)
-				}
 				k, err := RenderCandidate(p, c)
 				if err != nil {
 					t.Fatalf("%s %s: %v", p, c.ID(), err)
 				}
-				jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuSource(k, bounds[prec])})
+				offered = append(offered, k)
+				ids = append(ids, []string{fmt.Sprintf("%s %s", p, c.ID()), string(prec)})
+				items = append(items, []string{fmt.Sprintf("shape %d %s", i, prec), fmt.Sprintf("planes %d outputs %d", c.Config["Planes"], c.Config["OutputsPerThread"])})
 			}
 			if n == 0 {
 				t.Errorf("%s: no kept candidate with Planes > 1", p)
 			}
 		}
 	}
+	var jobs [][2]string
+	for _, i := range cpuSample(offered, func(i int) []string { return items[i] }) {
+		jobs = append(jobs, [2]string{ids[i][0], cpuSource(offered[i], bounds[problem.Precision(ids[i][1])])})
+	}
 	runCPU(t, gxx, dir, jobs)
-	t.Logf("%d kernels run on the CPU", len(jobs))
+	t.Logf("%d kernels run on the CPU (of %d offered)", len(jobs), len(offered))
 }

@@ -28,10 +28,12 @@ var cpuScaleShiftResidualReLU = cpuChain{
 // with AddressSanitizer) in both layouts and checks every output against
 // the chain in float64: the residual's offsets in each layout, and no read
 // of the residual past its end (NCHW strips past Q in the last row of the
-// last plane once read it). By default the first shape runs every
-// precision and layout, each (OutputsPerThread, VectorWidth) pair in one
-// of them, the others FP32 with one kernel; everything under
-// CONVGEN_FULL_SWEEP=1.
+// last plane once read it). The first shape is offered in every precision
+// and layout, the others in FP32 (and BF16 under the full sweep), one
+// kernel per (OutputsPerThread, VectorWidth) pair each; by default the
+// ones that run (cpuSample) have every shape in both layouts, every
+// (precision, layout), every pair and every code path of those offered;
+// every kept candidate is offered and runs under CONVGEN_FULL_SWEEP=1.
 func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t, "-fno-strict-aliasing", "-pthread", "-w", "-fsanitize=address")
@@ -46,8 +48,8 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 	})
 	bounds := map[problem.Precision]float64{problem.FP32: 1e-5, problem.FP16: 2e-3, problem.BF16: 1e-2}
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
-	var jobs [][2]string         // (id, C++ source)
-	covered := map[[2]int]bool{} // (OutputsPerThread, VectorWidth) pairs run on the first shape
+	var offered []Kernel
+	var ids, items [][]string // (id, precision) and cpuSample's items of each offered kernel
 	for i, s := range shapes {
 		for _, prec := range []problem.Precision{problem.FP32, problem.FP16, problem.BF16} {
 			if i > 0 && (prec == problem.FP16 || !full && prec != problem.FP32) {
@@ -55,23 +57,27 @@ func TestDepthwiseEpilogueOnCPU(t *testing.T) {
 			}
 			for _, lay := range problem.Layouts {
 				p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Epilogue: chain}
-				cands := coverOutputs(depthwiseKept(p))
-				switch {
-				case !full && i > 0:
-					cands = cands[:1] // the first shape covers every OutputsPerThread and VectorWidth
-				case !full:
-					cands = coverOutputsOnce(cands, covered, len(jobs)) // each pair once over its precisions and layouts
+				cands := depthwiseKept(p)
+				if !full {
+					cands = coverOutputs(cands)
 				}
 				for _, c := range cands {
 					k, err := RenderCandidate(p, c)
 					if err != nil {
 						t.Fatalf("%s %s: %v", p, c.ID(), err)
 					}
-					jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuSourceWith(k, bounds[prec], cpuScaleShiftResidualReLU)})
+					offered = append(offered, k)
+					ids = append(ids, []string{fmt.Sprintf("%s %s", p, c.ID()), string(prec)})
+					items = append(items, []string{fmt.Sprintf("shape %d %s", i, lay), "problem " + string(prec) + " " + string(lay),
+						fmt.Sprintf("outputs %d vector %d", c.Config["OutputsPerThread"], c.Config["VectorWidth"])})
 				}
 			}
 		}
 	}
+	var jobs [][2]string // (id, C++ source)
+	for _, i := range cpuSample(offered, func(i int) []string { return items[i] }) {
+		jobs = append(jobs, [2]string{ids[i][0], cpuSourceWith(offered[i], bounds[problem.Precision(ids[i][1])], cpuScaleShiftResidualReLU)})
+	}
 	runCPU(t, gxx, dir, jobs, "-fsanitize=address")
-	t.Logf("%d kernels with the chain run on the CPU", len(jobs))
+	t.Logf("%d kernels with the chain run on the CPU (of %d offered)", len(jobs), len(offered))
 }

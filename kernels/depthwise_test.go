@@ -86,6 +86,7 @@ func depthwiseShapes(t *testing.T) []problem.Shape {
 // as Enumerate admits them, and 24 at most), which render with the launch
 // their geometry implies, and Enumerate offers them.
 func TestDepthwiseServes(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	for _, s := range depthwiseShapes(t) {
 		for _, arch := range []int{80, 90} {
 			lim := DefaultLimits(arch)
@@ -320,6 +321,7 @@ func TestDepthwiseGoldenSource(t *testing.T) {
 // knobs and shapes rotate); under the full sweep (CONVGEN_FULL_SWEEP=1)
 // every kept candidate of every depthwise shape in every mode.
 func TestDepthwiseCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	full := os.Getenv("CONVGEN_FULL_SWEEP") == "1"
 	rng := rand.New(rand.NewPCG(19, 3))
@@ -357,6 +359,7 @@ func TestDepthwiseCompile(t *testing.T) {
 // at each stored value), Enumerate offers it for a problem with a chain,
 // and the kernels NVRTC-compile for sm_80 and sm_90.
 func TestDepthwiseEpilogue(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	s := parseShapes(t, []string{"N=2,C=16,H=14,W=14,K=32,R=3,S=3,pad=1,groups=16"})[0]
 	var jobs []compileJob
 	for i, spec := range epilogueChains {
@@ -408,6 +411,7 @@ func TestDepthwiseEpilogue(t *testing.T) {
 // grid that covers the output: blocks × threads × OutputsPerThread ×
 // (K/C in NCHW, VectorWidth in NHWC) ≥ N·K·P·Q.
 func TestDepthwiseSpaceProperty(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	rng := rand.New(rand.NewPCG(19, 4))
 	lim := DefaultLimits(90)
 	for i := 0; i < 300; i++ {

@@ -163,6 +163,7 @@ func TestEpilogueRendered(t *testing.T) {
 // TestEpilogueCompile NVRTC-compiles, for sm_80 and sm_90, one kept
 // candidate of every wired family in every case with each chain.
 func TestEpilogueCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	var jobs []compileJob
 	for i, c := range epilogueCases(t) {
@@ -263,8 +264,12 @@ func TestEpilogueDeclined(t *testing.T) {
 // it, else through the front end for compute_90 (TestCompileWGMMAFrontEnd's
 // check). For each family and each (precision, layout) of the flagship it
 // serves, the kept candidates that differ in Overlap and PredicatedStores
-// (the two store paths) are taken, each with one of epilogueChains.
+// (the two store paths) are taken, each with one of epilogueChains; by
+// default, of those, the ones that have every family with every
+// (precision, layout), store path and chain and every code path of them
+// all (coverJobs), all under the full sweep.
 func TestEpilogueSM90a(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -305,6 +310,12 @@ func TestEpilogueSM90a(t *testing.T) {
 	if len(jobs) == 0 {
 		t.Fatal("no sm_90a family applies chains")
 	}
+	// By default every family with every (precision, layout), store path
+	// and chain, and every code path of the kernels above.
+	jobs = coverJobs(jobs, func(j compileJob) []string {
+		q, f, cfg := probs[j.id], j.kernel.Family, j.kernel.Config
+		return []string{f + " " + string(q.Precision) + " " + string(q.Layout), fmt.Sprintf("%s stores %d/%d", f, cfg["Overlap"], cfg["PredicatedStores"]), f + " chain " + q.Epilogue.String()}
+	})
 	runCompileJobs(t, jobs, func(j compileJob) string {
 		if lib.SupportsArch("sm_90a") {
 			return compileOne(lib, "sm_90", lim, j)
@@ -318,6 +329,7 @@ func TestEpilogueSM90a(t *testing.T) {
 // chain in double (convgen_ep64 at its store, the chain's parameters after
 // bias) and compiles for every precision with a chain of each kind.
 func TestEpilogueReferenceKernel(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	var jobs []compileJob
 	for i, prec := range problem.Precisions {
@@ -456,6 +468,7 @@ var residualHelperMarker = map[string]string{"wgmmarow": "// store_row adds the 
 // rendered helpers (the source up to its store function, with a kernel
 // that calls them) are also compiled to CUBIN for sm_80, through ptxas.
 func TestResidualPrefetchCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -493,7 +506,7 @@ func TestResidualPrefetchCompile(t *testing.T) {
 		if msg := frontEndOne(lib, j.kernel, probs[j.id], true); msg != "" {
 			return msg
 		}
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			return err.Error()
 		}

@@ -142,6 +142,7 @@ func genericKept(p problem.Problem, lim Limits) []Candidate {
 // and under tight limits, and every kept candidate renders with a launch
 // that covers the output and respects the limits.
 func TestGenericSpaceProperty(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	rng := rand.New(rand.NewPCG(19, 1))
 	tight := Limits{MaxThreadsPerBlock: 256, MaxSharedPerBlock: 48 * 1024, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 16}
 	most := 0
@@ -186,6 +187,7 @@ func checkGenericLaunch(t *testing.T, p problem.Problem, c Candidate, k Kernel, 
 // problems (every precision and layout among them) and NVRTC-compiles it for
 // sm_80 and sm_90.
 func TestGenericCompileSample(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	rng := rand.New(rand.NewPCG(19, 2))
 	var jobs []compileJob

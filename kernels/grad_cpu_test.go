@@ -311,7 +311,7 @@ func runGradOnCPU(gxx, dir string, p problem.Problem, k Kernel, bound float64, s
 		return err.Error()
 	}
 	exe := filepath.Join(dir, "k")
-	if out, err := exec.Command(gxx, "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w", "-o", exe, cpp).CombinedOutput(); err != nil {
+	if out, err := cpuBuild(gxx, exe, cpp); err != nil {
 		return fmt.Sprintf("g++: %v\n%s", err, firstLines(string(out), 30))
 	}
 	run := exec.Command(exe)

@@ -189,14 +189,19 @@ const gradCompileSpec = "N=8,C=24,H=30,W=28,K=32,R=3,S=3,stride=2,pad=1,groups=2
 
 // TestGradCompile NVRTC-compiles for sm_90 the gradient families' kept
 // candidates of gradCompileSpec in every precision and layout, one
-// configuration each in turn, every configuration of the first, and the
-// 64-bit path of both, plus the gradients' reference kernels of every
-// precision and layout; every kept candidate under the full sweep.
+// configuration each in turn, the configurations of the first that have
+// every knob value and every code path of its kept ones (pathCover), and
+// the 64-bit path of both, plus the gradients' reference kernels that have
+// every op with every precision and every layout and every code path of
+// the reference kernels of every precision and layout; every kept
+// candidate and every reference kernel under the full sweep.
 func TestGradCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	const arch = "sm_90"
 	lim := DefaultLimits(90)
-	var jobs []compileJob
+	var jobs, refs []compileJob
+	var refItems [][]string
 	turn := 0
 	for _, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
 		for i, prec := range problem.Precisions {
@@ -206,7 +211,8 @@ func TestGradCompile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				jobs = append(jobs, compileJob{"reference " + p.String(), ref})
+				refs = append(refs, compileJob{"reference " + p.String(), ref})
+				refItems = append(refItems, []string{op.String() + " " + string(prec), op.String() + " " + string(lay)})
 				cands, err := Enumerate(p, lim)
 				if err != nil {
 					t.Fatal(err)
@@ -216,12 +222,24 @@ func TestGradCompile(t *testing.T) {
 					ks = ks[turn%len(ks) : turn%len(ks)+1]
 					turn++
 				}
+				var kerns []Kernel
 				for _, c := range ks {
 					k, err := RenderCandidate(p, c)
 					if err != nil {
 						t.Fatal(err)
 					}
-					jobs = append(jobs, compileJob{p.String() + " " + c.ID(), k})
+					kerns = append(kerns, k)
+				}
+				idx := make([]int, len(kerns))
+				for i := range idx {
+					idx[i] = i
+				}
+				if !fullSweep() && len(kerns) > 1 {
+					// The first problem's: every knob value and every code path.
+					idx = pathCover(kerns, nil)
+				}
+				for _, i := range idx {
+					jobs = append(jobs, compileJob{p.String() + " " + ks[i].ID(), kerns[i]})
 				}
 			}
 		}
@@ -235,6 +253,17 @@ func TestGradCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 		jobs = append(jobs, compileJob{p.String() + " " + kept(cands)[0].ID(), k})
+	}
+	if fullSweep() {
+		jobs = append(jobs, refs...)
+	} else {
+		kerns := make([]Kernel, len(refs))
+		for i, r := range refs {
+			kerns[i] = r.kernel
+		}
+		for _, i := range pathCover(kerns, func(i int) []string { return refItems[i] }) {
+			jobs = append(jobs, refs[i])
+		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string { return compileOne(lib, arch, lim, j) })
 }

@@ -168,6 +168,7 @@ func TestIGEMMServesChannelHeavy(t *testing.T) {
 // shapes; every precision, both layouts, every load width among them) and
 // the golden kernel, and checks that the PTX holds mma.sync.
 func TestIGEMMCompileSample(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	rng := rand.New(rand.NewPCG(19, 10))
 	shapes := parseShapes(t, igemmShapes[:6])
@@ -295,6 +296,7 @@ func TestIGEMMDgradServes(t *testing.T) {
 // dgrad kernel for sm_80 and sm_90, and checks that the PTX holds the
 // mma.sync of the precision and, for fp16/bf16, the transposing ldmatrix.
 func TestIGEMMDgradCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	rng := rand.New(rand.NewPCG(23, 1))
 	var jobs []compileJob
@@ -308,7 +310,7 @@ func TestIGEMMDgradCompile(t *testing.T) {
 		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_80"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_80"})
 		if err != nil {
 			return err.Error()
 		}
@@ -474,6 +476,7 @@ func TestIGEMMSplitKSpace(t *testing.T) {
 // (mapa, ld.shared::cluster) between cluster barriers. For sm_80 (the
 // fallback's compute_80) a split kernel must fail to compile, naming sm_90.
 func TestIGEMMSplitKCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	shapes := parseShapes(t, igemmSplitShapes[:2])
 	odd := parseShapes(t, []string{"N=3,C=40,H=9,W=11,K=72,R=3,S=3,pad=1", "N=2,C=13,H=9,W=7,K=37,R=3,S=3,stride=2,pad=1,dilation_w=2"})
@@ -518,13 +521,13 @@ func TestIGEMMSplitKCompile(t *testing.T) {
 	jobs = append(jobs, compileJob{"for sm_80: " + jobs[0].id, jobs[0].kernel})
 	runCompileJobs(t, jobs, func(j compileJob) string {
 		if strings.HasPrefix(j.id, "for sm_80: ") {
-			_, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_80"})
+			_, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_80"})
 			if err == nil || !strings.Contains(err.Error(), "sm_90") {
 				return fmt.Sprintf("compiled for sm_80 (err %v), want a refusal naming sm_90", err)
 			}
 			return ""
 		}
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90"})
 		if err != nil {
 			return err.Error()
 		}
@@ -543,6 +546,7 @@ func TestIGEMMSplitKCompile(t *testing.T) {
 // NVRTC-compiles for sm_80 and sm_90; its grid has no phase dimension and
 // its columns are the SH·SW·C folded ones.
 func TestIGEMMDgradFold(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	k := goldenIGEMMFold(t, problem.OpDgrad, 1)
 	if k.Grid != [3]int{(2*8*17 + 63) / 64, 1, 1} || !strings.Contains(k.Source, "#define CF 26") {
 		t.Errorf("folded grid %v (want the 8x17 phase pixels of 2 images by one tile of 26 columns)", k.Grid)

@@ -164,6 +164,7 @@ func TestGenericFoldedGrid(t *testing.T) {
 // and sm_90: kb87 in fp32 NCHW and bf16 NHWC, and the folded grid in fp16
 // NCHW and tf32 NHWC.
 func TestGenericIndex64Compile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	var jobs []compileJob
 	for _, x := range []struct {

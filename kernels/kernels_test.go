@@ -112,6 +112,7 @@ func TestEnumerateFlagship(t *testing.T) {
 // TestEnumerateServed runs the same checks on every (precision, layout)
 // combination some family serves.
 func TestEnumerateServed(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lim := DefaultLimits(90)
 	for _, s := range servedFlagship(t, lim) {
 		t.Run(string(s.prob.Precision)+"_"+string(s.prob.Layout), func(t *testing.T) {
@@ -234,6 +235,7 @@ func checkCoverage(t *testing.T, id string, s problem.Shape, k Kernel) {
 // TestEnumerateLimits checks that every kept candidate respects tighter
 // limits than the defaults, and that the sm_80 limits keep fewer.
 func TestEnumerateLimits(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	p := flagship(t, problem.FP32, problem.NCHW)
 	l90, l80 := DefaultLimits(90), DefaultLimits(80)
 	if l90.MaxSharedPerBlock != 232448 || l80.MaxSharedPerBlock != 166912 ||
@@ -695,6 +697,7 @@ var levelWords = []*regexp.Regexp{
 }
 
 func TestLeadingComment(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	if c := leadingComment("// a\n// b\ncode\n// c\n"); c != "// a\n// b\n" {
 		t.Fatalf("leadingComment helper is broken: %q", c)
 	}
@@ -770,6 +773,7 @@ func renderTF32WGMMA(t *testing.T, p problem.Problem, c Candidate) Kernel {
 // Limits.SM90a, that it serves only what its A-operand trick allows, and
 // that every kept configuration renders an sm_90a kernel issuing wgmma.
 func TestWGMMAGate(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	p := flagship(t, problem.TF32, problem.NCHW)
 	on := checkArchGate(t, WGMMA{}, p)
 	for _, pl := range []struct {

@@ -15,29 +15,26 @@ import (
 // disagrees (the asserted figure off by 16 bytes) NVRTC rejects them with
 // the assertion's message.
 func TestSharedBytesAsserted(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
-	var ks []Kernel
-	for _, k := range goldenKernels(t) {
-		if k.Family == "direct" {
-			ks = append(ks, k)
-			break
-		}
+	// The direct golden kernel that compiles fastest (one channel staged
+	// at a time): any direct kernel has the assertion.
+	direct, ok := goldenKernels(t)["direct_p8_q16_k48_x8_sc1"]
+	if !ok || direct.Family != "direct" {
+		t.Fatal("no direct golden kernel direct_p8_q16_k48_x8_sc1")
 	}
-	if len(ks) != 1 {
-		t.Fatal("no direct golden kernel")
-	}
-	ks = append(ks, goldenGeneric(t))
+	ks := []Kernel{direct, goldenGeneric(t)}
 	for _, k := range ks {
 		want := fmt.Sprintf(") == %d,", k.SharedBytes)
 		if strings.Count(k.Source, want) != 1 {
 			t.Fatalf("%s: no static_assert of the shared memory size %d", k.Name, k.SharedBytes)
 		}
 		opt := nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_80"}
-		if _, err := lib.Compile(k.Source, opt); err != nil {
+		if _, err := memoCompile(lib, false, k.Source, opt); err != nil {
 			t.Fatalf("%s: %v", k.Name, err)
 		}
 		bad := strings.Replace(k.Source, want, fmt.Sprintf(") == %d,", k.SharedBytes+16), 1)
-		_, err := lib.Compile(bad, opt)
+		_, err := memoCompile(lib, false, bad, opt)
 		if err == nil || !strings.Contains(err.Error(), "dynamic shared memory") {
 			t.Errorf("%s with a wrong shared memory size: compile error %v, want the static_assert's", k.Name, err)
 		}

@@ -155,8 +155,7 @@ func runCPU(t *testing.T, gxx, dir string, jobs [][2]string, flags ...string) {
 				t.Error(err)
 				return
 			}
-			args := append([]string{"-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-w"}, flags...)
-			if out, err := exec.Command(gxx, append(args, "-o", exe, cpp)...).CombinedOutput(); err != nil {
+			if out, err := cpuBuild(gxx, exe, cpp, flags...); err != nil {
 				t.Errorf("%s: g++: %v\n%s", j[0], err, firstLines(string(out), 30))
 				return
 			}
@@ -178,10 +177,13 @@ func runCPU(t *testing.T, gxx, dir string, jobs [][2]string, flags ...string) {
 // stores of every VectorWidth and OutputsPerThread), and, with the chain
 // scale_shift,residual(0.5),relu, a residual of the output's type read at
 // its offsets (built with AddressSanitizer, which catches a residual read
-// as the input's type, past its end). By default a sample: one generic
-// shape and candidate (the first or the last) and one depthwise shape per
-// case and layout, in turn, the depthwise store shapes covered once;
-// everything under the full sweep.
+// as the input's type, past its end). Offered, for every case, layout and
+// shape: generic's first and last kept candidates and one depthwise
+// candidate per store shape (every kept one under the full sweep), with
+// the chain every other time; by default the ones that run (cpuSample)
+// have, for each family, every case, layout, shape and store shape, with
+// and without the chain, and every code path of those offered; everything
+// under the full sweep.
 func TestOutPrecisionOnCPU(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	asan := []string{"-fsanitize=address"}
@@ -198,58 +200,56 @@ func TestOutPrecisionOnCPU(t *testing.T) {
 		"N=2,C=4,H=10,W=12,K=8,R=3,S=3,pad=1,groups=4",
 		"N=1,C=8,H=9,W=9,K=8,R=3,S=3,stride=2,pad=1,groups=8",
 	})
-	var jobs [][2]string
-	covered := map[[2]int]bool{} // depthwise (OutputsPerThread, VectorWidth) pairs run so far
+	var offered []Kernel
+	var sources [][2]string // (id, C++ source) of each offered kernel
+	var items [][]string    // cpuSample's items of each offered kernel
+	offer := func(p problem.Problem, c Candidate, si int, ch cpuChain, source func(Kernel) string) {
+		k, err := RenderCandidate(p, c)
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, c.ID(), err)
+		}
+		if !strings.Contains(k.Source, "typedef "+family.NewOutput(p).Type()+" out_t;") {
+			t.Fatalf("%s %s: no out_t of the output's type", p, c.ID())
+		}
+		f := c.Family
+		offered = append(offered, k)
+		sources = append(sources, [2]string{fmt.Sprintf("%s %s", p, c.ID()), source(k)})
+		items = append(items, []string{f + " " + string(p.Precision) + " to " + string(p.Out()), f + " " + string(p.Layout), fmt.Sprintf("%s shape %d", f, si),
+			fmt.Sprintf("%s chain %v", f, len(p.Epilogue) > 0), fmt.Sprintf("%s outputs %d vector %d", f, c.Config["OutputsPerThread"], c.Config["VectorWidth"])})
+	}
 	for ci, oc := range outCases {
 		for li, lay := range problem.Layouts {
 			for si, s := range generic {
-				if !fullSweep() && si != (ci+li)%2 { // one shape per case and layout in turn
-					continue
-				}
 				p := problem.Problem{Shape: s, Precision: oc.prec, Layout: lay, OutPrecision: oc.out}
 				ch := cpuPlain
 				if (ci+li+si)%2 == 1 {
 					p.Epilogue, ch = chain, cpuOutResidualChain
 				}
 				cands := kept(family.AdmitSoft(Generic{}.Space(p, DefaultLimits(90))))
-				pick := []Candidate{cands[0], cands[len(cands)-1]}
-				if !fullSweep() { // the first or the last in turn (both under the full sweep)
-					pick = pick[(ci+li+si)%2:][:1]
-				}
-				for _, c := range pick {
-					k, err := RenderCandidate(p, c)
-					if err != nil {
-						t.Fatalf("%s %s: %v", p, c.ID(), err)
-					}
-					if !strings.Contains(k.Source, "typedef "+family.NewOutput(p).Type()+" out_t;") {
-						t.Fatalf("%s %s: no out_t of the output's type", p, c.ID())
-					}
-					jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuGenericSource(t, k, p, ch)})
+				for _, c := range []Candidate{cands[0], cands[len(cands)-1]} {
+					offer(p, c, si, ch, func(k Kernel) string { return cpuGenericSource(t, k, p, ch) })
 				}
 			}
 			for si, s := range depthwise {
-				if !fullSweep() && si != (ci+li)%2 { // one shape per case and layout in turn
-					continue
-				}
 				p := problem.Problem{Shape: s, Precision: oc.prec, Layout: lay, OutPrecision: oc.out}
 				ch := cpuPlain
 				if (ci+li+si)%2 == 0 {
 					p.Epilogue, ch = chain, cpuOutResidualChain
 				}
-				keep := coverOutputs(depthwiseKept(p))
-				if !fullSweep() { // each store shape once over the cases, at least one kernel a case
-					keep = coverOutputsOnce(keep, covered, len(jobs))
+				keep := depthwiseKept(p)
+				if !fullSweep() {
+					keep = coverOutputs(keep)
 				}
 				for _, c := range keep {
-					k, err := RenderCandidate(p, c)
-					if err != nil {
-						t.Fatalf("%s %s: %v", p, c.ID(), err)
-					}
-					jobs = append(jobs, [2]string{fmt.Sprintf("%s %s", p, c.ID()), cpuOutSource(t, k, p, ch)})
+					offer(p, c, si, ch, func(k Kernel) string { return cpuOutSource(t, k, p, ch) })
 				}
 			}
 		}
 	}
+	var jobs [][2]string
+	for _, i := range cpuSample(offered, func(i int) []string { return items[i] }) {
+		jobs = append(jobs, sources[i])
+	}
 	runCPU(t, gxx, dir, jobs, asan...)
-	t.Logf("%d kernels storing another output type run on the CPU", len(jobs))
+	t.Logf("%d kernels storing another output type run on the CPU (of %d offered)", len(jobs), len(offered))
 }

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -139,12 +140,14 @@ func outKernels(t *testing.T) (jobs []compileJob, probs map[string]problem.Probl
 	return jobs, probs
 }
 
-// TestOutPrecisionCompile NVRTC-compiles the kernels of outKernels: for
-// sm_80 and sm_90 (generic, igemm, depthwise), wgmmaigemm for sm_90a, or
+// TestOutPrecisionCompile NVRTC-compiles the kernels of outKernels (by
+// default those that cover them, coverJobs): for sm_80 and sm_90
+// (generic, igemm, depthwise; compileForArchs), wgmmaigemm for sm_90a, or
 // through the front end to PTX where NVRTC cannot target sm_90a; and the
 // checking kernels of every outCase (compare and gather of out_t,
 // convgen_fill_out, the residual read as out_t in double).
 func TestOutPrecisionCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	jobs, probs := outKernels(t)
 	var plain, sm90a []compileJob
@@ -158,6 +161,14 @@ func TestOutPrecisionCompile(t *testing.T) {
 	if len(sm90a) == 0 {
 		t.Fatal("no wgmmaigemm kernel storing another output type")
 	}
+	// By default, of these, the kernels that have every family with every
+	// (precision, output type), layout and shape, with and without the
+	// chain, and every knob value and code path of them all (coverJobs).
+	cover := func(j compileJob) []string {
+		p, f := probs[j.id], j.kernel.Family
+		return []string{f + " " + string(p.Precision) + " to " + string(p.Out()), f + " " + string(p.Layout), f + " shape " + p.Shape.String(), fmt.Sprintf("%s chain %v", f, len(p.Epilogue) > 0)}
+	}
+	plain, sm90a = coverJobs(plain, cover), coverJobs(sm90a, cover)
 	for i, oc := range outCases {
 		p := problem.Problem{Shape: outShapes(t)[0], Precision: oc.prec, Layout: problem.Layouts[i%2], OutPrecision: oc.out}
 		if i%2 == 0 {

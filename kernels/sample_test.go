@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/convgen/convgen/problem"
@@ -63,22 +66,49 @@ func knobValues(c Candidate) ([]knobValue, error) {
 // items not yet covered, the earliest on ties. It is deterministic: it
 // depends only on sets and their order.
 func greedyCover(sets [][]string) []int {
-	uncovered := map[string]bool{}
+	ids := make([][]int32, len(sets))
+	for i, s := range sets {
+		ids[i] = internItems(s)
+	}
+	return greedyCoverIDs(ids, nil)
+}
+
+// greedyCoverIDs is greedyCover over interned items (internItems): the
+// code-path samples have thousands of sets of hundreds of items. The items
+// of covered (kernels compiled anyway, such as the golden ones) need no
+// set.
+func greedyCoverIDs(sets [][]int32, covered [][]int32) []int {
+	var need []bool // by item: some set has it, and no set taken yet
+	left := 0
 	for _, s := range sets {
-		for _, item := range s {
-			uncovered[item] = true
+		for _, id := range s {
+			if int(id) >= len(need) {
+				need = append(need, make([]bool, int(id)+1-len(need))...)
+			}
+			if !need[id] {
+				need[id] = true
+				left++
+			}
+		}
+	}
+	for _, s := range covered {
+		for _, id := range s {
+			if int(id) < len(need) && need[id] {
+				need[id] = false
+				left--
+			}
 		}
 	}
 	taken := make([]bool, len(sets))
-	for len(uncovered) > 0 {
+	for left > 0 {
 		best, bestN := -1, 0
 		for i, s := range sets {
 			if taken[i] {
 				continue
 			}
 			n := 0
-			for _, item := range s {
-				if uncovered[item] {
+			for _, id := range s {
+				if need[id] {
 					n++
 				}
 			}
@@ -87,8 +117,11 @@ func greedyCover(sets [][]string) []int {
 			}
 		}
 		taken[best] = true
-		for _, item := range sets[best] {
-			delete(uncovered, item)
+		for _, id := range sets[best] {
+			if need[id] {
+				need[id] = false
+				left--
+			}
 		}
 	}
 	var out []int
@@ -98,6 +131,37 @@ func greedyCover(sets [][]string) []int {
 		}
 	}
 	return out
+}
+
+// itemIDs numbers the covering samples' items, once per test binary.
+var itemIDs = struct {
+	sync.Mutex
+	ids   map[string]int32
+	names []string
+}{ids: map[string]int32{}}
+
+// internItems is items' numbers (itemIDs), in their order.
+func internItems(items []string) []int32 {
+	itemIDs.Lock()
+	defer itemIDs.Unlock()
+	out := make([]int32, len(items))
+	for i, item := range items {
+		id, ok := itemIDs.ids[item]
+		if !ok {
+			id = int32(len(itemIDs.names))
+			itemIDs.ids[item] = id
+			itemIDs.names = append(itemIDs.names, item)
+		}
+		out[i] = id
+	}
+	return out
+}
+
+// itemName is the item numbered id.
+func itemName(id int32) string {
+	itemIDs.Lock()
+	defer itemIDs.Unlock()
+	return itemIDs.names[id]
 }
 
 // coverItems is what a candidate of problem p contributes to a covering
@@ -117,6 +181,119 @@ func coverItems(pc problemCandidate) ([]string, error) {
 	return items, nil
 }
 
+// pathItems is what a candidate of problem p contributes to a code-path
+// sample: its family, its family with p's precision and layout, and its
+// rendered kernel's kernelItems. A sample with every candidate's pathItems
+// compiles every branch that any candidate's kernel takes, in some
+// configuration, besides every knob value and every problem; what it
+// leaves to the full sweep is the same code with other constants.
+func pathItems(pc problemCandidate) ([]string, error) {
+	kvs, err := knobValues(pc.c)
+	if err != nil {
+		return nil, err
+	}
+	k, err := RenderCandidate(pc.p, pc.c)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: render: %w", pc.p, pc.c.ID(), err)
+	}
+	f := pc.c.Family
+	items := []string{"family " + f, f + " problem " + string(pc.p.Precision) + " " + string(pc.p.Layout)}
+	for _, kv := range kvs {
+		items = append(items, f+" "+kv.knob+"="+kv.value)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, item := range append(items, kernelItems(k)...) {
+		if !seen[item] {
+			seen[item] = true
+			out = append(out, item)
+		}
+	}
+	return out, nil
+}
+
+// kernelItems is, for kernel k's family, each of its knob values (in any
+// precision) and the code paths it compiles (codePaths: every preprocessor
+// branch it takes and every line it keeps, constants blanked).
+func kernelItems(k Kernel) []string {
+	var items []string
+	for _, knob := range slices.Sorted(maps.Keys(k.Config)) {
+		items = append(items, fmt.Sprintf("%s %s=%d", k.Family, knob, k.Config[knob]))
+	}
+	for _, path := range codePaths(k.Source, k.Name) {
+		items = append(items, k.Family+" "+path)
+	}
+	return items
+}
+
+// pathMemo holds pathItemIDs's results, by problem and candidate.
+var pathMemo sync.Map // string → func() ([]int32, error)
+
+// pathItemIDs is pathItems(pc), interned, computed once per test binary:
+// the compile tests and the sampler's own tests sample the same
+// candidates, and rendering thousands of them is most of a sample's time.
+func pathItemIDs(pc problemCandidate) ([]int32, error) {
+	key := pc.p.String() + "\x00" + pc.c.ID()
+	f, _ := pathMemo.LoadOrStore(key, sync.OnceValues(func() ([]int32, error) {
+		items, err := pathItems(pc)
+		if err != nil {
+			return nil, err
+		}
+		return internItems(items), nil
+	}))
+	return f.(func() ([]int32, error))()
+}
+
+// coverItemIDs is coverItems(pc), interned.
+func coverItemIDs(pc problemCandidate) ([]int32, error) {
+	items, err := coverItems(pc)
+	return internItems(items), err
+}
+
+// sampleSets is items, then extra's (if not nil), for each of cands,
+// interned.
+func sampleSets(cands []problemCandidate, items func(problemCandidate) ([]int32, error), extra func(problemCandidate) []string) ([][]int32, error) {
+	sets := make([][]int32, len(cands))
+	errs := make([]error, len(cands))
+	// On every CPU: rendering thousands of candidates is most of a
+	// sample's time.
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				s, err := items(cands[i])
+				if err == nil && extra != nil {
+					s = append(slices.Clip(s), internItems(extra(cands[i]))...)
+				}
+				sets[i], errs[i] = s, err
+			}
+		}()
+	}
+	for i := range cands {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sets, nil
+}
+
+// pick is the candidates of cands at the indexes idx.
+func pick(cands []problemCandidate, idx []int) []problemCandidate {
+	out := make([]problemCandidate, len(idx))
+	for i, j := range idx {
+		out[i] = cands[j]
+	}
+	return out
+}
+
 // coverSample returns a deterministic subset of cands, in their order, in
 // which every family appears with every problem, and every value that any
 // candidate gives to any knob of its family appears, in every precision it
@@ -124,42 +301,126 @@ func coverItems(pc problemCandidate) ([]string, error) {
 // with the items that extra (if not nil) returns for a candidate. A
 // candidate with a malformed ID is an error.
 func coverSample(cands []problemCandidate, extra func(problemCandidate) []string) ([]problemCandidate, error) {
-	sets := make([][]string, len(cands))
-	for i, pc := range cands {
-		items, err := coverItems(pc)
-		if err != nil {
-			return nil, err
-		}
-		if extra != nil {
-			items = append(items, extra(pc)...)
-		}
-		sets[i] = items
+	sets, err := sampleSets(cands, coverItemIDs, extra)
+	if err != nil {
+		return nil, err
 	}
-	var out []problemCandidate
-	for _, i := range greedyCover(sets) {
-		out = append(out, cands[i])
+	return pick(cands, greedyCoverIDs(sets, nil)), nil
+}
+
+// pathSample is the indexes of greedyCover's sample of cands over
+// pathItems, with the kernelItems of compiled (kernels compiled besides the
+// sample, such as the golden ones) covered already.
+func pathSample(cands []problemCandidate, compiled []Kernel) ([]int, error) {
+	sets, err := sampleSets(cands, pathItemIDs, nil)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return greedyCoverIDs(sets, kernelItemIDs(compiled)), nil
+}
+
+// kernelItemIDs is the kernelItems of each of ks, interned.
+func kernelItemIDs(ks []Kernel) [][]int32 {
+	var out [][]int32
+	for _, k := range ks {
+		out = append(out, internItems(kernelItems(k)))
+	}
+	return out
 }
 
 // compileSample returns the candidates of cands a compile test compiles:
-// all of them under the full sweep (FullSweepEnv), else coverSample's
-// sample. A new family's candidates are sampled like the others', with
-// nothing to add here.
-func compileSample(t testing.TB, cands []problemCandidate) []problemCandidate {
+// all of them under the full sweep (FullSweepEnv), else a code-path sample
+// (pathSample: every problem, every knob value and every code path at
+// least once, in the sample or in compiled, the kernels the test compiles
+// besides), computed once per test (sharedSample). A new family's
+// candidates are sampled like the others', with nothing to add here.
+func compileSample(t *testing.T, cands []problemCandidate, compiled []Kernel) []problemCandidate {
 	t.Helper()
 	if fullSweep() {
 		return cands
 	}
-	sample, err := coverSample(cands, nil)
-	if err != nil {
-		t.Fatalf("covering sample: %v", err)
+	return pick(cands, sharedSample(t, "compile", len(cands), func() ([]int, error) { return pathSample(cands, compiled) }))
+}
+
+// sampleEnv carries a compile test's samples (sharedSample) to the test's
+// shard children (runCompileJobs), which re-run the test: a code-path
+// sample renders every candidate, which the children need not repeat.
+const sampleEnv = "CONVGEN_COMPILE_SAMPLES"
+
+// sharedSamples holds each test's samples so far, as "key=n:i,j,...".
+var sharedSamples = struct {
+	sync.Mutex
+	m map[*testing.T][]string
+}{m: map[*testing.T][]string{}}
+
+// sharedSample returns the indexes that sample returns for a test's n
+// candidates, the test's sample key: sample's result in the test's own
+// process, its parent's (from sampleEnv) in a shard child.
+func sharedSample(t *testing.T, key string, n int, sample func() ([]int, error)) []int {
+	t.Helper()
+	if n == 0 {
+		return nil
 	}
-	return sample
+	if os.Getenv(shardEnv) != "" {
+		for _, kv := range strings.Split(os.Getenv(sampleEnv), ";") {
+			k, v, _ := strings.Cut(kv, "=")
+			if k != key {
+				continue
+			}
+			count, list, _ := strings.Cut(v, ":")
+			if count != strconv.Itoa(n) {
+				t.Fatalf("sample %q: the parent sampled %s candidates, this child has %d", key, count, n)
+			}
+			var idx []int
+			for _, f := range strings.Split(list, ",") {
+				i, err := strconv.Atoi(f)
+				if err != nil || i < 0 || i >= n {
+					t.Fatalf("sample %q from the parent: bad index %q", key, f)
+				}
+				idx = append(idx, i)
+			}
+			return idx
+		}
+		t.Fatalf("%s has no sample %q from the parent", sampleEnv, key)
+	}
+	idx, err := sample()
+	if err != nil {
+		t.Fatalf("covering sample %s: %v", key, err)
+	}
+	if len(idx) == 0 {
+		t.Fatalf("covering sample %s: empty", key)
+	}
+	list := make([]string, len(idx))
+	for i, j := range idx {
+		list[i] = strconv.Itoa(j)
+	}
+	sharedSamples.Lock()
+	sharedSamples.m[t] = append(sharedSamples.m[t], fmt.Sprintf("%s=%d:%s", key, n, strings.Join(list, ",")))
+	sharedSamples.Unlock()
+	return idx
+}
+
+// testSamples is sampleEnv's value for t's shard children.
+func testSamples(t *testing.T) string {
+	sharedSamples.Lock()
+	defer sharedSamples.Unlock()
+	return strings.Join(sharedSamples.m[t], ";")
 }
 
 // goldenPrefix starts the ID of a golden kernel's compile job.
 const goldenPrefix = "golden "
+
+// compiledGolden is the golden kernels (goldenKernels), in name order,
+// that TestCompile compiles where NVRTC targets sm_90a or not, whose
+// source no job of jobs compiles yet.
+func compiledGolden(t *testing.T, jobs []compileJob, sm90a bool) []Kernel {
+	t.Helper()
+	var out []Kernel
+	for _, j := range appendGolden(t, jobs, func(k Kernel) bool { return k.ArchSuffix == "" || sm90a })[len(jobs):] {
+		out = append(out, j.kernel)
+	}
+	return out
+}
 
 // appendGolden appends to jobs, in name order, the golden kernels
 // (goldenKernels) that want accepts and whose source no job compiles yet.
@@ -185,6 +446,7 @@ func appendGolden(t *testing.T, jobs []compileJob, want func(Kernel) bool) []com
 // sm_90a): everything coverItems names is covered, the sample keeps the
 // input's order, is deterministic and much smaller than the input.
 func TestCoverSample(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	fp32 := flagship(t, problem.FP32, problem.NCHW)
 	fp16 := flagship(t, problem.FP16, problem.NCHW)
 	cand := func(p problem.Problem, f string, kv ...int) problemCandidate {
@@ -231,56 +493,60 @@ func TestCoverSample(t *testing.T) {
 				all = append(all, problemCandidate{s.prob, c})
 			}
 		}
-		sample, err := coverSample(all, nil)
+		sets, err := sampleSets(all, pathItemIDs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := coverSample(all, nil)
-		checkCover(t, fmt.Sprintf("flagship SM90a=%v", sm90a), all, sample, again, nil)
+		// With TestCompile's golden kernels, which it compiles besides.
+		golden := compiledGolden(t, nil, lim.SM90a)
+		sample, err := pathSample(all, golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := pathSample(all, golden)
+		what := fmt.Sprintf("flagship SM90a=%v", sm90a)
+		checkCover(t, what, all, append(slices.Clip(sets), kernelItemIDs(golden)...), sample, again)
+		checkPaths(t, what, all, sets, sample, golden)
+		alone, _ := pathSample(all, nil)
+		checkCover(t, what+" without the golden kernels", all, sets, alone, alone)
+		checkPaths(t, what+" without the golden kernels", all, sets, alone, nil)
 	}
 }
 
-// checkCover checks that sample, a subset of cands in their order, has
-// every item coverItems and extra (if not nil) give for cands, that again
-// is the same sample, and that it is much smaller than cands.
-func checkCover(t *testing.T, what string, cands, sample, again []problemCandidate, extra func(problemCandidate) []string) {
+// checkCover checks that sample, indexes of cands ascending, has every item
+// of sets (cands' items, then those of kernels compiled besides, which
+// cover theirs), that again is the same sample, and that it is much
+// smaller than cands.
+func checkCover(t *testing.T, what string, cands []problemCandidate, sets [][]int32, sample, again []int) {
 	t.Helper()
-	items := func(pc problemCandidate) []string {
-		it, err := coverItems(pc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if extra != nil {
-			it = append(it, extra(pc)...)
-		}
-		return it
-	}
-	need := map[string]bool{}
-	for _, pc := range cands {
-		for _, item := range items(pc) {
-			need[item] = true
+	need := map[int32]bool{}
+	for _, s := range sets[:len(cands)] {
+		for _, id := range s {
+			need[id] = true
 		}
 	}
-	j := 0
-	for i, pc := range sample {
-		for j < len(cands) && (cands[j].c.ID() != pc.c.ID() || cands[j].p.String() != pc.p.String()) {
-			j++
-		}
-		if j == len(cands) {
-			t.Fatalf("%s: sample[%d] %s is not in the candidates, in order", what, i, pc.c.ID())
-		}
-		j++
-		for _, item := range items(pc) {
-			delete(need, item)
-		}
-		if i >= len(again) || again[i].c.ID() != pc.c.ID() || again[i].p.String() != pc.p.String() {
-			t.Fatalf("%s: the sample is not deterministic at %d", what, i)
+	for _, s := range sets[len(cands):] {
+		for _, id := range s {
+			delete(need, id)
 		}
 	}
-	if len(again) != len(sample) {
-		t.Fatalf("%s: samples of %d and %d", what, len(sample), len(again))
+	for i, j := range sample {
+		if j < 0 || j >= len(cands) || i > 0 && j <= sample[i-1] {
+			t.Fatalf("%s: sample %v is not indexes of the candidates, in order", what, sample)
+		}
+		for _, id := range sets[j] {
+			delete(need, id)
+		}
 	}
-	for _, item := range slices.Sorted(maps.Keys(need)) {
+	if !slices.Equal(sample, again) {
+		t.Fatalf("%s: the sample is not deterministic: %v, then %v", what, sample, again)
+	}
+	var missing []string
+	for id := range need {
+		missing = append(missing, itemName(id))
+	}
+	slices.Sort(missing)
+	for _, item := range missing {
 		t.Errorf("%s: no sampled candidate has %s", what, item)
 	}
 	if len(sample) == 0 || 10*len(sample) > len(cands) {
@@ -289,10 +555,60 @@ func checkCover(t *testing.T, what string, cands, sample, again []problemCandida
 	t.Logf("%s: %d of %d", what, len(sample), len(cands))
 }
 
+// checkPaths checks that the code-path items of sets (pathItems's) of the
+// sample and of the kernels compiled besides hold what a code-path sample
+// stands for: every family, every problem of every family and every knob
+// value of every family; and that each family's candidates have
+// preprocessor branches and lines, so that a change that left codePaths
+// with nothing to see fails here.
+func checkPaths(t *testing.T, what string, cands []problemCandidate, sets [][]int32, sample []int, compiled []Kernel) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, j := range sample {
+		for _, id := range sets[j] {
+			have[itemName(id)] = true
+		}
+	}
+	for _, k := range compiled {
+		for _, item := range kernelItems(k) {
+			have[item] = true
+		}
+	}
+	branches, lines := map[string]bool{}, map[string]bool{}
+	for i, pc := range cands {
+		f := pc.c.Family
+		want := []string{"family " + f, f + " problem " + string(pc.p.Precision) + " " + string(pc.p.Layout)}
+		for k, v := range pc.c.Config {
+			want = append(want, fmt.Sprintf("%s %s=%d", f, k, v))
+		}
+		for _, w := range want {
+			if !have[w] {
+				t.Fatalf("%s: the sample has no %q (of %s %s)", what, w, pc.p, pc.c.ID())
+			}
+		}
+		for _, id := range sets[i] {
+			name := itemName(id)
+			if strings.HasPrefix(name, f+" #if") {
+				branches[f] = true
+			}
+			if strings.HasPrefix(name, f+" line ") {
+				lines[f] = true
+			}
+		}
+	}
+	for _, pc := range cands {
+		if f := pc.c.Family; !branches[f] || !lines[f] {
+			t.Errorf("%s: %s's kernels have no preprocessor branch (%v) or no line (%v)", what, f, branches[f], lines[f])
+		}
+	}
+}
+
 // TestFrontEndSample checks that the sm_90a front-end sample of wgmma over
-// the flagship's problems has everything coverSample's has and every
-// staging path and A operand of every problem, in far fewer kernels.
+// the flagship's problems has every code path, problem and knob value
+// (pathItems) and every staging path and A operand of every problem, in far
+// fewer kernels.
 func TestFrontEndSample(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
 	var all []problemCandidate
@@ -307,8 +623,31 @@ func TestFrontEndSample(t *testing.T) {
 			}
 		}
 	}
-	sample, again := frontEndSample(t, all), frontEndSample(t, all)
-	checkCover(t, "wgmma", all, sample, again, func(pc problemCandidate) []string {
-		return []string{fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"])}
-	})
+	sets, err := frontEndSets(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := map[string]int{}
+	for i, pc := range all {
+		index[pc.p.String()+" "+pc.c.ID()] = i
+	}
+	indexes := func(sample []problemCandidate) []int {
+		var out []int
+		for _, pc := range sample {
+			out = append(out, index[pc.p.String()+" "+pc.c.ID()])
+		}
+		return out
+	}
+	sample, again := indexes(frontEndSample(t, "wgmma", all)), indexes(frontEndSample(t, "wgmma again", all))
+	checkCover(t, "wgmma", all, sets, sample, again)
+	checkPaths(t, "wgmma", all, sets, sample, nil)
+	staging := map[string]bool{}
+	for _, pc := range pick(all, sample) {
+		staging[fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"])] = true
+	}
+	for _, pc := range all {
+		if s := fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"]); !staging[s] {
+			t.Errorf("wgmma: the sample has no %s", s)
+		}
+	}
 }

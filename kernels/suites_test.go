@@ -72,6 +72,7 @@ func readSuites(t *testing.T) []suiteShape {
 // with a tensor of 2^31 elements or more (kb87-pointwise) are served by
 // generic's 64-bit path, and only by it.
 func TestSuitesServed(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	shapes := readSuites(t)
 	if len(shapes) < 40 {
 		t.Fatalf("only %d suite shapes read", len(shapes))
@@ -119,6 +120,7 @@ func TestSuitesServed(t *testing.T) {
 // precision, layout and architecture appears, and every shape is compiled
 // in some mode under the full sweep (CONVGEN_FULL_SWEEP=1).
 func TestSuitesCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	var accepted []suiteShape
 	for _, s := range readSuites(t) {

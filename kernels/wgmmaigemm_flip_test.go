@@ -23,6 +23,7 @@ import (
 // problems keep no
 // FlipFilter candidate and a pin on them is refused with the rule.
 func TestWGMMAIGEMMFlipFilter(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
@@ -77,7 +78,7 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 		if strings.Contains(k.Source, "in = RELAYOUT_X") {
 			t.Errorf("%s: dY copied (only the filter is)", p)
 		}
-		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -91,7 +92,7 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 			if !strings.Contains(ks.Source, "ticket / (TILES_M * TILES_N * SPLITK) + 1") || !strings.Contains(ks.Source, "__cluster_dims__") {
 				t.Errorf("%s %s: not a split-K kernel whose epoch counts every block", p, split.ID())
 			}
-			if _, err := lib.CompilePTX(ks.Source, nvrtc.Options{Name: ks.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			if _, err := memoCompile(lib, true, ks.Source, nvrtc.Options{Name: ks.Name + ".cu", Arch: "sm_90a"}); err != nil {
 				t.Fatalf("%s %s: %v", p, split.ID(), err)
 			}
 		} else if p.Shape.H == 7 {
@@ -150,6 +151,7 @@ func splitOf(cands []Candidate) *Candidate {
 // phases' zeros too); other problems and configurations are refused with
 // the rule.
 func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
@@ -213,7 +215,7 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 				t.Errorf("%s: the source lacks %q", p, want)
 			}
 		}
-		if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+		if _, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		// tf32: PhaseFilter twins, B in 16-byte copies of the phases'
@@ -228,7 +230,7 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, g.ID(), err)
 			}
-			if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			if _, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
 				t.Fatalf("%s %s: %v", p, g.ID(), err)
 			}
 			for _, want := range c.phaseFilter {
@@ -245,7 +247,7 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
-			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 			if err != nil {
 				t.Fatalf("%s PhaseFilter: %v", p, err)
 			}
@@ -263,7 +265,7 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
-			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 			if err != nil {
 				t.Fatalf("%s StoreRows: %v", p, err)
 			}

@@ -136,6 +136,7 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 // wgmma of its BN, the 4-byte copies of B, the rounding to TF32 and, for
 // the producer, its mbarrier wait.
 func TestWGMMAIGEMMDgradFoldFrontEnd(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -176,7 +177,7 @@ func TestWGMMAIGEMMDgradFoldFrontEnd(t *testing.T) {
 		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			return "front end: " + err.Error()
 		}
@@ -216,6 +217,7 @@ var wgmmaFoldHalfShapes = []string{
 // (StoreRows twins of PhaseTiles candidates store 16-byte runs instead).
 // Stride 1 does not fold, and BN=48 is refused.
 func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -267,7 +269,7 @@ func TestWGMMAIGEMMDgradFoldHalf(t *testing.T) {
 		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			return "front end: " + err.Error()
 		}

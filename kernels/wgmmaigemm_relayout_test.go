@@ -26,6 +26,7 @@ import (
 // the NHWC and tf32 renders carry none of it; a relayout past 32-bit
 // offsets is declined.
 func TestWGMMAIGEMMRelayout(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
@@ -82,7 +83,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
-			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 			if err != nil {
 				t.Fatalf("%s StoreRows: %v", p, err)
 			}
@@ -115,7 +116,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 		if got := strings.Contains(k.Source, "filter = RELAYOUT_W;"); got != c.copyFilter {
 			t.Errorf("%s: filter copied: %v, want %v", p, got, c.copyFilter)
 		}
-		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -173,6 +174,7 @@ func TestWGMMAIGEMMRelayout(t *testing.T) {
 // (StoreRows too, with the residual chain); a PlaneA pin on any other
 // problem is refused by its rule.
 func TestWGMMAIGEMMPlaneA(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
@@ -223,7 +225,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 				!strings.Contains(k.Source, "p, 1, 1, 1, 0;") {
 				t.Errorf("%s %s: not PlaneA's copies and transposed A, or a relayout", p, cand.ID())
 			}
-			res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+			res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, cand.ID(), err)
 			}
@@ -263,6 +265,7 @@ func TestWGMMAIGEMMPlaneA(t *testing.T) {
 // a StoreRows pin is refused; C not a multiple of 8 is declined; an NCHW
 // StoreRows tile larger than the stages is refused.
 func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
@@ -300,7 +303,7 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 		if got := cands[0].Config["Fold"] == 1; got != c.folded {
 			t.Errorf("%s: folded %v, want %v", p, got, c.folded)
 		}
-		if _, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+		if _, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		pin := maps.Clone(cands[0].Config)
@@ -329,6 +332,7 @@ func TestWGMMAIGEMMRelayoutDgrad(t *testing.T) {
 // where P·Q is a multiple of 4 only); C not a multiple of 8, a stride and
 // a 3×3 are declined with the rule named.
 func TestWGMMAIGEMMPlaneADgrad(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
@@ -363,7 +367,7 @@ func TestWGMMAIGEMMPlaneADgrad(t *testing.T) {
 		if strings.Contains(k.Source, "RELAYOUT") {
 			t.Errorf("%s %s: relayed out", p, plane.ID())
 		}
-		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			t.Fatalf("%s %s: %v", p, plane.ID(), err)
 		}

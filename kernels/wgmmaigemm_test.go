@@ -107,6 +107,7 @@ func TestWGMMAIGEMMServes(t *testing.T) {
 // wgmma of the configuration's N in the PTX (ptxas, which checks the inline
 // PTX, runs on the GPU machine's NVRTC).
 func TestWGMMAIGEMMFrontEnd(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -182,7 +183,7 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			return "front end: " + err.Error()
 		}
@@ -219,6 +220,7 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 // that covers the output (channel tiles along x, pixel tiles along y, the
 // SplitK blocks of a cluster along z) within the device's limits.
 func TestWGMMAIGEMMSpaceProperty(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	rng := rand.New(rand.NewPCG(23, 1))
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -290,6 +292,7 @@ func TestWGMMAIGEMMRenderGridLimit(t *testing.T) {
 // single image passes 2^31 elements is refused naming generic; a small
 // problem renders 32-bit offsets.
 func TestWGMMAIGEMMWide(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -316,7 +319,7 @@ func TestWGMMAIGEMMWide(t *testing.T) {
 		jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, k[0].ID()), kern})
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		if _, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"}); err != nil {
+		if _, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"}); err != nil {
 			return "front end: " + err.Error()
 		}
 		return ""
@@ -451,6 +454,7 @@ func TestWGMMAIGEMMSplitKSpace(t *testing.T) {
 // (.reqnctapercluster) and read the other blocks' partial tiles
 // (ld.shared::cluster) between cluster barriers.
 func TestWGMMAIGEMMSplitKFrontEnd(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	s4, err := problem.ParseShape(s4x3)
 	if err != nil {
@@ -505,7 +509,7 @@ func TestWGMMAIGEMMSplitKFrontEnd(t *testing.T) {
 		jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", j.p, j.cfg), k})
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			return "front end: " + err.Error()
 		}
@@ -562,6 +566,7 @@ func dgradSplitConfigs(t *testing.T, p problem.Problem) []Config {
 // not multiples of 8, a chain, another output type, Swizzle=0 and op=wgrad
 // are refused with their reasons, and the forward keeps its kernels' names.
 func TestWGMMAIGEMMDgradServes(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
 	f := WGMMAIGEMM{}
@@ -672,16 +677,21 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 // unsplit configurations (all with the full sweep), the split-K pins
 // (SplitK 2 and 4 where the k-tiles allow) and, on the odd shape, the
 // producer warpgroup; in tf32 one kept unsplit configuration and the
-// first split-K pin (all with the full sweep). Each PTX must hold the
+// first split-K pin (all with the full sweep). Of those, by default, the
+// ones that have every precision with every shape, with every pin and with
+// an unsplit kernel, and every knob value and code path of them all
+// (coverJobs); all under the full sweep. Each PTX must hold the
 // configuration's wgmma on the precision's type (16-bit types: m64nBNk16
 // with B transposed; tf32: m64nBNk8, B's 4-byte element copies and the
 // rounding to TF32), the 16-byte cp.async copies and, split, the cluster
 // and its distributed shared-memory reads.
 func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
 	var jobs []compileJob
+	items := map[string][]string{} // by job: what coverJobs keeps
 	for i, spec := range wgmmaDgradShapes {
 		s, err := problem.ParseShape(spec)
 		if err != nil {
@@ -721,12 +731,22 @@ func TestWGMMAIGEMMDgradFrontEnd(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", p, c.ID(), err)
 				}
-				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+				id := fmt.Sprintf("%s %s", p, c.ID())
+				jobs = append(jobs, compileJob{id, kern})
+				kind := "unsplit"
+				if c.Config["SplitK"] > 1 || c.Config["Producer"] == 1 {
+					kind = c.ID() // each split-K pin and the producer pin
+				}
+				items[id] = []string{fmt.Sprintf("%s shape %d", prec, i), fmt.Sprintf("%s %s", prec, kind)}
 			}
 		}
 	}
+	// By default, of these, the kernels that have every precision with
+	// every shape, every pin and an unsplit kernel, and every knob value and
+	// code path of them all (coverJobs).
+	jobs = coverJobs(jobs, func(j compileJob) []string { return items[j.id] })
 	runCompileJobs(t, jobs, func(j compileJob) string {
-		res, err := lib.CompilePTX(j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			return "front end: " + err.Error()
 		}
@@ -951,6 +971,7 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 // runs, split-K, the fold and the producer warpgroup, and where the tile's
 // FP32 rows do not fit over the stages.
 func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	cfg := func(bk int, extra Config) Config {
@@ -990,7 +1011,7 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.p, err)
 		}
-		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
+		res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
 			t.Fatalf("%s: %v", c.p, err)
 		}

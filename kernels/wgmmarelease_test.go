@@ -28,6 +28,7 @@ import (
 // mbarrier, which racecheck tracks thread by thread (see
 // checkRegisterAHandover).
 func TestWGMMABufferRelease(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -58,7 +59,7 @@ func TestWGMMABufferRelease(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.cfg, err)
 		}
-		res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90" + k.ArchSuffix})
+		res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90" + k.ArchSuffix})
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.p.Precision, tc.cfg, err)
 		}

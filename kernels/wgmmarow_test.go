@@ -119,6 +119,7 @@ func TestWGMMARowRenderErrors(t *testing.T) {
 // 35 reading past the allocation) and with a shared memory size other than
 // Go's: the template's static_asserts must reject both.
 func TestWGMMARowBoundsAsserted(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	p := flagship(t, problem.TF32, problem.NCHW)
 	k, err := (WGMMARow{}).Render(p, Config{"TileK": 96, "Warpgroups": 3, "Lag": 2, "RowsPerBlock": 107, "Slots": 7})
@@ -126,7 +127,7 @@ func TestWGMMARowBoundsAsserted(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90" + k.ArchSuffix}
-	if _, err := lib.CompilePTX(k.Source, opt); err != nil {
+	if _, err := memoCompile(lib, true, k.Source, opt); err != nil {
 		t.Fatalf("%s: %v", k.Name, err)
 	}
 	for _, tc := range []struct{ from, to, want string }{
@@ -136,7 +137,7 @@ func TestWGMMARowBoundsAsserted(t *testing.T) {
 		if strings.Count(k.Source, tc.from) != 1 {
 			t.Fatalf("%s: the source has not one %q", k.Name, tc.from)
 		}
-		_, err := lib.CompilePTX(strings.Replace(k.Source, tc.from, tc.to, 1), opt)
+		_, err := memoCompile(lib, true, strings.Replace(k.Source, tc.from, tc.to, 1), opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s with %q: compile error %v, want the static_assert %q", k.Name, tc.to, err, tc.want)
 		}

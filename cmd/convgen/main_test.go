@@ -612,7 +612,10 @@ func TestCompileOnlyPinned(t *testing.T) {
 }
 
 // TestCompileOnly: -compile-only compiles the search space on the CPU (no
-// GPU, no -o), reports the counts and writes nothing.
+// GPU, no -o), reports the counts and writes nothing. By default the space
+// is the shape's wgrad one in tf32 (4 kernels); under the full sweep
+// (CONVGEN_FULL_SWEEP=1, scripts/test -full) its forward one (80 kernels
+// of mma, igemm and generic, which the kernels package's tests sample).
 func TestCompileOnly(t *testing.T) {
 	if os.Getenv("CONVGEN_REQUIRE_NVRTC") != "1" {
 		if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2"); err != nil {
@@ -622,8 +625,12 @@ func TestCompileOnly(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"-compile-only", "-q", "-shape", "N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1",
-		"-precision", "tf32", "-arch", "sm_80", "-jobs", "2"}, &stdout, &stderr)
+	args := []string{"-compile-only", "-q", "-shape", "N=2,C=3,H=32,W=32,K=16,R=3,S=3,pad=1",
+		"-precision", "tf32", "-arch", "sm_80", "-jobs", "2"}
+	if os.Getenv("CONVGEN_FULL_SWEEP") != "1" {
+		args = append(args, "-op", "wgrad")
+	}
+	code := run(context.Background(), args, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}

@@ -5,6 +5,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/convgen/convgen/problem"
@@ -71,16 +73,46 @@ var partialFS embed.FS
 // data; the file may use the shared partials, Partial, MMAPartial and
 // FoldPartial, and the templates that the files more of fsys define.
 func Render(fsys fs.FS, file string, data any, more ...string) (string, error) {
-	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, append([]string{file}, more...)...)
-	if err == nil {
-		t, err = t.ParseFS(partialFS, Partial, MMAPartial, FoldPartial, ClaimsPartial)
-	}
+	t, err := parse(fsys, file, more)
 	if err != nil {
-		return "", fmt.Errorf("parse template %s: %w", file, err)
+		return "", err
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("render template %s: %w", file, err)
 	}
 	return b.String(), nil
+}
+
+// parsed holds the templates that parse has parsed from an embed.FS,
+// which cannot change, by file system and files: parsing had been most of
+// a render's time (enumerating, checking and sampling render thousands of
+// configurations). A parsed template executes safely in parallel.
+var parsed sync.Map // parsedKey → *template.Template
+
+type parsedKey struct {
+	fsys  embed.FS
+	files string
+}
+
+// parse parses file and more of fsys, then the shared partials.
+func parse(fsys fs.FS, file string, more []string) (*template.Template, error) {
+	efs, cache := fsys.(embed.FS)
+	key := parsedKey{efs, strings.Join(append([]string{file}, more...), "\x00")}
+	if cache {
+		if t, ok := parsed.Load(key); ok {
+			return t.(*template.Template), nil
+		}
+	}
+	t, err := template.New(file).Option("missingkey=error").ParseFS(fsys, append([]string{file}, more...)...)
+	if err == nil {
+		t, err = t.ParseFS(partialFS, Partial, MMAPartial, FoldPartial, ClaimsPartial)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parse template %s: %w", file, err)
+	}
+	if cache {
+		parsed.Store(key, t)
+	}
+	return t, nil
 }
