@@ -44,4 +44,7 @@ package autotune
 //     both operands MN-major in the 128-byte swizzle, sm_90a; up to four
 //     warpgroups), which soft-rejects Stage=2 where it keeps a candidate;
 //     wgradmma explored cheapest first by its cost model (session 20).
-const SearchRevision = 10
+//   - 11: wgradmma's tf32 NHWC filter gradient on wgmma too (Stage=4,
+//     the tiles staged through registers into the K-major swizzle,
+//     rounded to TF32), searched beside Stage=2 (session 21).
+const SearchRevision = 11

@@ -17,7 +17,9 @@ import (
 // first with BN=256 and the first with BM=256 (four warpgroups), each
 // checked against the float64 reference: ResNet-50 3×3 and strided 1×1
 // layers in fp16 (a 7² map too), odd channel counts with a bias, stride,
-// dilation and asymmetric padding in bf16 and fp16.
+// dilation and asymmetric padding in bf16 and fp16; in tf32 (the tiles
+// staged through registers into the K-major swizzle) a 3×3 on 14², a 1×1
+// on 7² with a bias and an odd strided, dilated shape.
 func TestWGradMMAWGMMA(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -29,6 +31,9 @@ func TestWGradMMAWGMMA(t *testing.T) {
 		{"N=4,C=512,H=7,W=7,K=512,R=3,S=3,pad=1", problem.FP16, "", ""},
 		{"N=3,C=24,H=15,W=17,K=40,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.BF16, "", ""},
 		{"N=2,C=16,H=19,W=23,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.FP16, "", ""},
+		{"N=8,C=256,H=14,W=14,K=256,R=3,S=3,pad=1,bias=false", problem.TF32, "", ""},
+		{"N=4,C=512,H=7,W=7,K=512,R=1,S=1", problem.TF32, "", ""},
+		{"N=3,C=12,H=15,W=17,K=20,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.TF32, "", ""},
 	} {
 		p := tc.problem(t)
 		p.Layout = problem.NHWC

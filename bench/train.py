@@ -76,8 +76,8 @@ def table(a):
         f"- date (UTC): {now:%Y-%m-%dT%H:%M:%SZ}",
         f"- convgen commit: {a.commit}",
         "",
-        "| mode | module fwd+bwd ms | nn.Conv2d fwd+bwd ms | ratio (PyTorch/convgen) | target | met? | dgrad kernel ms | wgrad kernel ms | module with PyTorch's backward ms | forward launch overhead µs (target ≤ 20) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | module fwd+bwd ms | nn.Conv2d fwd+bwd ms | ratio (PyTorch/convgen) | target | met? | dgrad kernel ms | wgrad kernel ms | module with PyTorch's backward ms | forward launch overhead µs (target ≤ 20) | GPU kernels µs per fwd+bwd, module / nn.Conv2d |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in modes:
         prec, layout = m.split(":")
@@ -88,7 +88,7 @@ def table(a):
         ok = ok and g is not None and all(c["ok"] for c in mine)
         label = f"{prec} {layout.upper()} (PyTorch {PYTORCH_MODE.get(prec, prec)})"
         if g is None:
-            lines.append(f"| {label} | failed: no forward + backward timing | | | | | | | | |")
+            lines.append(f"| {label} | failed: no forward + backward timing | | | | | | | | | |")
             continue
         d = g["data"]
         ratio = d["reference_ms"] / d["module_ms"]
@@ -97,17 +97,20 @@ def table(a):
         k = d.get("kernels_ms", {})
         back = d.get("module_pytorch_backward_ms")
         over = "" if e is None else f"{e['data']['overhead_us']:.1f}"
+        gpu = (f"{d['module_gpu_us']:.1f} / {d['reference_gpu_us']:.1f}" if "module_gpu_us" in d else "")
         lines.append(f"| {label} | {d['module_ms']:.3f} | {d['reference_ms']:.3f} | {ratio:.2f}× | "
                      f"{'—' if target is None else f'{target}×'} | {met} | "
                      f"{k.get('dgrad', float('nan')):.3f} | {k.get('wgrad', float('nan')):.3f} | "
-                     f"{'' if back is None else f'{back:.3f}'} | {over} |")
+                     f"{'' if back is None else f'{back:.3f}'} | {over} | {gpu} |")
     lines += [
         "",
         "How the numbers are made: `bench/train.sh` (see its header) writes each mode's training package and",
         "PyTorch module with `convgen -train -torch`, then `scripts/torch-check.py -k ge` times, in one process,",
         "`torch.autograd.grad` of the module and of `nn.Conv2d` with the same weights (input, weight and bias",
         "gradients; medians of CUDA-event timings after warm-up), each gradient kernel launched alone, and the",
-        "module's forward launched back to back against its kernel alone (the overhead). The gradients' accuracy",
+        "module's forward launched back to back against its kernel alone (the overhead), and the sum of the GPU",
+        "kernels' times per forward + backward (torch.profiler): where the host is slower than the GPU, the",
+        "fwd+bwd columns time Python and autograd, the last one the kernels. The gradients' accuracy",
         "is check (b) of the same script (docs/pytorch.md); every row here comes from modules whose kernels",
         "passed their tuning's float64 checks.",
     ]

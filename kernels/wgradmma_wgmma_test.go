@@ -66,10 +66,60 @@ func TestWGradMMAWGMMA(t *testing.T) {
 	}
 }
 
-// TestWGradMMAWGMMASpace: on an H100 (sm_90a) the fp16 and bf16 NHWC
-// spaces of ResNet-50 layers keep Stage=4 candidates beside Stage=2's;
-// tf32, NCHW, channel counts that are no whole 16-byte runs and a device
-// without sm_90a keep none, and Render refuses them with the reason.
+// TestWGradMMAWGMMATF32 renders tf32's Stage=4 (the tile staged through
+// registers, transposed and rounded to TF32 into the K-major 128-byte
+// swizzle, wgmma m64nBNk8) for NHWC ResNet-50 layers and odd shapes (C=12,
+// K=20 with a bias column; stride 2 and dilation 2), one configuration per
+// problem in turn (all under the full sweep), and compiles it for sm_90a:
+// the PTX holds the K-major tf32 wgmma of the tile's N, the async-proxy
+// fence, 16-byte global loads and no cp.async or mma.sync, and with Split
+// > 1 the cluster's DSMEM loads. (ptxas, which checks the inline PTX, runs
+// on the GPU machine's NVRTC.)
+func TestWGradMMAWGMMATF32(t *testing.T) {
+	lib := nvrtctest.Open(t)
+	cfgs := []Config{
+		{"BM": 128, "BN": 128, "WM": 8, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 3},
+		{"BM": 64, "BN": 64, "WM": 4, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 4, "BP": 64, "Stages": 3},
+		{"BM": 256, "BN": 128, "WM": 16, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 3, "Clusters": 2},
+		{"BM": 128, "BN": 256, "WM": 8, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 3},
+	}
+	specs := append(pipelineSpecs[1:3:3], "N=3,C=12,H=9,W=11,K=20,R=3,S=3,pad=1", "N=2,C=16,H=13,W=12,K=24,R=3,S=3,stride=2,pad=2,dilation=2")
+	turn := 0
+	for _, spec := range specs {
+		p := gradProblem(t, spec, problem.TF32, problem.NHWC, problem.OpWgrad)
+		for _, cfg := range sampleConfigs(cfgs, &turn) {
+			k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
+			if k.ArchSuffix != "a" {
+				t.Errorf("%s %v: arch suffix %q, want a (sm_90a)", p, cfg, k.ArchSuffix)
+			}
+			want := []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["BN"]),
+				"fence.proxy.async.shared::cta", "wgmma.wait_group.sync.aligned 1", "ld.global.nc.v4.f32"}
+			if cfg["Split"] > 1 {
+				want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster")
+			}
+			if cfg["Clusters"] > 1 {
+				want = append(want, k.Name+"_ws[", "atom.global.add.u32")
+			}
+			for _, w := range want {
+				if !strings.Contains(ptx, w) {
+					t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+				}
+			}
+			for _, bad := range []string{"mma.sync", "cp.async"} {
+				if strings.Contains(ptx, bad) {
+					t.Errorf("%s %v: PTX holds %s", p, cfg, bad)
+				}
+			}
+		}
+	}
+}
+
+// TestWGradMMAWGMMASpace: on an H100 (sm_90a) the fp16, bf16 and tf32
+// NHWC spaces of ResNet-50 layers keep Stage=4 candidates beside Stage=2's
+// (soft-rejected in fp16 and bf16, kept in tf32); 3xtf32, NCHW, channel
+// counts that are no whole 16-byte runs, tf32 tiles that are no whole
+// 128-byte rows and a device without sm_90a keep none, and Render refuses
+// them with the reason.
 func TestWGradMMAWGMMASpace(t *testing.T) {
 	stage4 := func(p problem.Problem, lim Limits) int {
 		n := 0
@@ -80,12 +130,24 @@ func TestWGradMMAWGMMASpace(t *testing.T) {
 		}
 		return n
 	}
+	stage2 := func(p problem.Problem, lim Limits) int {
+		n := 0
+		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
+			if c.Config["Stage"] == 2 {
+				n++
+			}
+		}
+		return n
+	}
 	lim := h100Limits()
 	for _, spec := range pipelineSpecs[:5] {
-		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
+		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
 			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
 			if n := stage4(p, lim); n == 0 || n > 48 {
 				t.Errorf("%s: %d Stage=4 candidates kept, want 1 to 48", p, n)
+			}
+			if n := stage2(p, lim); (n == 0) != (prec != problem.TF32) {
+				t.Errorf("%s: %d Stage=2 candidates kept beside Stage=4's (want none in fp16 and bf16, some in tf32)", p, n)
 			}
 			noA := lim
 			noA.SM90a = false
@@ -99,15 +161,26 @@ func TestWGradMMAWGMMASpace(t *testing.T) {
 		p    problem.Problem
 		want string
 	}{
-		{gradProblem(t, pipelineSpecs[0], problem.TF32, problem.NHWC, problem.OpWgrad), "fp16 and bf16"},
+		{gradProblem(t, pipelineSpecs[0], problem.TF32x3, problem.NHWC, problem.OpWgrad), "fp16, bf16 and tf32"},
 		{gradProblem(t, pipelineSpecs[0], problem.FP16, problem.NCHW, problem.OpWgrad), "NHWC"},
 		{gradProblem(t, "N=2,C=12,H=9,W=9,K=20,R=3,S=3,pad=1", problem.FP16, problem.NHWC, problem.OpWgrad), "multiples of 8"},
+		{gradProblem(t, "N=2,C=6,H=9,W=9,K=20,R=3,S=3,pad=1", problem.TF32, problem.NHWC, problem.OpWgrad), "multiples of 4"},
 	} {
 		if n := stage4(c.p, lim); n != 0 {
 			t.Errorf("%s: %d Stage=4 candidates kept", c.p, n)
 		}
 		if _, err := (WgradMMA{}).Render(c.p, cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Render = %v, want an error naming %q", c.p, err, c.want)
+		}
+	}
+	// tf32 tiles of 16 pixels (no whole 128-byte row) or more stages.
+	tf := gradProblem(t, pipelineSpecs[1], problem.TF32, problem.NHWC, problem.OpWgrad)
+	for _, c := range []Config{
+		{"BM": 64, "BN": 64, "WM": 4, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 4, "BP": 16, "Stages": 3},
+		{"BM": 64, "BN": 64, "WM": 4, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 5},
+	} {
+		if _, err := (WgradMMA{}).Render(tf, c); err == nil || !strings.Contains(err.Error(), "128-byte rows") {
+			t.Errorf("%s %v: Render = %v, want an error naming 128-byte rows", tf, c, err)
 		}
 	}
 }

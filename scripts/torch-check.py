@@ -44,8 +44,13 @@ GPU 0, the checks are:
       CUDA events, back to back, medians): the module against nn.Conv2d
       (cuDNN; TF32 allowed for tf32 only), and, with gradient kernels,
       the module with use_convgen_backward=False and each gradient kernel
-      alone through its raw launch; names the backward path. Reports
-      figures (PASS unless it raises, or the gradient kernels did not run).
+      alone through its raw launch; names the backward path. With small
+      layers that time is the host's (Python and autograd), not the GPU's:
+      (g) also prints the host time per forward + backward and the sum of
+      the GPU kernels' times per forward + backward (torch.profiler's
+      device times over 20 calls), for the module and for nn.Conv2d.
+      Reports figures (PASS unless it raises, or the gradient kernels did
+      not run).
 
 A module with a fused epilogue chain (Conv2dFused, convgen -epilogue) runs
 the same checks with its chain: scale and shift set to random values (in
@@ -463,6 +468,20 @@ def events_ms(fn, reps, inner=1):
     return statistics.median(times)
 
 
+def kernels_us(fn, calls=20):
+    """The GPU kernels' time per call of fn, in microseconds: the sum of
+    torch.profiler's device times of every kernel (and memset or copy) that
+    calls of fn launch, over calls."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    cuda = torch.autograd.DeviceType.CUDA
+    return sum(e.device_time_total for e in prof.key_averages() if e.device_type == cuda) / calls
+
+
 def host_us(fn, reps, inner=1):
     """Median over reps of the host time of inner calls of fn back to back,
     each rep started on an idle GPU, per call, in microseconds."""
@@ -636,12 +655,17 @@ def check_backward_timing(pk, inner=10):
         params = [t for t in m.parameters() if t.requires_grad]
         return lambda: torch.autograd.grad(pk.call(m, x, r), [x] + params, dy)
 
-    figures = {}
+    figures, gpu_us, cpu_us = {}, {}, {}
     for what, m in (("module", conv), ("nn.Conv2d" + (" + chain()" if pk.chain else ""), ref)):
         fn = fwd_bwd(m)
         for _ in range(5):
             fn()
         figures[what] = events_ms(fn, 20, inner=inner)
+        cpu_us[what] = host_us(fn, 20, inner=inner)
+        gpu_us[what] = kernels_us(fn)
+    where = ", ".join(f"{k} host {cpu_us[k]:.0f} us, GPU kernels {gpu_us[k]:.1f} us" for k in cpu_us)
+    bound = " (host-bound: the host takes longer than the GPU)" if all(
+        cpu_us[k] > figures[k] * 1000 * 0.8 for k in cpu_us) else ""
     path = last_path(conv)
     grad_ops = getattr(pk.mod, "BACKWARD_KERNELS", ())
     ran = (conv.last_backward or {}) if grad_ops else {}
@@ -678,11 +702,15 @@ def check_backward_timing(pk, inner=10):
         extra = "; kernels alone: " + ", ".join(kernels)
     data = {"precision": pk.precision, "module_ms": figures["module"], "kernels_ms": kernel_ms,
             "reference_ms": next(v for k, v in figures.items() if k.startswith("nn.Conv2d")),
-            "module_pytorch_backward_ms": figures.get("module, PyTorch's backward")}
+            "module_pytorch_backward_ms": figures.get("module, PyTorch's backward"),
+            "module_host_us": cpu_us["module"], "module_gpu_us": gpu_us["module"],
+            "reference_host_us": next(v for k, v in cpu_us.items() if k.startswith("nn.Conv2d")),
+            "reference_gpu_us": next(v for k, v in gpu_us.items() if k.startswith("nn.Conv2d"))}
     base = figures.pop("module")
     report(pk.name, "(g) forward + backward timing", ok,
            f"module {base:.4f} ms per forward + backward (dinput, dweight" + (", dbias" if pk.p["bias"] else "")
            + "); " + ", ".join(f"{k} {v:.4f} ms ({v / base:.2f}x the module's time)" for k, v in figures.items())
+           + f"; per forward + backward: {where}{bound}"
            + f"; {path}" + extra + ("" if ok else "; the gradient kernels did not run"), data)
     set_tf32(True)
 

@@ -21,7 +21,7 @@ import (
 
 // templateFS holds the family's template.
 //
-//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl reduce.tmpl
+//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl wgmmatf32.cu.tmpl reduce.tmpl
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
@@ -63,7 +63,11 @@ var templateFS embed.FS
 //     2's 16-byte copies into wgmma's MN-major 128-byte swizzle, and
 //     wgmma m64nBNk16 reading both operands transposed from there: BM/64
 //     warpgroups (WM = BM/16 warps of 16 rows, WN = 1), BM and BN
-//     multiples of 64 (wgmma.cu.tmpl);
+//     multiples of 64 (wgmma.cu.tmpl); in tf32 (C and K multiples of 4,
+//     BP a multiple of 32, Stages = 3), whose wgmma reads only K-major
+//     operands, the tiles are loaded into registers, 16 bytes a thread,
+//     and stored transposed into the K-major 128-byte swizzle, rounded to
+//     TF32, one tile ahead of the wgmmas m64nBNk8 (wgmmatf32.cu.tmpl);
 //   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
 //     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
 //   - Clusters: clusters (of Split blocks each) sharing one tile, each
@@ -351,8 +355,12 @@ func geom(p problem.Problem, k knobs) geometry {
 		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
 	}
 	if k.Stage == 4 {
-		// Stage=2's copies, into unpadded swizzled tiles.
+		// Stage=2's copies, into unpadded swizzled tiles (tf32: its own
+		// copies through registers, checked by wgmmaTF32Check).
 		g.Pipe = newPipe(p, k, g.Threads)
+		if p.Precision == problem.TF32 {
+			g.Pipe.Even = wgmmaTF32Check(k) == ""
+		}
 		g.Pipe.Bytes = k.Stages * k.BP * (k.BM + k.BN) * p.Precision.ElementBytes()
 		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
 	}
@@ -392,31 +400,57 @@ var (
 	// Stage=4's tiles (BM × BN; WM = BM/16, WN = 1) and (BP, Stages).
 	spaceWGMMATiles  = [][2]int{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {128, 256}, {256, 64}, {256, 128}}
 	spaceWGMMAStages = [][2]int{{32, 5}, {64, 4}}
+	// tf32's: its tiles go through registers, one ahead of three stages.
+	spaceWGMMAStagesTF32 = [][2]int{{32, 3}, {64, 3}}
 )
 
-// wgmmaSpace is Stage=4's configurations: each tile and pipeline depth,
-// with Split 1–8 and then with full clusters (Split=8) and Clusters.
-func wgmmaSpace() []knobs {
+// wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
+// depth, with Split 1–8 and then with full clusters (Split=8) and Clusters.
+func wgmmaSpace(p problem.Problem) []knobs {
+	stages := spaceWGMMAStages
+	if p.Precision == problem.TF32 {
+		stages = spaceWGMMAStagesTF32
+	}
 	var ks []knobs
 	for _, tile := range spaceWGMMATiles {
-		for _, ps := range spaceWGMMAStages {
+		for _, ps := range stages {
 			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]})
 		}
 	}
 	return ks
 }
 
-// wgmmaRule says why Stage=4 cannot serve p, or "": NHWC, fp16 or bf16
-// (wgmma reads TF32 only K-major, and NHWC's reduction runs across rows),
-// C and K whole 16-byte runs.
+// wgmmaRule says why Stage=4 cannot serve p, or "": NHWC, fp16, bf16 or
+// tf32 (3xtf32's split operands are not staged), C and K whole 16-byte
+// runs.
 func wgmmaRule(p problem.Problem) string {
+	vec := 16 / p.Precision.ElementBytes()
 	switch {
 	case p.Layout != problem.NHWC:
 		return "Stage=4 reads NHWC rows"
-	case p.Precision != problem.FP16 && p.Precision != problem.BF16:
-		return "Stage=4 is fp16 and bf16 (TF32 wgmma reads K-major operands only)"
-	case p.Shape.C%8 != 0 || p.Shape.K%8 != 0:
-		return fmt.Sprintf("Stage=4 copies 16-byte runs: C=%d and K=%d must be multiples of 8", p.Shape.C, p.Shape.K)
+	case p.Precision != problem.FP16 && p.Precision != problem.BF16 && p.Precision != problem.TF32:
+		return "Stage=4 is fp16, bf16 and tf32 (3xtf32's low parts are not staged)"
+	case p.Shape.C%vec != 0 || p.Shape.K%vec != 0:
+		return fmt.Sprintf("Stage=4 copies 16-byte runs: C=%d and K=%d must be multiples of %d", p.Shape.C, p.Shape.K, vec)
+	}
+	return ""
+}
+
+// wgmmaTF32Check says what a tf32 Stage=4 configuration lacks, or "":
+// tiles of whole 128-byte rows (32 pixels) in three stages, the tile's
+// groups of 16 pixels × 8 channels split evenly over the warps, and the
+// registers (the accumulators and the tile in flight, 4 a load) within
+// 176.
+func wgmmaTF32Check(k knobs) string {
+	warps := k.BM / 16
+	aLoads, bLoads := k.BP/16*(k.BM/8), k.BP/16*(k.BN/8)
+	switch {
+	case k.BP%32 != 0 || k.Stages != 3:
+		return "Stage=4 in tf32: BP a multiple of 32 (128-byte rows), Stages = 3"
+	case aLoads%warps != 0 || bLoads%warps != 0:
+		return "Stage=4 in tf32: the tile's groups of 16 pixels × 8 channels do not split evenly over the warps"
+	case k.BN/2+4*(aLoads+bLoads)/warps > 176:
+		return fmt.Sprintf("Stage=4 in tf32: %d accumulators and %d registers of the tile in flight per thread > 176", k.BN/2, 4*(aLoads+bLoads)/warps)
 	}
 	return ""
 }
@@ -464,7 +498,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	// the H100 sweeps): Stage=2 is soft-rejected then.
 	var wgmmaCands []family.Candidate
 	if wgmmaRule(p) == "" {
-		for _, k := range wgmmaSpace() {
+		for _, k := range wgmmaSpace(p) {
 			wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 		}
 	}
@@ -473,7 +507,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	for _, k := range pipeSpace(knobs{}) {
 		r := reject(p, k, lim)
 		piped = piped || (k.Clusters == 0 && r.Rule == "" && vectorPipe(p, k))
-		if r.Rule == "" && wgmmaKept {
+		if r.Rule == "" && wgmmaKept && p.Precision != problem.TF32 {
 			r = family.Soft("wgmma", "Stage=4 (wgmma) serves this shape")
 		}
 		out = append(out, family.NewCandidate(f.Name(), k, r))
@@ -635,6 +669,11 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		if msg := wgmmaRule(p); msg != "" {
 			return family.Hard("layout", "%s", msg)
 		}
+		if p.Precision == problem.TF32 {
+			if msg := wgmmaTF32Check(k); msg != "" {
+				return family.Hard("shape", "%s", msg)
+			}
+		}
 		if !lim.SM90a {
 			return family.Hard("arch", "Stage=4 (wgmma) needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
 		}
@@ -727,6 +766,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		if msg := wgmmaRule(p); msg != "" {
 			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 		}
+		if p.Precision == problem.TF32 {
+			if msg := wgmmaTF32Check(k); msg != "" {
+				return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+			}
+		}
 	}
 	if k.Stage == 2 || k.Stage == 4 {
 		if msg := checkPipe(p, g); msg != "" {
@@ -770,6 +814,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		file = "rows.cu.tmpl"
 	case 4:
 		file = "wgmma.cu.tmpl"
+		if p.Precision == problem.TF32 {
+			file = "wgmmatf32.cu.tmpl"
+		}
 	}
 	src, err := family.Render(templateFS, file, data, "reduce.tmpl")
 	if err != nil {
