@@ -438,21 +438,39 @@ func wgmmaRule(p problem.Problem) string {
 
 // wgmmaTF32Check says what a tf32 Stage=4 configuration lacks, or "":
 // tiles of whole 128-byte rows (32 pixels) in three stages, the tile's
-// groups of 16 pixels × 8 channels split evenly over the warps, and the
+// groups of 4 pixels × 32 channels split evenly over the warps, and the
 // registers (the accumulators and the tile in flight, 4 a load) within
 // 176.
 func wgmmaTF32Check(k knobs) string {
 	warps := k.BM / 16
-	aLoads, bLoads := k.BP/16*(k.BM/8), k.BP/16*(k.BN/8)
+	aLoads, bLoads := k.BP/4*(k.BM/32), k.BP/4*(k.BN/32)
 	switch {
 	case k.BP%32 != 0 || k.Stages != 3:
 		return "Stage=4 in tf32: BP a multiple of 32 (128-byte rows), Stages = 3"
 	case aLoads%warps != 0 || bLoads%warps != 0:
-		return "Stage=4 in tf32: the tile's groups of 16 pixels × 8 channels do not split evenly over the warps"
-	case k.BN/2+4*(aLoads+bLoads)/warps > 176:
-		return fmt.Sprintf("Stage=4 in tf32: %d accumulators and %d registers of the tile in flight per thread > 176", k.BN/2, 4*(aLoads+bLoads)/warps)
+		return "Stage=4 in tf32: the tile's groups of 4 pixels × 32 channels do not split evenly over the warps"
+	case wgmmaTF32Regs(k) > 176:
+		return fmt.Sprintf("Stage=4 in tf32: %d accumulators and %d registers of the tile in flight per thread > 176", k.BN/2, wgmmaTF32Regs(k)-k.BN/2)
 	}
 	return ""
+}
+
+// wgmmaTF32Regs is the registers a thread of a tf32 Stage=4 configuration
+// holds through its main loop: the accumulators and the tile in flight.
+func wgmmaTF32Regs(k knobs) int {
+	return k.BN/2 + 4*k.BP*(k.BM+k.BN)/128/(k.BM/16)
+}
+
+// wgmmaTF32MinBlocks is the blocks per SM that a tf32 Stage=4 kernel asks
+// the compiler to fit (__launch_bounds__): 2 where two fit the shared
+// memory and the threads' registers (at most 128 each for 256 threads)
+// leave room beside the accumulators and the tile in flight (96), else 1.
+func wgmmaTF32MinBlocks(k knobs, sharedBytes int) int {
+	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
+	if 32*k.WM*k.WN <= 256 && 2*(sharedBytes+1024) <= sharedPerSM && wgmmaTF32Regs(k) <= 96 {
+		return 2
+	}
+	return 1
 }
 
 // pipeSpace is Stage=2's configurations with variant v's knobs (Relayout,
@@ -803,9 +821,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		PrologueBlocks, PrologueThreads int
 		// Stage=4's wgmma operands (wgmmaOperands).
 		wgmmaOperands
+		// MinBlocks: tf32 Stage=4's blocks per SM for __launch_bounds__.
+		MinBlocks int
 	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, mm.Split3,
 		orig.Shape.C, orig.Shape.K, g.TilesN * g.TilesM * g.Parts, orig.Shape.String(), launch.PrologueBlocks, launch.PrologueThreads,
-		newWGMMAOperands(g.Acc)}
+		newWGMMAOperands(g.Acc), wgmmaTF32MinBlocks(k, g.SharedBytes)}
 	file := f.Template()
 	switch k.Stage {
 	case 2:
