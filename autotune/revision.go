@@ -46,5 +46,6 @@ package autotune
 //     wgradmma explored cheapest first by its cost model (session 20).
 //   - 11: wgradmma's tf32 NHWC filter gradient on wgmma too (Stage=4,
 //     the tiles staged through registers into the K-major swizzle,
-//     rounded to TF32), searched beside Stage=2 (session 21).
+//     rounded to TF32, every Split from 1 to 8, explored cheapest first
+//     by its own cost model), searched beside Stage=2 (session 21).
 const SearchRevision = 11

@@ -2,14 +2,11 @@ package kernels
 
 import (
 	"cmp"
-	"encoding/csv"
 	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -889,49 +886,18 @@ func TestWGMMAIGEMMCost(t *testing.T) {
 // within 1% of the sweep's fastest, and over all the 8 cheapest within 1%
 // in geometric mean.
 func TestWGMMAIGEMMCostSweeps(t *testing.T) {
-	f, err := os.Open("testdata/wgmmaigemm-sweeps-h100.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type timed struct {
-		cfg string
-		ms  float64
-	}
-	sweeps := map[[3]string][]timed{}
-	var keys [][3]string
-	for _, r := range rows[1:] {
-		k := [3]string{r[0], r[1], r[2]}
-		ms, err := strconv.ParseFloat(r[4], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := sweeps[k]; !ok {
-			keys = append(keys, k)
-		}
-		sweeps[k] = append(sweeps[k], timed{r[3], ms})
-	}
-	if len(keys) != 27 {
-		t.Fatalf("%d sweeps, want 27", len(keys))
+	sweeps := readSweeps(t, "testdata/wgmmaigemm-sweeps-h100.csv")
+	if len(sweeps) != 27 {
+		t.Fatalf("%d sweeps, want 27", len(sweeps))
 	}
 	lim := h100Limits()
 	logSum := 0.0
-	for _, k := range keys {
-		s, err := problem.ParseShape(k[0])
+	for _, sw := range sweeps {
+		s, err := problem.ParseShape(sw.shape)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := problem.Problem{Shape: s, Precision: problem.Precision(k[1]), Layout: problem.Layout(k[2])}
-		ms := map[string]float64{}
-		best := math.Inf(1)
-		for _, c := range sweeps[k] {
-			ms[c.cfg] = c.ms
-			best = min(best, c.ms)
-		}
+		p := problem.Problem{Shape: s, Precision: sw.precision, Layout: sw.layout}
 		// The space's kept candidates in enumeration order, then cheapest
 		// first. The space has changed since the sweeps (split-K where a
 		// grid's waves are poor, no split the model calls no faster): a
@@ -940,23 +906,13 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 		// the sweep's fastest, so that dropping a winner, or ranking new
 		// candidates ahead of it, fails here.
 		cands := kept(WGMMAIGEMM{}.Space(p, lim))
-		cost := func(c Candidate) float64 { v, _ := PredictedCost(p, c, lim); return v }
-		slices.SortStableFunc(cands, func(a, b Candidate) int { return cmp.Compare(cost(a), cost(b)) })
-		top := func(n int) float64 {
-			got := math.Inf(1)
-			for _, c := range cands[:min(n, len(cands))] {
-				if v, ok := ms[c.Config.String()]; ok {
-					got = min(got, v)
-				}
-			}
-			return got / best
-		}
+		top := sw.topRatio(p, cands, lim)
 		if r := top(13); r > 1.01 {
 			t.Errorf("%s: the 13 cheapest of %d are %.1f%% slower than the fastest", p, len(cands), 100*(r-1))
 		}
 		logSum += math.Log(top(8))
 	}
-	if g := math.Exp(logSum / float64(len(keys))); g > 1.01 {
+	if g := math.Exp(logSum / float64(len(sweeps))); g > 1.01 {
 		t.Errorf("the 8 cheapest: %.1f%% slower than the fastest in geometric mean", 100*(g-1))
 	}
 }

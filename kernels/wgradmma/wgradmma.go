@@ -402,19 +402,23 @@ var (
 	spaceWGMMAStages = [][2]int{{32, 5}, {64, 4}}
 	// tf32's: its tiles go through registers, one ahead of three stages.
 	spaceWGMMAStagesTF32 = [][2]int{{32, 3}, {64, 3}}
+	// tf32 Stage=4's splits: every cluster size, so that the blocks of a
+	// few large tiles fill the SMs in one wave (ResNet-50's 7² and 14²
+	// layers: 19 tiles of 256 × 128 on 132 SMs).
+	spaceSplitTF32 = []int{1, 2, 3, 4, 5, 6, 7, 8}
 )
 
 // wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
 // depth, with Split 1–8 and then with full clusters (Split=8) and Clusters.
 func wgmmaSpace(p problem.Problem) []knobs {
-	stages := spaceWGMMAStages
+	stages, splits := spaceWGMMAStages, spaceSplit
 	if p.Precision == problem.TF32 {
-		stages = spaceWGMMAStagesTF32
+		stages, splits = spaceWGMMAStagesTF32, spaceSplitTF32
 	}
 	var ks []knobs
 	for _, tile := range spaceWGMMATiles {
 		for _, ps := range stages {
-			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]})
+			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]}, splits)
 		}
 	}
 	return ks
@@ -480,16 +484,16 @@ func pipeSpace(v knobs) []knobs {
 	var ks []knobs
 	for _, tile := range spacePipeTiles {
 		for _, ps := range spacePipeStages {
-			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: v.Relayout, Planes: v.Planes})
+			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[2], WN: tile[3], Unroll: 1, Stage: 2, BP: ps[0], Stages: ps[1], Relayout: v.Relayout, Planes: v.Planes}, spaceSplit)
 		}
 	}
 	return ks
 }
 
-// appendSplits appends base with each Split of spaceSplit, then with full
+// appendSplits appends base with each Split of splits, then with full
 // clusters (Split=8) and each Clusters of spaceClusters.
-func appendSplits(ks []knobs, base knobs) []knobs {
-	for _, sp := range spaceSplit {
+func appendSplits(ks []knobs, base knobs, splits []int) []knobs {
+	for _, sp := range splits {
 		k := base
 		k.Split = sp
 		ks = append(ks, k)
@@ -895,6 +899,9 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 	if sms <= 0 {
 		sms = 132 // an H100's or H200's
 	}
+	if k.Stage == 4 && p.Precision == problem.TF32 {
+		return tf32Cost(k, g, sms)
+	}
 	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
 	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
 	blocks := g.TilesM * g.TilesN * g.Parts
@@ -909,4 +916,35 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
 	}
 	return t + tile*float64(blocks)/float64(sms)
+}
+
+// tf32Cost is Cost for tf32's Stage=4, whose copies through registers
+// make its tile efficiency grow faster with the tile ((BM·BN/8192)^0.8:
+// the 4-warpgroup tiles win) and fall with 64-pixel tiles (0.6: twice the
+// registers in flight), whose blocks are held to the SMs by registers as
+// well as shared memory (the accumulators and the tile in flight, plus
+// 40), and whose partial tiles cost more to add up (64·BM·BN a block over
+// the SMs: a wave more is rarely worth a smaller chunk). Fitted by hand to
+// full sweeps of four ResNet-50 tf32 NHWC layers at N=32 on an H100
+// (testdata/wgradmma-tf32-sweeps-h100.csv, TestWGradMMATF32CostSweeps):
+// the 3 cheapest held one within 1% of the fastest in all four.
+func tf32Cost(k knobs, g geometry, sms int) float64 {
+	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
+	regs := min(255, wgmmaTF32Regs(k)+40)
+	if wgmmaTF32MinBlocks(k, g.SharedBytes) == 2 {
+		regs = 128
+	}
+	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads, 65536/(regs*g.Threads)))
+	blocks := g.TilesM * g.TilesN * g.Parts
+	waves := family.CeilDiv(blocks, sms*resident)
+	tile := float64(k.BM * k.BN)
+	eff := math.Pow(tile/8192, 0.8)
+	if k.BP == 64 {
+		eff *= 0.6
+	}
+	t := float64(waves*resident) * float64(g.Chunk) * tile / eff
+	if g.NClusters > 1 {
+		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
+	}
+	return t + 64*tile*float64(blocks)/float64(sms)
 }
