@@ -21,7 +21,7 @@ import (
 
 // templateFS holds the family's template.
 //
-//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl wgmmatf32.cu.tmpl reduce.tmpl
+//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl wgmmatf32.cu.tmpl reduce.tmpl hopper.tmpl
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
@@ -842,7 +842,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 			file = "wgmmatf32.cu.tmpl"
 		}
 	}
-	src, err := family.Render(templateFS, file, data, "reduce.tmpl")
+	src, err := family.Render(templateFS, file, data, "reduce.tmpl", "hopper.tmpl")
 	if err != nil {
 		return family.Kernel{}, err
 	}
