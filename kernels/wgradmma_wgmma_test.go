@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -34,27 +35,9 @@ func TestWGradMMAWGMMA(t *testing.T) {
 		for _, prec := range []problem.Precision{problem.FP16, problem.BF16} {
 			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
 			for _, cfg := range sampleConfigs(cfgs, &turn) {
-				k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
-				if k.ArchSuffix != "a" {
-					t.Errorf("%s %v: arch suffix %q, want a (sm_90a)", p, cfg, k.ArchSuffix)
-				}
 				typ := map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[prec]
-				want := []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", cfg["BN"], typ, typ),
-					"fence.proxy.async.shared::cta", "wgmma.wait_group.sync.aligned 1", "cp.async.cg.shared.global", fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-3)}
-				if cfg["Split"] > 1 {
-					want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster")
-				}
-				if cfg["Clusters"] > 1 {
-					want = append(want, k.Name+"_ws[", "atom.global.add.u32")
-				}
-				for _, w := range want {
-					if !strings.Contains(ptx, w) {
-						t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
-					}
-				}
-				if strings.Contains(ptx, "mma.sync") {
-					t.Errorf("%s %v: PTX holds mma.sync", p, cfg)
-				}
+				checkWGMMAPTX(t, lib, p, cfg, []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", cfg["BN"], typ, typ),
+					"cp.async.cg.shared.global", fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-3)}, []string{"mma.sync"})
 			}
 		}
 	}
@@ -82,28 +65,38 @@ func TestWGradMMAWGMMATF32(t *testing.T) {
 	for _, spec := range specs {
 		p := gradProblem(t, spec, problem.TF32, problem.NHWC, problem.OpWgrad)
 		for _, cfg := range sampleConfigs(cfgs, &turn) {
-			k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
-			if k.ArchSuffix != "a" {
-				t.Errorf("%s %v: arch suffix %q, want a (sm_90a)", p, cfg, k.ArchSuffix)
-			}
-			want := []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["BN"]),
-				"fence.proxy.async.shared::cta", "wgmma.wait_group.sync.aligned 1", "ld.global.nc.v4.f32"}
-			if cfg["Split"] > 1 {
-				want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster")
-			}
-			if cfg["Clusters"] > 1 {
-				want = append(want, k.Name+"_ws[", "atom.global.add.u32")
-			}
-			for _, w := range want {
-				if !strings.Contains(ptx, w) {
-					t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
-				}
-			}
-			for _, bad := range []string{"mma.sync", "cp.async"} {
-				if strings.Contains(ptx, bad) {
-					t.Errorf("%s %v: PTX holds %s", p, cfg, bad)
-				}
-			}
+			checkWGMMAPTX(t, lib, p, cfg, []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["BN"]),
+				"ld.global.nc.v4.f32"}, []string{"mma.sync", "cp.async"})
+		}
+	}
+}
+
+// checkWGMMAPTX renders configuration cfg of a Stage=4 kernel for p and
+// compiles it for sm_90a: the kernel asks for sm_90a, and its PTX holds
+// the entry, the async-proxy fence, wgmma.wait_group 1 and want, with
+// Split > 1 the cluster's barrier and DSMEM loads, with Clusters > 1 the
+// workspace's atomic count, and none of bad.
+func checkWGMMAPTX(t *testing.T, lib *nvrtc.Library, p problem.Problem, cfg Config, want, bad []string) {
+	t.Helper()
+	k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
+	if k.ArchSuffix != "a" {
+		t.Errorf("%s %v: arch suffix %q, want a (sm_90a)", p, cfg, k.ArchSuffix)
+	}
+	want = append([]string{".entry " + k.Name, "fence.proxy.async.shared::cta", "wgmma.wait_group.sync.aligned 1"}, want...)
+	if cfg["Split"] > 1 {
+		want = append(want, "barrier.cluster.arrive", "mapa.shared::cluster", "ld.shared::cluster")
+	}
+	if cfg["Clusters"] > 1 {
+		want = append(want, k.Name+"_ws[", "atom.global.add.u32")
+	}
+	for _, w := range want {
+		if !strings.Contains(ptx, w) {
+			t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+		}
+	}
+	for _, b := range bad {
+		if strings.Contains(ptx, b) {
+			t.Errorf("%s %v: PTX holds %s", p, cfg, b)
 		}
 	}
 }

@@ -899,26 +899,46 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 	if sms <= 0 {
 		sms = 132 // an H100's or H200's
 	}
+	m := costModel{effExp: 0.2, bp64: 1.2, sums: 1}
 	if k.Stage == 4 && p.Precision == problem.TF32 {
-		return tf32Cost(k, g, sms)
+		m = tf32Cost(k, g)
 	}
+	return m.cost(k, g, sms)
+}
+
+// costModel is what Cost's models differ in: the tile efficiency's
+// exponent ((BM·BN/8192)^effExp) and factor for 64-pixel tiles (bp64),
+// the cost of a block's partial tile (sums·BM·BN over the SMs), and the
+// registers a thread holds (regs; 0: the blocks an SM holds are counted
+// by shared memory and threads only).
+type costModel struct {
+	effExp, bp64, sums float64
+	regs               int
+}
+
+// cost is the model's predicted time of configuration k (geometry g) on
+// sms SMs (see Cost).
+func (m costModel) cost(k knobs, g geometry, sms int) float64 {
 	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
 	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
+	if m.regs > 0 {
+		resident = max(1, min(resident, 65536/(m.regs*g.Threads)))
+	}
 	blocks := g.TilesM * g.TilesN * g.Parts
 	waves := family.CeilDiv(blocks, sms*resident)
 	tile := float64(k.BM * k.BN)
-	eff := math.Pow(tile/8192, 0.2)
+	eff := math.Pow(tile/8192, m.effExp)
 	if k.BP == 64 {
-		eff *= 1.2
+		eff *= m.bp64
 	}
 	t := float64(waves*resident) * float64(g.Chunk) * tile / eff
 	if g.NClusters > 1 {
 		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
 	}
-	return t + tile*float64(blocks)/float64(sms)
+	return t + m.sums*tile*float64(blocks)/float64(sms)
 }
 
-// tf32Cost is Cost for tf32's Stage=4, whose copies through registers
+// tf32Cost is Cost's model for tf32's Stage=4, whose copies through registers
 // make its tile efficiency grow faster with the tile ((BM·BN/8192)^0.8:
 // the 4-warpgroup tiles win) and fall with 64-pixel tiles (0.6: twice the
 // registers in flight), whose blocks are held to the SMs by registers as
@@ -928,23 +948,10 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 // full sweeps of four ResNet-50 tf32 NHWC layers at N=32 on an H100
 // (testdata/wgradmma-tf32-sweeps-h100.csv, TestWGradMMATF32CostSweeps):
 // the 3 cheapest held one within 1% of the fastest in all four.
-func tf32Cost(k knobs, g geometry, sms int) float64 {
-	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
+func tf32Cost(k knobs, g geometry) costModel {
 	regs := min(255, wgmmaTF32Regs(k)+40)
 	if wgmmaTF32MinBlocks(k, g.SharedBytes) == 2 {
 		regs = 128
 	}
-	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads, 65536/(regs*g.Threads)))
-	blocks := g.TilesM * g.TilesN * g.Parts
-	waves := family.CeilDiv(blocks, sms*resident)
-	tile := float64(k.BM * k.BN)
-	eff := math.Pow(tile/8192, 0.8)
-	if k.BP == 64 {
-		eff *= 0.6
-	}
-	t := float64(waves*resident) * float64(g.Chunk) * tile / eff
-	if g.NClusters > 1 {
-		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
-	}
-	return t + 64*tile*float64(blocks)/float64(sms)
+	return costModel{effExp: 0.8, bp64: 0.6, sums: 64, regs: regs}
 }
