@@ -81,8 +81,9 @@ var templateFS embed.FS
 //     concurrently (one stream at a time).
 //
 // Where Stage=2 keeps a candidate for a shape (NHWC, K and C rows of a
-// multiple of 4 bytes), Space keeps only Stage=2's: the older stages
-// render as before (cached records) but are soft-rejected.
+// multiple of 4 bytes), Space soft-rejects Stage 0 and 1 (they render as
+// before, for cached records); where Stage=4 keeps one in fp16 or bf16,
+// it soft-rejects Stage=2 too (tf32 searches both).
 type Family struct{}
 
 // Name implements family.Family.
@@ -403,8 +404,9 @@ var (
 	// tf32's: its tiles go through registers, one ahead of three stages.
 	spaceWGMMAStagesTF32 = [][2]int{{32, 3}, {64, 3}}
 	// tf32 Stage=4's splits: every cluster size, so that the blocks of a
-	// few large tiles fill the SMs in one wave (ResNet-50's 7² and 14²
-	// layers: 19 tiles of 256 × 128 on 132 SMs).
+	// few large tiles fill the SMs in one wave (ResNet-50's s3-3x3: 19
+	// tiles of 256 × 128, Split 5 on 95 of 132 SMs, where 4 fill 76 and
+	// 8 need two waves).
 	spaceSplitTF32 = []int{1, 2, 3, 4, 5, 6, 7, 8}
 )
 
@@ -444,7 +446,7 @@ func wgmmaRule(p problem.Problem) string {
 // tiles of whole 128-byte rows (32 pixels) in three stages, the tile's
 // groups of 4 pixels × 32 channels split evenly over the warps, and the
 // registers (the accumulators and the tile in flight, 4 a load) within
-// 176.
+// 176, and within a thread's share of the SM's 65,536 less 32.
 func wgmmaTF32Check(k knobs) string {
 	warps := k.BM / 16
 	aLoads, bLoads := k.BP/4*(k.BM/32), k.BP/4*(k.BN/32)
@@ -453,8 +455,8 @@ func wgmmaTF32Check(k knobs) string {
 		return "Stage=4 in tf32: BP a multiple of 32 (128-byte rows), Stages = 3"
 	case aLoads%warps != 0 || bLoads%warps != 0:
 		return "Stage=4 in tf32: the tile's groups of 4 pixels × 32 channels do not split evenly over the warps"
-	case wgmmaTF32Regs(k) > 176:
-		return fmt.Sprintf("Stage=4 in tf32: %d accumulators and %d registers of the tile in flight per thread > 176", k.BN/2, wgmmaTF32Regs(k)-k.BN/2)
+	case wgmmaTF32Regs(k) > min(176, 65536/(32*k.WM*k.WN)-32):
+		return fmt.Sprintf("Stage=4 in tf32: %d accumulators and %d registers of the tile in flight per thread > %d", k.BN/2, wgmmaTF32Regs(k)-k.BN/2, min(176, 65536/(32*k.WM*k.WN)-32))
 	}
 	return ""
 }
@@ -515,9 +517,10 @@ func rowStaged(p problem.Problem) bool { return p.Shape.C <= 8 }
 // one) every configuration is listed as rejected.
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	var out []family.Candidate
-	// Stage=4 (wgmma), where it keeps a candidate, takes the place of
-	// Stage=2 (mma.sync; 13–20% slower on every ResNet-50 fp16 layer of
-	// the H100 sweeps): Stage=2 is soft-rejected then.
+	// Stage=4 (wgmma), where it keeps a candidate in fp16 or bf16, takes
+	// the place of Stage=2 (mma.sync; 13–20% slower on every ResNet-50
+	// fp16 layer of the H100 sweeps): Stage=2 is soft-rejected then. In
+	// tf32 both are searched (Stage=2 wins the 64-channel 1×1s on 56²).
 	var wgmmaCands []family.Candidate
 	if wgmmaRule(p) == "" {
 		for _, k := range wgmmaSpace(p) {
@@ -885,6 +888,8 @@ func newWGMMAOperands(acc int) wgmmaOperands {
 // to full sweeps of six ResNet-50 fp16 NHWC layers at N=32 on an H100
 // (testdata/wgradmma-sweeps-h100.csv, TestWGradMMACostSweeps): the 8
 // cheapest held the fastest in all six, the 3 cheapest one within 30%.
+// tf32's Stage=4 has a model of its own (tf32Cost). The search compares
+// costs only within a group of the exploration, whose models agree.
 func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) float64 {
 	k, err := family.ParseKnobs[knobs]("wgradmma", cfg)
 	if err != nil || check(k) != "" {
