@@ -48,4 +48,6 @@ package autotune
 //     the tiles staged through registers into the K-major swizzle,
 //     rounded to TF32, every Split from 1 to 8, explored cheapest first
 //     by its own cost model), searched beside Stage=2 (session 21).
-const SearchRevision = 11
+//   - 12: with a bias, tf32's Stage=4 sums dBias from the staged dY rows
+//     in column tile 0 (BiasSum=1), no column of ones (session 22).
+const SearchRevision = 12

@@ -32,7 +32,8 @@ var templateFS embed.FS
 // the pixels), fp16 and bf16 (m16n8k16, FP32 accumulation, dW rounded to
 // the element type once), both layouts, groups=1, tensors below 2³¹
 // elements, on sm_90 (clusters).
-// dBias is FP32, from a column of ones in the same GEMM. Every sum is
+// dBias is FP32, from a column of ones in the same GEMM (or, BiasSum=1,
+// summed from the staged dY tiles). Every sum is
 // taken in an order the configuration fixes: deterministic (the atomic
 // count of Clusters > 1 only elects which block adds the partial tiles up,
 // not their order).
@@ -70,6 +71,12 @@ var templateFS embed.FS
 //     TF32, one tile ahead of the wgmmas m64nBNk8 (wgmmatf32.cu.tmpl);
 //   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
 //     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
+//   - BiasSum: 1, tf32's Stage=4 with a bias only: dBias is summed from
+//     the staged dY tiles (sA's rows) by the blocks of column tile 0 and
+//     added up beside the partial tiles, instead of coming out of a
+//     column of ones, which costs a whole column tile where C·R·S is a
+//     multiple of BN (every ResNet layer: s4-1x1b's 512 taps in 4 tiles
+//     of 128 instead of 5); absent, 0: the ones column;
 //   - Clusters: clusters (of Split blocks each) sharing one tile, each
 //     summing 1/Clusters of the pixels (absent, 0, or 1: one cluster).
 //     Each cluster leaves its partial tile in a workspace in the module's
@@ -111,6 +118,7 @@ type knobs struct {
 	Clusters                             int `knob:",optional"`
 	Relayout                             int `knob:",optional"`
 	Planes                               int `knob:",optional"`
+	BiasSum                              int `knob:",optional"`
 }
 
 // planesRule says why Planes=1 (both operands read straight from the NCHW
@@ -189,8 +197,10 @@ type geometry struct {
 	// NClusters is the clusters per tile (Clusters, at least 1), Parts the
 	// blocks per tile (Split·NClusters) that the pixels are split over;
 	// WorkspaceFloats the workspace of NClusters > 1: TilesM·TilesN·
-	// NClusters partial tiles of BM·BN.
+	// NClusters partial tiles of BM·BN, and with BiasSum=1
+	// WorkspaceBiasFloats TilesM·NClusters partial dBias sums of BM.
 	NClusters, Parts, WorkspaceFloats int
+	WorkspaceBiasFloats               int
 	Acc                               int             // FP32 accumulators per thread
 	KStep                             int             // pixels per mma: 8 (m16n8k8 tf32) or 16 (m16n8k16)
 	Staging                           gradmma.Staging // Stage=1
@@ -333,7 +343,7 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.Threads = 32 * k.WM * k.WN
 	g.CRS = s.C * s.R * s.S
 	g.NG = g.CRS
-	if s.Bias {
+	if s.Bias && k.BiasSum == 0 {
 		g.NG++
 	}
 	g.L = s.N * s.P() * s.Q()
@@ -373,6 +383,9 @@ func geom(p problem.Problem, k knobs) geometry {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
 		if g.NClusters > 1 {
 			g.WorkspaceFloats = g.TilesM * g.TilesN * g.NClusters * k.BM * k.BN
+			if k.BiasSum == 1 {
+				g.WorkspaceBiasFloats = g.TilesM * g.NClusters * k.BM
+			}
 		}
 	}
 	if k.WM > 0 && k.WN > 0 {
@@ -411,16 +424,21 @@ var (
 )
 
 // wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
-// depth, with Split 1–8 and then with full clusters (Split=8) and Clusters.
+// depth, with Split 1–8 and then with full clusters (Split=8) and Clusters;
+// in tf32 with a bias, BiasSum=1 (no column tile for the ones column).
 func wgmmaSpace(p problem.Problem) []knobs {
 	stages, splits := spaceWGMMAStages, spaceSplit
 	if p.Precision == problem.TF32 {
 		stages, splits = spaceWGMMAStagesTF32, spaceSplitTF32
 	}
+	biasSum := 0
+	if p.Precision == problem.TF32 && p.Shape.Bias {
+		biasSum = 1
+	}
 	var ks []knobs
 	for _, tile := range spaceWGMMATiles {
 		for _, ps := range stages {
-			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]}, splits)
+			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1], BiasSum: biasSum}, splits)
 		}
 	}
 	return ks
@@ -457,6 +475,15 @@ func wgmmaTF32Check(k knobs) string {
 		return "Stage=4 in tf32: the tile's groups of 4 pixels × 32 channels do not split evenly over the warps"
 	case wgmmaTF32Regs(k) > min(176, 65536/(32*k.WM*k.WN)-32):
 		return fmt.Sprintf("Stage=4 in tf32: %d accumulators and %d registers of the tile in flight per thread > %d", k.BN/2, wgmmaTF32Regs(k)-k.BN/2, min(176, 65536/(32*k.WM*k.WN)-32))
+	}
+	return ""
+}
+
+// biasSumRule says why BiasSum=1 cannot serve p, or "": it sums dBias in
+// tf32's Stage=4 (wgmmatf32.cu.tmpl), for a shape with a bias.
+func biasSumRule(p problem.Problem, k knobs) string {
+	if k.BiasSum == 1 && (p.Precision != problem.TF32 || !p.Shape.Bias) {
+		return "BiasSum=1 sums dBias in tf32's Stage=4, for a shape with a bias"
 	}
 	return ""
 }
@@ -607,6 +634,9 @@ func check(k knobs) string {
 	if k.Clusters < 0 || k.Clusters > 64 {
 		return "Clusters 1 to 64"
 	}
+	if k.BiasSum < 0 || k.BiasSum > 1 || k.BiasSum == 1 && k.Stage != 4 {
+		return "BiasSum 0 or 1, and 1 only with Stage=4"
+	}
 	if k.Stage == 4 {
 		switch {
 		case k.Relayout != 0 || k.Planes != 0:
@@ -698,6 +728,9 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 			if msg := wgmmaTF32Check(k); msg != "" {
 				return family.Hard("shape", "%s", msg)
 			}
+		}
+		if msg := biasSumRule(p, k); msg != "" {
+			return family.Hard("shape", "%s", msg)
 		}
 		if !lim.SM90a {
 			return family.Hard("arch", "Stage=4 (wgmma) needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
@@ -795,6 +828,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 			if msg := wgmmaTF32Check(k); msg != "" {
 				return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 			}
+		}
+		if msg := biasSumRule(p, k); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
 		}
 	}
 	if k.Stage == 2 || k.Stage == 4 {
