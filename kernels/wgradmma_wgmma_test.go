@@ -51,8 +51,8 @@ func TestWGradMMAWGMMA(t *testing.T) {
 // problem in turn (all under the full sweep), and compiles it for sm_90a:
 // the PTX holds the K-major tf32 wgmma of the tile's N, the async-proxy
 // fence, 16-byte global loads and no cp.async or mma.sync, and with Split
-// > 1 the cluster's DSMEM loads; with a bias, BiasSum=1 (dBias from the
-// staged dY rows). (ptxas, which checks the inline PTX, runs on the GPU
+// > 1 the cluster's DSMEM loads; with a bias, BiasSum=1 (dBias summed
+// from the loaded dY). (ptxas, which checks the inline PTX, runs on the GPU
 // machine's NVRTC.)
 func TestWGradMMAWGMMATF32(t *testing.T) {
 	lib := nvrtctest.Open(t)
@@ -69,11 +69,12 @@ func TestWGradMMAWGMMATF32(t *testing.T) {
 		for _, cfg := range sampleConfigs(cfgs, &turn) {
 			want := []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["BN"]), "ld.global.nc.v4.f32"}
 			if p.Shape.Bias {
-				// BiasSum=1: dBias from sA's rows (16-byte shared loads),
-				// through the workspace's wsb with Clusters > 1.
+				// BiasSum=1: dBias summed from the loaded dY, over the
+				// warp's pixels by shuffles, through the workspace's wsb
+				// with Clusters > 1.
 				cfg = maps.Clone(cfg)
 				cfg["BiasSum"] = 1
-				want = append(want, "ld.shared.v4.f32")
+				want = append(want, "shfl.sync.bfly.b32")
 				if cfg["Clusters"] > 1 {
 					want = append(want, "_wsb[")
 				}

@@ -33,7 +33,7 @@ var templateFS embed.FS
 // the element type once), both layouts, groups=1, tensors below 2³¹
 // elements, on sm_90 (clusters).
 // dBias is FP32, from a column of ones in the same GEMM (or, BiasSum=1,
-// summed from the staged dY tiles). Every sum is
+// summed from the loaded dY). Every sum is
 // taken in an order the configuration fixes: deterministic (the atomic
 // count of Clusters > 1 only elects which block adds the partial tiles up,
 // not their order).
@@ -71,8 +71,9 @@ var templateFS embed.FS
 //     TF32, one tile ahead of the wgmmas m64nBNk8 (wgmmatf32.cu.tmpl);
 //   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
 //     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
-//   - BiasSum: 1, tf32's Stage=4 with a bias only: dBias is summed from
-//     the staged dY tiles (sA's rows) by the blocks of column tile 0 and
+//   - BiasSum: 1, tf32's Stage=4 with a bias only: dBias is summed by
+//     the blocks of column tile 0 from the dY values their threads load
+//     (before the rounding; each warp loads one group of 32 channels) and
 //     added up beside the partial tiles, instead of coming out of a
 //     column of ones, which costs a whole column tile where C·R·S is a
 //     multiple of BN (every ResNet layer: s4-1x1b's 512 taps in 4 tiles
