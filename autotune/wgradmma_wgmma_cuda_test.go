@@ -19,7 +19,8 @@ import (
 // layers in fp16 (a 7² map too), odd channel counts with a bias, stride,
 // dilation and asymmetric padding in bf16 and fp16; in tf32 (the tiles
 // staged through registers into the K-major swizzle) a 3×3 on 14², a 1×1
-// on 7² with a bias and an odd strided, dilated shape.
+// on 7² with a bias and an odd strided, dilated shape, and a 1×1 with a
+// bias and K=20 (dBias summed from the staged rows: BiasSum=1).
 func TestWGradMMAWGMMA(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -34,6 +35,7 @@ func TestWGradMMAWGMMA(t *testing.T) {
 		{"N=8,C=256,H=14,W=14,K=256,R=3,S=3,pad=1,bias=false", problem.TF32, "", ""},
 		{"N=4,C=512,H=7,W=7,K=512,R=1,S=1", problem.TF32, "", ""},
 		{"N=3,C=12,H=15,W=17,K=20,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.TF32, "", ""},
+		{"N=3,C=64,H=9,W=11,K=20,R=1,S=1", problem.TF32, "", ""},
 	} {
 		p := tc.problem(t)
 		p.Layout = problem.NHWC

@@ -52,7 +52,7 @@ func TestWGradMMAWGMMA(t *testing.T) {
 // the PTX holds the K-major tf32 wgmma of the tile's N, the async-proxy
 // fence, 16-byte global loads and no cp.async or mma.sync, and with Split
 // > 1 the cluster's DSMEM loads; with a bias, BiasSum=1 (dBias summed
-// from the loaded dY). (ptxas, which checks the inline PTX, runs on the GPU
+// from the staged dY rows). (ptxas, which checks the inline PTX, runs on the GPU
 // machine's NVRTC.)
 func TestWGradMMAWGMMATF32(t *testing.T) {
 	lib := nvrtctest.Open(t)
@@ -69,8 +69,8 @@ func TestWGradMMAWGMMATF32(t *testing.T) {
 		for _, cfg := range sampleConfigs(cfgs, &turn) {
 			want := []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["BN"]), "ld.global.nc.v4.f32"}
 			if p.Shape.Bias {
-				// BiasSum=1: dBias summed from the loaded dY, over the
-				// warp's pixels by shuffles, through the workspace's wsb
+				// BiasSum=1: dBias summed from the staged dY rows, over a
+				// row's chunks by shuffles, through the workspace's wsb
 				// with Clusters > 1.
 				cfg = maps.Clone(cfg)
 				cfg["BiasSum"] = 1

@@ -33,7 +33,7 @@ var templateFS embed.FS
 // the element type once), both layouts, groups=1, tensors below 2³¹
 // elements, on sm_90 (clusters).
 // dBias is FP32, from a column of ones in the same GEMM (or, BiasSum=1,
-// summed from the loaded dY). Every sum is
+// summed from the staged dY tiles). Every sum is
 // taken in an order the configuration fixes: deterministic (the atomic
 // count of Clusters > 1 only elects which block adds the partial tiles up,
 // not their order).
@@ -71,13 +71,12 @@ var templateFS embed.FS
 //     TF32, one tile ahead of the wgmmas m64nBNk8 (wgmmatf32.cu.tmpl);
 //   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
 //     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
-//   - BiasSum: 1, tf32's Stage=4 with a bias only: dBias is summed by
-//     the blocks of column tile 0 from the dY values their threads load
-//     (before the rounding; each warp loads one group of 32 channels) and
-//     added up beside the partial tiles, instead of coming out of a
-//     column of ones, which costs a whole column tile where C·R·S is a
-//     multiple of BN (every ResNet layer: s4-1x1b's 512 taps in 4 tiles
-//     of 128 instead of 5); absent, 0: the ones column;
+//   - BiasSum: 1, tf32's Stage=4 with a bias only: dBias is summed from
+//     the staged dY tiles, each column tile's blocks summing their share
+//     of the BM rows, and added up beside the partial tiles, instead of
+//     coming out of a column of ones, which costs a whole column tile
+//     where C·R·S is a multiple of BN (s4-1x1b's 512 taps in 4 tiles of
+//     128 instead of 5); searched there only; absent, 0: the ones column;
 //   - Clusters: clusters (of Split blocks each) sharing one tile, each
 //     summing 1/Clusters of the pixels (absent, 0, or 1: one cluster).
 //     Each cluster leaves its partial tile in a workspace in the module's
@@ -426,18 +425,20 @@ var (
 
 // wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
 // depth, with Split 1–8 and then with full clusters (Split=8) and Clusters;
-// in tf32 with a bias, BiasSum=1 (no column tile for the ones column).
+// in tf32 with a bias, BiasSum=1 where the ones column would take a column
+// tile of its own (C·R·S a multiple of BN).
 func wgmmaSpace(p problem.Problem) []knobs {
 	stages, splits := spaceWGMMAStages, spaceSplit
 	if p.Precision == problem.TF32 {
 		stages, splits = spaceWGMMAStagesTF32, spaceSplitTF32
 	}
-	biasSum := 0
-	if p.Precision == problem.TF32 && p.Shape.Bias {
-		biasSum = 1
-	}
+	crs := p.Shape.C * p.Shape.R * p.Shape.S
 	var ks []knobs
 	for _, tile := range spaceWGMMATiles {
+		biasSum := 0
+		if p.Precision == problem.TF32 && p.Shape.Bias && crs%tile[1] == 0 {
+			biasSum = 1
+		}
 		for _, ps := range stages {
 			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1], BiasSum: biasSum}, splits)
 		}
@@ -553,6 +554,17 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	if wgmmaRule(p) == "" {
 		for _, k := range wgmmaSpace(p) {
 			wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+		}
+		// The ones-column twins of BiasSum=1, soft-rejected (for -pin).
+		for _, k := range wgmmaSpace(p) {
+			if k.BiasSum == 1 {
+				k.BiasSum = 0
+				r := reject(p, k, lim)
+				if r.Rule == "" {
+					r = family.Soft("bias sum", "BiasSum=1 sums dBias without a column tile of ones")
+				}
+				wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, r))
+			}
 		}
 	}
 	wgmmaKept := slices.ContainsFunc(wgmmaCands, func(c family.Candidate) bool { return c.Rejected == "" })
