@@ -68,7 +68,7 @@ func TestWGradMMAWGMMATF32(t *testing.T) {
 		p := gradProblem(t, spec, problem.TF32, problem.NHWC, problem.OpWgrad)
 		for _, cfg := range sampleConfigs(cfgs, &turn) {
 			want := []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", cfg["BN"]), "ld.global.nc.v4.f32"}
-			if p.Shape.Bias {
+			if p.Shape.Bias && cfg["BN"] <= 128 { // BN=256's 128 accumulators leave no room for the sums
 				// BiasSum=1: dBias summed from the staged dY rows, over a
 				// row's chunks by shuffles, through the workspace's wsb
 				// with Clusters > 1.
@@ -228,11 +228,9 @@ func TestWGradMMATF32CostSweeps(t *testing.T) {
 		p := gradProblem(t, sw.shape, sw.precision, sw.layout, problem.OpWgrad)
 		var cands []Candidate
 		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
-			if c.Config["Stage"] == 4 {
-				// The sweeps were timed before BiasSum: rank the kernels
-				// they measured (the ones column).
-				c.Config = maps.Clone(c.Config)
-				delete(c.Config, "BiasSum")
+			if c.Config["Stage"] == 4 && c.Config["BiasSum"] == 0 {
+				// The sweeps were timed before BiasSum: the kernels they
+				// measured (the ones column).
 				cands = append(cands, c)
 			}
 		}

@@ -76,7 +76,9 @@ var templateFS embed.FS
 //     of the BM rows, and added up beside the partial tiles, instead of
 //     coming out of a column of ones, which costs a whole column tile
 //     where C·R·S is a multiple of BN (s4-1x1b's 512 taps in 4 tiles of
-//     128 instead of 5); searched there only; absent, 0: the ones column;
+//     128 instead of 5); searched there beside the ones column (equal
+//     tiles, it costs 2–3%: fewer tiles win where they save a wave or a
+//     cluster); absent, 0: the ones column;
 //   - Clusters: clusters (of Split blocks each) sharing one tile, each
 //     summing 1/Clusters of the pixels (absent, 0, or 1: one cluster).
 //     Each cluster leaves its partial tile in a workspace in the module's
@@ -425,8 +427,8 @@ var (
 
 // wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
 // depth, with Split 1–8 and then with full clusters (Split=8) and Clusters;
-// in tf32 with a bias, BiasSum=1 where the ones column would take a column
-// tile of its own (C·R·S a multiple of BN).
+// in tf32 with a bias, where the ones column would take a column tile of
+// its own (C·R·S a multiple of BN), each with BiasSum=1 too.
 func wgmmaSpace(p problem.Problem) []knobs {
 	stages, splits := spaceWGMMAStages, spaceSplit
 	if p.Precision == problem.TF32 {
@@ -435,12 +437,13 @@ func wgmmaSpace(p problem.Problem) []knobs {
 	crs := p.Shape.C * p.Shape.R * p.Shape.S
 	var ks []knobs
 	for _, tile := range spaceWGMMATiles {
-		biasSum := 0
-		if p.Precision == problem.TF32 && p.Shape.Bias && crs%tile[1] == 0 {
-			biasSum = 1
-		}
 		for _, ps := range stages {
-			ks = appendSplits(ks, knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1], BiasSum: biasSum}, splits)
+			k := knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]}
+			ks = appendSplits(ks, k, splits)
+			if p.Precision == problem.TF32 && p.Shape.Bias && crs%tile[1] == 0 {
+				k.BiasSum = 1
+				ks = appendSplits(ks, k, splits)
+			}
 		}
 	}
 	return ks
@@ -493,7 +496,11 @@ func biasSumRule(p problem.Problem, k knobs) string {
 // wgmmaTF32Regs is the registers a thread of a tf32 Stage=4 configuration
 // holds through its main loop: the accumulators and the tile in flight.
 func wgmmaTF32Regs(k knobs) int {
-	return k.BN/2 + 4*k.BP*(k.BM+k.BN)/128/(k.BM/16)
+	regs := k.BN/2 + 4*k.BP*(k.BM+k.BN)/128/(k.BM/16)
+	if k.BiasSum == 1 {
+		regs += 8 // the sums and their rows (a 128 × 128 tile of 32 pixels spilled at 2 blocks an SM)
+	}
+	return regs
 }
 
 // wgmmaTF32MinBlocks is the blocks per SM that a tf32 Stage=4 kernel asks
@@ -554,17 +561,6 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	if wgmmaRule(p) == "" {
 		for _, k := range wgmmaSpace(p) {
 			wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
-		}
-		// The ones-column twins of BiasSum=1, soft-rejected (for -pin).
-		for _, k := range wgmmaSpace(p) {
-			if k.BiasSum == 1 {
-				k.BiasSum = 0
-				r := reject(p, k, lim)
-				if r.Rule == "" {
-					r = family.Soft("bias sum", "BiasSum=1 sums dBias without a column tile of ones")
-				}
-				wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, r))
-			}
 		}
 	}
 	wgmmaKept := slices.ContainsFunc(wgmmaCands, func(c family.Candidate) bool { return c.Rejected == "" })
@@ -957,7 +953,11 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 	if k.Stage == 4 && p.Precision == problem.TF32 {
 		m = tf32Cost(k, g)
 	}
-	return m.cost(k, g, sms)
+	c := m.cost(k, g, sms)
+	if k.BiasSum == 1 {
+		c *= 1.01 // the sums from shared memory: 2–3% on equal tiles (H100), so that the ones column ranks first where it costs no wave
+	}
+	return c
 }
 
 // costModel is what Cost's models differ in: the tile efficiency's
