@@ -79,6 +79,12 @@ var templateFS embed.FS
 //     128 instead of 5); searched there beside the ones column (equal
 //     tiles, it costs 2–3%: fewer tiles win where they save a wave or a
 //     cluster); absent, 0: the ones column;
+//   - PrefetchL2: tf32's Stage=4 only: the first block of each chunk of
+//     pixels (blockIdx.x = y = 0) asks L2 for the dY rows and input rows
+//     of the tile PrefetchL2 tiles ahead of the one it loads into
+//     registers, one bulk prefetch each (cp.async.bulk.prefetch.L2);
+//     searched (2) on the 4-warpgroup tiles, which run one block an SM and
+//     wait on their loads; absent, 0: none;
 //   - Clusters: clusters (of Split blocks each) sharing one tile, each
 //     summing 1/Clusters of the pixels (absent, 0, or 1: one cluster).
 //     Each cluster leaves its partial tile in a workspace in the module's
@@ -121,6 +127,7 @@ type knobs struct {
 	Relayout                             int `knob:",optional"`
 	Planes                               int `knob:",optional"`
 	BiasSum                              int `knob:",optional"`
+	PrefetchL2                           int `knob:",optional"`
 }
 
 // planesRule says why Planes=1 (both operands read straight from the NCHW
@@ -423,6 +430,11 @@ var (
 	// tiles of 256 × 128, Split 5 on 95 of 132 SMs, where 4 fill 76 and
 	// 8 need two waves).
 	spaceSplitTF32 = []int{1, 2, 3, 4, 5, 6, 7, 8}
+	// tf32 Stage=4's 4-warpgroup tiles (one block an SM) prefetch into L2
+	// the tiles this many ahead of the registers' (s3-1x1a 0.109 → 0.094
+	// ms, s4-3x3 0.079 → 0.074 on the H100; the smaller tiles, two or more
+	// blocks an SM, were 0–6% slower with it).
+	spacePrefetchL2 = 2
 )
 
 // wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
@@ -439,6 +451,9 @@ func wgmmaSpace(p problem.Problem) []knobs {
 	for _, tile := range spaceWGMMATiles {
 		for _, ps := range stages {
 			k := knobs{BM: tile[0], BN: tile[1], WM: tile[0] / 16, WN: 1, Unroll: 1, Stage: 4, BP: ps[0], Stages: ps[1]}
+			if p.Precision == problem.TF32 && tile[0] == 256 {
+				k.PrefetchL2 = spacePrefetchL2
+			}
 			ks = appendSplits(ks, k, splits)
 			if p.Precision == problem.TF32 && p.Shape.Bias && crs%tile[1] == 0 {
 				k.BiasSum = 1
@@ -484,11 +499,15 @@ func wgmmaTF32Check(k knobs) string {
 	return ""
 }
 
-// biasSumRule says why BiasSum=1 cannot serve p, or "": it sums dBias in
-// tf32's Stage=4 (wgmmatf32.cu.tmpl), for a shape with a bias.
+// biasSumRule says why BiasSum=1 or PrefetchL2 cannot serve p, or "":
+// both are tf32's Stage=4's (wgmmatf32.cu.tmpl), BiasSum for a shape with
+// a bias.
 func biasSumRule(p problem.Problem, k knobs) string {
-	if k.BiasSum == 1 && (p.Precision != problem.TF32 || !p.Shape.Bias) {
+	switch {
+	case k.BiasSum == 1 && (p.Precision != problem.TF32 || !p.Shape.Bias):
 		return "BiasSum=1 sums dBias in tf32's Stage=4, for a shape with a bias"
+	case k.PrefetchL2 > 0 && p.Precision != problem.TF32:
+		return "PrefetchL2 is tf32's Stage=4's (fp16's and bf16's cp.async stages run ahead already)"
 	}
 	return ""
 }
@@ -645,6 +664,9 @@ func check(k knobs) string {
 	}
 	if k.BiasSum < 0 || k.BiasSum > 1 || k.BiasSum == 1 && k.Stage != 4 {
 		return "BiasSum 0 or 1, and 1 only with Stage=4"
+	}
+	if k.PrefetchL2 < 0 || k.PrefetchL2 > 8 || k.PrefetchL2 > 0 && k.Stage != 4 {
+		return "PrefetchL2 0 to 8, above 0 only with Stage=4"
 	}
 	if k.Stage == 4 {
 		switch {
