@@ -48,9 +48,9 @@ package autotune
 //     the tiles staged through registers into the K-major swizzle,
 //     rounded to TF32, every Split from 1 to 8, explored cheapest first
 //     by its own cost model), searched beside Stage=2 (session 21).
-//   - 12: with a bias, tf32's Stage=4 is also searched summing dBias
-//     from the staged dY rows (BiasSum=1), without the column tile of
-//     ones, where that column would take a tile of its own; its
+//   - 12: with a bias, wgradmma's Stage=4 is also searched summing
+//     dBias from the staged dY rows (BiasSum=1), without the column tile
+//     of ones, where that column would take a tile of its own; tf32's
 //     4-warpgroup tiles prefetch into L2 two tiles ahead (PrefetchL2=2;
 //     session 22).
 const SearchRevision = 12

@@ -20,7 +20,9 @@ import (
 // dilation and asymmetric padding in bf16 and fp16; in tf32 (the tiles
 // staged through registers into the K-major swizzle) a 3×3 on 14², a 1×1
 // on 7² with a bias and an odd strided, dilated shape, and a 1×1 with a
-// bias and K=20 (dBias summed from the staged rows: BiasSum=1).
+// bias and K=20; 1×1s with a bias in fp16 (K=24) and bf16 (7²), whose
+// first candidates with BiasSum=1 (dBias summed from the staged rows;
+// with Clusters > 1 too) are pinned as well.
 func TestWGradMMAWGMMA(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -36,6 +38,8 @@ func TestWGradMMAWGMMA(t *testing.T) {
 		{"N=4,C=512,H=7,W=7,K=512,R=1,S=1", problem.TF32, "", ""},
 		{"N=3,C=12,H=15,W=17,K=20,R=3,S=3,stride_h=2,pad=1,dilation_w=2", problem.TF32, "", ""},
 		{"N=3,C=64,H=9,W=11,K=20,R=1,S=1", problem.TF32, "", ""},
+		{"N=3,C=64,H=9,W=11,K=24,R=1,S=1", problem.FP16, "", ""},
+		{"N=4,C=512,H=7,W=7,K=512,R=1,S=1", problem.BF16, "", ""},
 	} {
 		p := tc.problem(t)
 		p.Layout = problem.NHWC
@@ -59,6 +63,8 @@ func TestWGradMMAWGMMA(t *testing.T) {
 				func(c kernels.Candidate) bool { return c.Config["Clusters"] > 1 },
 				func(c kernels.Candidate) bool { return c.Config["BN"] == 256 },
 				func(c kernels.Candidate) bool { return c.Config["BM"] == 256 },
+				func(c kernels.Candidate) bool { return c.Config["BiasSum"] == 1 },
+				func(c kernels.Candidate) bool { return c.Config["BiasSum"] == 1 && c.Config["Clusters"] > 1 },
 			} {
 				if i := slices.IndexFunc(w, pick); i >= 0 && !slices.Contains(pins, w[i].ID()) {
 					pins = append(pins, w[i].ID())

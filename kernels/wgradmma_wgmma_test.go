@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ import (
 // under the full sweep), and compiles it for sm_90a: the PTX holds the
 // transposed wgmma of the tile's N, the async-proxy fence, 16-byte cp.async
 // and, where Split > 1, the cluster's barrier and DSMEM loads, with
-// Clusters > 1 the workspace's atomic count. The kernel asks for sm_90a.
+// Clusters > 1 the workspace's atomic count; with a bias where C·R·S is a
+// multiple of BN, BiasSum=1 (dBias from the staged dY rows). The kernel asks for sm_90a.
 // (NVRTC's front end checks it here; ptxas, which checks the inline PTX,
 // runs on the GPU machine's NVRTC.)
 func TestWGradMMAWGMMA(t *testing.T) {
@@ -37,8 +39,18 @@ func TestWGradMMAWGMMA(t *testing.T) {
 			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
 			for _, cfg := range sampleConfigs(cfgs, &turn) {
 				typ := map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[prec]
-				checkWGMMAPTX(t, lib, p, cfg, []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", cfg["BN"], typ, typ),
-					"cp.async.cg.shared.global", fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-3)}, []string{"mma.sync"})
+				want := []string{fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", cfg["BN"], typ, typ),
+					"cp.async.cg.shared.global", fmt.Sprintf("cp.async.wait_group %d;", cfg["Stages"]-3)}
+				if s := p.Shape; s.Bias && s.C*s.R*s.S%cfg["BN"] == 0 {
+					// BiasSum=1: dBias summed from the staged dY rows
+					// (fp16 converted to FP32 on the way).
+					cfg = maps.Clone(cfg)
+					cfg["BiasSum"] = 1
+					if prec == problem.FP16 {
+						want = append(want, "cvt.f32.f16")
+					}
+				}
+				checkWGMMAPTX(t, lib, p, cfg, want, []string{"mma.sync"})
 			}
 		}
 	}
@@ -204,7 +216,8 @@ func TestWGradMMACostSweeps(t *testing.T) {
 	lim := h100Limits()
 	for _, sw := range sweeps {
 		p := gradProblem(t, sw.shape, sw.precision, sw.layout, problem.OpWgrad)
-		cands := kept(WgradMMA{}.Space(p, lim))
+		// The sweeps were timed before BiasSum: the kernels they measured.
+		cands := slices.DeleteFunc(kept(WgradMMA{}.Space(p, lim)), func(c Candidate) bool { return c.Config["BiasSum"] == 1 })
 		top := sw.topRatio(p, cands, lim)
 		if r := top(8); r > 1.01 {
 			t.Errorf("%s: the 8 cheapest of %d are %.1f%% slower than the fastest", p, len(cands), 100*(r-1))

@@ -71,9 +71,9 @@ var templateFS embed.FS
 //     TF32, one tile ahead of the wgmmas m64nBNk8 (wgmmatf32.cu.tmpl);
 //   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
 //     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
-//   - BiasSum: 1, tf32's Stage=4 with a bias only: dBias is summed from
-//     the staged dY tiles, each column tile's blocks summing their share
-//     of the BM rows, and added up beside the partial tiles, instead of
+//   - BiasSum: 1, Stage=4 with a bias only: dBias is summed from the
+//     staged dY tiles, each column tile's blocks summing their share of
+//     the BM rows, and added up beside the partial tiles, instead of
 //     coming out of a column of ones, which costs a whole column tile
 //     where C·R·S is a multiple of BN (s4-1x1b's 512 taps in 4 tiles of
 //     128 instead of 5); searched there beside the ones column (equal
@@ -383,6 +383,11 @@ func geom(p problem.Problem, k knobs) geometry {
 		}
 		g.Pipe.Bytes = k.Stages * k.BP * (k.BM + k.BN) * p.Precision.ElementBytes()
 		g.SharedBytes = max(g.SharedBytes, g.Pipe.Bytes)
+		if k.BiasSum == 1 && p.Precision != problem.TF32 {
+			// fp16's and bf16's dBias lanes add up through a scratch
+			// area after the partial tile: 8 floats a thread.
+			g.SharedBytes = max(g.SharedBytes, 4*k.BM*(k.BN+1)+32*g.Threads)
+		}
 	}
 	if k.Stage == 3 {
 		g.Rows = newRows(p, k)
@@ -439,7 +444,7 @@ var (
 
 // wgmmaSpace is Stage=4's configurations for p: each tile and pipeline
 // depth, with Split 1–8 and then with full clusters (Split=8) and Clusters;
-// in tf32 with a bias, where the ones column would take a column tile of
+// with a bias, where the ones column would take a column tile of
 // its own (C·R·S a multiple of BN), each with BiasSum=1 too.
 func wgmmaSpace(p problem.Problem) []knobs {
 	stages, splits := spaceWGMMAStages, spaceSplit
@@ -455,8 +460,12 @@ func wgmmaSpace(p problem.Problem) []knobs {
 				k.PrefetchL2 = spacePrefetchL2
 			}
 			ks = appendSplits(ks, k, splits)
-			if p.Precision == problem.TF32 && p.Shape.Bias && crs%tile[1] == 0 {
+			if p.Shape.Bias && crs%tile[1] == 0 {
 				k.BiasSum = 1
+				k.PrefetchL2 = 0
+				if p.Precision == problem.TF32 && tile[0] == 256 {
+					k.PrefetchL2 = spacePrefetchL2
+				}
 				ks = appendSplits(ks, k, splits)
 			}
 		}
@@ -500,12 +509,12 @@ func wgmmaTF32Check(k knobs) string {
 }
 
 // biasSumRule says why BiasSum=1 or PrefetchL2 cannot serve p, or "":
-// both are tf32's Stage=4's (wgmmatf32.cu.tmpl), BiasSum for a shape with
-// a bias.
+// both are Stage=4's (check), BiasSum for a shape with a bias, PrefetchL2
+// tf32's (wgmmatf32.cu.tmpl).
 func biasSumRule(p problem.Problem, k knobs) string {
 	switch {
-	case k.BiasSum == 1 && (p.Precision != problem.TF32 || !p.Shape.Bias):
-		return "BiasSum=1 sums dBias in tf32's Stage=4, for a shape with a bias"
+	case k.BiasSum == 1 && !p.Shape.Bias:
+		return "BiasSum=1 sums dBias, for a shape with a bias"
 	case k.PrefetchL2 > 0 && p.Precision != problem.TF32:
 		return "PrefetchL2 is tf32's Stage=4's (fp16's and bf16's cp.async stages run ahead already)"
 	}
