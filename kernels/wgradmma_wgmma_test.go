@@ -91,7 +91,7 @@ func TestWGradMMAWGMMATF32(t *testing.T) {
 				cfg["BiasSum"] = 1
 				want = append(want, "shfl.sync.bfly.b32")
 				if cfg["Clusters"] > 1 {
-					want = append(want, "_wsb[")
+					want = append(want, "_wsb;") // the workspace's address taken in the code (its declaration reads "_wsb[")
 				}
 			}
 			checkWGMMAPTX(t, lib, p, cfg, want, []string{"mma.sync", "cp.async.cg", "cp.async.ca"})

@@ -460,7 +460,8 @@ func wgmmaSpace(p problem.Problem) []knobs {
 				k.PrefetchL2 = spacePrefetchL2
 			}
 			ks = appendSplits(ks, k, splits)
-			if p.Shape.Bias && crs%tile[1] == 0 {
+			// (tf32's 256-column tiles have no registers left for the sums.)
+			if p.Shape.Bias && crs%tile[1] == 0 && !(p.Precision == problem.TF32 && tile[1] == 256) {
 				k.BiasSum = 1
 				k.PrefetchL2 = 0
 				if p.Precision == problem.TF32 && tile[0] == 256 {
