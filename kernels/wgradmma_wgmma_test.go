@@ -136,24 +136,18 @@ func checkWGMMAPTX(t *testing.T, lib *nvrtc.Library, p problem.Problem, cfg Conf
 // 128-byte rows and a device without sm_90a keep none, and Render refuses
 // them with the reason.
 func TestWGradMMAWGMMASpace(t *testing.T) {
-	stage4 := func(p problem.Problem, lim Limits) int {
+	// keptStage counts p's kept candidates of one Stage.
+	keptStage := func(p problem.Problem, lim Limits, stage int) int {
 		n := 0
 		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
-			if c.Config["Stage"] == 4 {
+			if c.Config["Stage"] == stage {
 				n++
 			}
 		}
 		return n
 	}
-	stage2 := func(p problem.Problem, lim Limits) int {
-		n := 0
-		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
-			if c.Config["Stage"] == 2 {
-				n++
-			}
-		}
-		return n
-	}
+	stage4 := func(p problem.Problem, lim Limits) int { return keptStage(p, lim, 4) }
+	stage2 := func(p problem.Problem, lim Limits) int { return keptStage(p, lim, 2) }
 	lim := h100Limits()
 	for _, spec := range pipelineSpecs[:5] {
 		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
