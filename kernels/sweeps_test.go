@@ -24,8 +24,9 @@ type sweep struct {
 
 // readSweeps reads a CSV of full sweeps timed on a GPU (shape, precision,
 // layout, config, median_ms; testdata/*-sweeps-*.csv), the sweeps in the
-// order the file first names them.
-func readSweeps(t *testing.T, file string) []sweep {
+// order the file first names them, and fails the test unless it holds
+// want of them.
+func readSweeps(t *testing.T, file string, want int) []sweep {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
@@ -51,6 +52,9 @@ func readSweeps(t *testing.T, file string) []sweep {
 			out = append(out, sweep{shape: r[0], precision: problem.Precision(r[1]), layout: problem.Layout(r[2]), ms: map[string]float64{}})
 		}
 		out[i].ms[r[3]] = ms
+	}
+	if len(out) != want {
+		t.Fatalf("%s: %d sweeps, want %d", file, len(out), want)
 	}
 	return out
 }

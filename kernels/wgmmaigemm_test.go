@@ -886,10 +886,7 @@ func TestWGMMAIGEMMCost(t *testing.T) {
 // within 1% of the sweep's fastest, and over all the 8 cheapest within 1%
 // in geometric mean.
 func TestWGMMAIGEMMCostSweeps(t *testing.T) {
-	sweeps := readSweeps(t, "testdata/wgmmaigemm-sweeps-h100.csv")
-	if len(sweeps) != 27 {
-		t.Fatalf("%d sweeps, want 27", len(sweeps))
-	}
+	sweeps := readSweeps(t, "testdata/wgmmaigemm-sweeps-h100.csv", 27)
 	lim := h100Limits()
 	logSum := 0.0
 	for _, sw := range sweeps {

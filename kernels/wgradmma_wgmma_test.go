@@ -203,10 +203,7 @@ func TestWGradMMAWGMMASpace(t *testing.T) {
 // sweep's fastest, and the 3 cheapest one within 30% of it. (The BM=256
 // tiles of the last four were timed in a second run, pinned.)
 func TestWGradMMACostSweeps(t *testing.T) {
-	sweeps := readSweeps(t, "testdata/wgradmma-sweeps-h100.csv")
-	if len(sweeps) != 6 {
-		t.Fatalf("%d sweeps, want 6", len(sweeps))
-	}
+	sweeps := readSweeps(t, "testdata/wgradmma-sweeps-h100.csv", 6)
 	lim := h100Limits()
 	for _, sw := range sweeps {
 		p := gradProblem(t, sw.shape, sw.precision, sw.layout, problem.OpWgrad)
@@ -229,10 +226,7 @@ func TestWGradMMACostSweeps(t *testing.T) {
 // Stage=4 candidates, the 3 cheapest must hold one within 1% of the
 // sweep's fastest.
 func TestWGradMMATF32CostSweeps(t *testing.T) {
-	sweeps := readSweeps(t, "testdata/wgradmma-tf32-sweeps-h100.csv")
-	if len(sweeps) != 4 {
-		t.Fatalf("%d sweeps, want 4", len(sweeps))
-	}
+	sweeps := readSweeps(t, "testdata/wgradmma-tf32-sweeps-h100.csv", 4)
 	lim := h100Limits()
 	for _, sw := range sweeps {
 		p := gradProblem(t, sw.shape, sw.precision, sw.layout, problem.OpWgrad)
@@ -240,8 +234,9 @@ func TestWGradMMATF32CostSweeps(t *testing.T) {
 		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
 			if c.Config["Stage"] == 4 && c.Config["BiasSum"] == 0 {
 				// The sweeps were timed before BiasSum and PrefetchL2:
-				// the kernels they measured (the ones column, no
-				// prefetch; the model ranks the tiles alike).
+				// the kernels they measured (the ones column), under the
+				// IDs they were timed by (no PrefetchL2 knob; the model
+				// ignores the prefetch, so the tiles rank alike).
 				c.Config = maps.Clone(c.Config)
 				delete(c.Config, "PrefetchL2")
 				cands = append(cands, c)
