@@ -53,4 +53,7 @@ package autotune
 //     of ones, where that column would take a tile of its own; tf32's
 //     4-warpgroup tiles prefetch into L2 two tiles ahead (PrefetchL2=2;
 //     session 22).
-const SearchRevision = 12
+//   - 13: wgmmaigemm's PhaseTiles tiles, where the phases meet unequal
+//     numbers of offsets, start the heaviest phases' tiles first
+//     (HeavyFirst=1; session 23).
+const SearchRevision = 13

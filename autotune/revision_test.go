@@ -18,13 +18,15 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // revisionProblems are the problems whose search order fingerprints the
-// search: ResNet-50 layers (a 3×3 on a 56² map, a 7² map, a strided 1×1)
+// search: ResNet-50 layers (a 3×3 on a 56² map, a 7² map, a strided 1×1,
+// a 3×3 at stride 2)
 // at N=32 and 256, the flagship and a depthwise layer on a 7² map, in
 // every precision and layout, and their data and filter gradients.
 var revisionProblems = []string{
 	"N=32,C=64,H=56,W=56,K=64,R=3,S=3,pad=1",
 	"N=256,C=512,H=7,W=7,K=512,R=3,S=3,pad=1",
 	"N=32,C=256,H=56,W=56,K=512,R=1,S=1,stride=2",
+	"N=32,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1",
 	"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2",
 	"N=32,C=960,H=7,W=7,K=960,R=3,S=3,pad=1,groups=960",
 }

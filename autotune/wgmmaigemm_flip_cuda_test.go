@@ -64,9 +64,11 @@ func TestWGMMAIGEMMFlipFilter(t *testing.T) {
 // ResNet-50's 3×3 at stride 2 in fp16 and tf32, C = K = 64 (BN = 64 only)
 // in bf16, and asymmetric strides 2×3 with a 3×5 filter (six phases of
 // 1 to 4 offsets) in fp16, a 1×1 at stride 2 on an odd map (three idle
-// phases, whose zeros the first phase's tiles store). Each problem's
-// first, middle and last kept PhaseTiles configurations and its first
-// StoreRows twin must pass the float64 checks.
+// phases, whose zeros the first phase's tiles store). Where the phases
+// meet unequal numbers of offsets the tiles start heaviest phase first
+// (HeavyFirst: each block's tile from its place in launch order). Each
+// problem's first, middle and last kept PhaseTiles configurations and its
+// first StoreRows twin must pass the float64 checks.
 func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	tuneNHWCDgrad(t, lib, worker, lim, []nhwcDgradCase{
@@ -83,9 +85,11 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 // copies of each phase's filter, gathered and rounded by the prologue or,
 // launched alone, by the kernel's blocks): ResNet-50's 3×3 at stride 2,
 // asymmetric strides 2×3 with a 3×5 filter (six phases), a dilated 5×5 at
-// stride 2, and a 1×1 at stride 2 on an odd map (three idle phases). Each
-// problem's first, middle and last kept PhaseFilter configurations and
-// its first StoreRows twin must pass the float64 checks.
+// stride 2, and a 1×1 at stride 2 on an odd map (three idle phases); but
+// the last, the tiles start heaviest phase first (HeavyFirst: each block's
+// tile from its ticket). Each problem's first, middle and last kept
+// PhaseFilter configurations and its first StoreRows twin must pass the
+// float64 checks.
 func TestWGMMAIGEMMPhaseFilter(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	tuneNHWCDgrad(t, lib, worker, lim, []nhwcDgradCase{

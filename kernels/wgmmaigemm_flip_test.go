@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"maps"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -148,8 +149,9 @@ func splitOf(cands []Candidate) *Candidate {
 // render the per-phase tables and compile for sm_90a, in tf32 with
 // PhaseFilter twins (B from the phases' filters, gathered by a prologue),
 // and StoreRows twins (16-byte stores of a phase's channel runs, the idle
-// phases' zeros too); other problems and configurations are refused with
-// the rule.
+// phases' zeros too); where the phases meet unequal numbers of offsets,
+// each with HeavyFirst (the heaviest phases' tiles first, in PT_ORDER);
+// other problems and configurations are refused with the rule.
 func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
@@ -160,21 +162,25 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		prec         problem.Precision
 		count, table string
 		phaseFilter  []string // PhaseFilter's tables (tf32), as rendered
+		order        string   // HeavyFirst's PT_ORDER ("": no HeavyFirst twins)
 	}{
-		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}", nil},
-		{"N=4,C=256,H=14,W=14,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}", nil},
+		{"N=4,C=128,H=28,W=28,K=128,R=3,S=3,stride=2,pad=1,bias=false", problem.FP16, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}", nil, "3, 1, 2, 0"},
+		{"N=4,C=256,H=14,W=14,K=256,R=3,S=3,stride=2,pad=1,bias=false", problem.TF32, "1, 2, 2, 4", "{0, 0, 0, 0}, {0, 1, 0, 0}, {0, 2, 0, 0}, {0, 1, 2, 3}", nil, "3, 1, 2, 0"},
 		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.TF32, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}", []string{
 			"PT_POS[PT_PHASES][NDP * NDQ] = {{0, 1, -1, -1, -1, -1}, {-1, 0, -1, -1, -1, -1}, {-1, 0, 1, -1, -1, -1}, {0, 1, -1, 2, 3, -1}, {-1, 0, -1, -1, 1, -1}, {-1, 0, 1, -1, 2, 3}}",
 			"PT_BASE[PT_PHASES] = {0, 8192, 12288, 20480, 36864, 45056}",
 			"PT_PJ[PT_ENTRIES][2] = {{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {5, 2}, {5, 3}}",
-		}},
-		{"N=2,C=48,H=14,W=14,K=64,R=1,S=1,stride=2,bias=false", problem.TF32, "1", "{0}", nil},   // one active phase: BN = 48 columns
-		{"N=4,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16, "1", "{0}", nil}, // three idle phases
-		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}", nil},
+		}, "3, 5, 0, 2, 4, 1"},
+		{"N=2,C=48,H=14,W=14,K=64,R=1,S=1,stride=2,bias=false", problem.TF32, "1", "{0}", nil, ""},   // one active phase: BN = 48 columns
+		{"N=4,C=256,H=28,W=28,K=512,R=1,S=1,stride=2,bias=false", problem.FP16, "1", "{0}", nil, ""}, // three idle phases
+		{"N=2,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1,bias=false", problem.BF16, "2, 1, 2, 4, 2, 4", "{0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, {1, 2, 0, 0, 0, 0}, {0, 1, 3, 4, 0, 0}, {1, 4, 0, 0, 0, 0}, {1, 2, 4, 5, 0, 0}", nil, "3, 5, 0, 2, 4, 1"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
-		var twins, stored, gathered []Candidate
+		var twins, stored, gathered, heavy []Candidate
 		for _, cand := range kept(f.Space(p, lim)) {
+			if cand.Config["HeavyFirst"] == 1 {
+				heavy = append(heavy, cand)
+			}
 			if cand.Config["PhaseTiles"] == 1 && cand.Config["StoreRows"] == 1 {
 				stored = append(stored, cand)
 			} else if cand.Config["PhaseFilter"] == 1 {
@@ -183,8 +189,12 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 				twins = append(twins, cand)
 				plain := Candidate{Family: cand.Family, Config: maps.Clone(cand.Config)}
 				delete(plain.Config, "PhaseTiles")
-				tc, _ := PredictedCost(p, cand, lim)
-				pc, _ := PredictedCost(p, plain, lim)
+				delete(plain.Config, "HeavyFirst") // PhaseTiles' alone
+				tc, ok1 := PredictedCost(p, cand, lim)
+				pc, ok2 := PredictedCost(p, plain, lim)
+				if !ok1 || !ok2 || math.IsInf(tc, 0) || math.IsInf(pc, 0) {
+					t.Fatalf("%s %s: predicted costs %g (%v), unsplit %g (%v)", p, cand.ID(), tc, ok1, pc, ok2)
+				}
 				if skips := c.count != "1"; tc > pc || skips && tc == pc {
 					t.Errorf("%s %s: predicted %g against its unsplit twin's %g (want below where a phase skips an offset, else equal)", p, cand.ID(), tc, pc)
 				}
@@ -256,6 +266,26 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 				t.Errorf("%s PhaseFilter: want B's 16-byte copies of the gathered filter (no element copies) and a prologue", p)
 			}
 		}
+		// HeavyFirst: every PhaseTiles candidate where the phases' offsets
+		// differ, none elsewhere.
+		if want := map[bool]int{true: 0, false: len(twins) + len(stored) + len(gathered)}[c.order == ""]; len(heavy) != want {
+			t.Errorf("%s: %d HeavyFirst candidates, want %d", p, len(heavy), want)
+		}
+		for i, h := range heavy {
+			if i > 0 && !fullSweep() && i != len(heavy)-1 {
+				continue // the first and the last (all under the full sweep)
+			}
+			k, err := f.Render(p, h.Config)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, h.ID(), err)
+			}
+			if !strings.Contains(k.Source, "PT_ORDER[PT_PHASES] = {"+c.order+"}") || !strings.Contains(k.Source, "heavy_first(") {
+				t.Errorf("%s %s: the source lacks PT_ORDER = {%s} or its use", p, h.ID(), c.order)
+			}
+			if _, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+				t.Fatalf("%s %s: %v", p, h.ID(), err)
+			}
+		}
 		// StoreRows twins: 16-byte stores of the phase's channel runs.
 		if len(stored) == 0 {
 			t.Fatalf("%s: no PhaseTiles StoreRows twin", p)
@@ -292,5 +322,12 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	p := problem.Problem{Shape: parseShapes(t, []string{"N=2,C=128,H=14,W=14,K=128,R=3,S=3,pad=1"})[0], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpDgrad}
 	if _, err := f.Render(p, noFold); err == nil || !strings.Contains(err.Error(), "Fold=1") {
 		t.Errorf("%s: Render(PhaseTiles=1 unfolded) = %v, want a refusal naming Fold=1", p, err)
+	}
+	unphased := maps.Clone(pin)
+	delete(unphased, "PhaseTiles")
+	unphased["HeavyFirst"] = 1
+	p.Shape.StrideH, p.Shape.StrideW = 2, 2
+	if _, err := f.Render(p, unphased); err == nil || !strings.Contains(err.Error(), "PhaseTiles=1") {
+		t.Errorf("%s: Render(HeavyFirst=1 without PhaseTiles) = %v, want a refusal naming PhaseTiles=1", p, err)
 	}
 }
