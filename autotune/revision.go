@@ -56,4 +56,6 @@ package autotune
 //   - 13: wgmmaigemm's PhaseTiles tiles, where the phases meet unequal
 //     numbers of offsets, start the heaviest phases' tiles first
 //     (HeavyFirst=1; session 23).
-const SearchRevision = 13
+//   - 14: wgmmaigemm's 16-bit NHWC forward and stride-1 data gradient
+//     also take tiles of three warpgroups (BM = 192; session 23).
+const SearchRevision = 14

@@ -1034,3 +1034,87 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 		}
 	}
 }
+
+// TestWGMMAIGEMMThreeWarpgroups: 16-bit NHWC forward and stride-1 data
+// gradient tiles of three computing warpgroups (BM = 192, 384 threads,
+// over which B's 16-byte copies split unevenly) are searched (storing
+// through shared memory), render B's
+// copy count rounded up with the last iteration guarded, and pass NVRTC's
+// front end; tf32, folded and FlipFilter problems refuse them with the
+// rule, and renders of two warpgroups keep the even split.
+func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
+	t.Parallel()
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := h100Limits()
+	for _, c := range []struct {
+		spec  string
+		prec  problem.Precision
+		op    problem.Op
+		guard string // the guarded copy of B's last iteration
+	}{
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.FP16, problem.OpFprop, "if (idx >= B_COPIES) break;"},
+		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.FP16, problem.OpDgrad, "if (e >= BK) break;"},
+		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1", problem.BF16, problem.OpDgrad, "if (e >= BK) break;"}, // partial tiles, channels past C and K
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: c.op}
+		var three []Candidate
+		for _, cand := range kept(f.Space(p, lim)) {
+			if cand.Config["Warpgroups"] == 3 {
+				three = append(three, cand)
+			}
+		}
+		if len(three) == 0 {
+			t.Fatalf("%s: no kept candidate of three warpgroups", p)
+		}
+		for _, cand := range three {
+			if cand.Config["BM"] != 192 || cand.Config["FlipFilter"] == 1 || cand.Config["StoreRows"] != 1 {
+				t.Errorf("%s %s: want BM=192, StoreRows=1 and no FlipFilter", p, cand.ID())
+			}
+		}
+		for _, cand := range []Candidate{three[0], three[len(three)-1]} {
+			k, err := f.Render(p, cand.Config)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, cand.ID(), err)
+			}
+			if k.Launch.Block[0] != 384 || !strings.Contains(k.Source, "#define B_ITERS ((B_COPIES + LOADERS - 1) / LOADERS)") || !strings.Contains(k.Source, c.guard) {
+				t.Errorf("%s %s: block %v; want 384 threads, B_ITERS rounded up and %q", p, cand.ID(), k.Launch.Block, c.guard)
+			}
+			if _, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
+				t.Fatalf("%s %s: %v", p, cand.ID(), err)
+			}
+		}
+		two := maps.Clone(three[0].Config)
+		two["BM"], two["Warpgroups"] = 128, 2
+		k, err := f.Render(p, two)
+		if err != nil {
+			t.Fatalf("%s BM=128: %v", p, err)
+		}
+		if strings.Contains(k.Source, "B_ITERS ((B_COPIES") || strings.Contains(k.Source, "break;  // the last iteration") {
+			t.Errorf("%s BM=128, two warpgroups: B's copies rendered uneven", p)
+		}
+	}
+	for _, c := range []struct {
+		spec string
+		prec problem.Precision
+		op   problem.Op
+	}{
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop},
+		{"N=32,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1", problem.FP16, problem.OpDgrad},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: c.op}
+		n := 0
+		for _, cand := range f.Space(p, lim) {
+			if cand.Config["Warpgroups"] != 3 {
+				continue
+			}
+			n++
+			if !strings.HasPrefix(cand.Rejected, "warpgroups:") {
+				t.Errorf("%s %s: %q, want the warpgroups rule", p, cand.ID(), cand.Rejected)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no candidate of three warpgroups listed (want them refused)", p)
+		}
+	}
+}
