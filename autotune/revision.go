@@ -58,4 +58,7 @@ package autotune
 //     (HeavyFirst=1; session 23).
 //   - 14: wgmmaigemm's 16-bit NHWC forward and stride-1 data gradient
 //     also take tiles of three warpgroups (BM = 192; session 23).
-const SearchRevision = 14
+//   - 15: and so do tf32's NHWC forward and data gradient on its flipped
+//     filter, with A rounded in registers (ARegs) and BN up to 128; the
+//     16-bit data gradient on its flipped filter too (session 23).
+const SearchRevision = 15

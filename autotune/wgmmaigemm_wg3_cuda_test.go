@@ -10,12 +10,14 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestWGMMAIGEMMThreeWarpgroups tunes 16-bit NHWC problems through
+// TestWGMMAIGEMMThreeWarpgroups tunes NHWC problems through
 // wgmmaigemm's tiles of three computing warpgroups alone (BM = 192, 384
 // threads, B's copies split unevenly, the last iteration guarded): a
 // ResNet-50-like 1×1 forward and data gradient on 14², an odd forward with
 // partial tiles, K past the last column tile and the residual chain, and
-// an odd bf16 data gradient (C = 24, K = 40, 3×5). Each problem's first,
+// an odd bf16 data gradient (C = 24, K = 40, 3×5); in tf32 (A rounded in
+// registers, B's rounding guarded like its copies) a 1×1 forward, a data
+// gradient on its flipped filter and the odd forward. Each problem's first,
 // middle and last kept such configurations must pass the float64 checks.
 func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
@@ -27,8 +29,11 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	}{
 		{"N=8,C=1024,H=14,W=14,K=512,R=1,S=1", problem.FP16, problem.OpFprop, ""},
 		{"N=8,C=1024,H=14,W=14,K=256,R=1,S=1", problem.FP16, problem.OpDgrad, ""},
-		{"N=4,C=40,H=33,W=35,K=72,R=3,S=3,pad=1", problem.BF16, problem.OpFprop, "residual(0.5),relu"},
+		{"N=16,C=40,H=33,W=35,K=72,R=3,S=3,pad=1", problem.BF16, problem.OpFprop, "residual(0.5),relu"},
 		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1,bias=false", problem.BF16, problem.OpDgrad, ""},
+		{"N=8,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, ""},
+		{"N=8,C=1024,H=14,W=14,K=512,R=1,S=1,bias=false", problem.TF32, problem.OpDgrad, ""},
+		{"N=16,C=40,H=33,W=35,K=72,R=3,S=3,pad=1", problem.TF32, problem.OpFprop, "residual(0.5),relu"},
 	} {
 		shape, err := problem.ParseShape(tc.shape)
 		if err != nil {

@@ -1035,27 +1035,30 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 	}
 }
 
-// TestWGMMAIGEMMThreeWarpgroups: 16-bit NHWC forward and stride-1 data
-// gradient tiles of three computing warpgroups (BM = 192, 384 threads,
-// over which B's 16-byte copies split unevenly) are searched (storing
-// through shared memory), render B's
-// copy count rounded up with the last iteration guarded, and pass NVRTC's
-// front end; tf32, folded and FlipFilter problems refuse them with the
-// rule, and renders of two warpgroups keep the even split.
+// TestWGMMAIGEMMThreeWarpgroups: NHWC forward and stride-1 data gradient
+// tiles of three computing warpgroups (BM = 192, 384 threads, over which
+// B's 16-byte copies split unevenly) are searched (16-bit: storing through
+// shared memory; tf32: A rounded in registers, a data gradient on its
+// flipped filter), render B's copy count (and tf32's rounding of them)
+// rounded up with the last iteration guarded, and pass NVRTC's front end;
+// other tf32 tiles, folded and split problems refuse them with the rule,
+// and renders of two warpgroups keep the even split.
 func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	t.Parallel()
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
 	for _, c := range []struct {
-		spec  string
-		prec  problem.Precision
-		op    problem.Op
-		guard string // the guarded copy of B's last iteration
+		spec   string
+		prec   problem.Precision
+		op     problem.Op
+		guards []string // the guarded copies (and rounding) of B's last iteration
 	}{
-		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.FP16, problem.OpFprop, "if (idx >= B_COPIES) break;"},
-		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.FP16, problem.OpDgrad, "if (e >= BK) break;"},
-		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1", problem.BF16, problem.OpDgrad, "if (e >= BK) break;"}, // partial tiles, channels past C and K
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.FP16, problem.OpFprop, []string{"if (idx >= B_COPIES) break;"}},
+		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.FP16, problem.OpDgrad, []string{"if (e >= BK) break;"}},
+		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1", problem.BF16, problem.OpDgrad, []string{"if (e >= BK) break;"}}, // partial tiles, channels past C and K
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, []string{"if (idx >= B_COPIES) break;", "if (lt + i * LOADERS >= A_COPIES + B_COPIES) break;"}},
+		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.TF32, problem.OpDgrad, []string{"if (idx >= B_COPIES) break;"}}, // FlipFilter: W' rounded by its copy
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: c.op}
 		var three []Candidate
@@ -1067,9 +1070,11 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 		if len(three) == 0 {
 			t.Fatalf("%s: no kept candidate of three warpgroups", p)
 		}
+		tf32 := c.prec == problem.TF32
 		for _, cand := range three {
-			if cand.Config["BM"] != 192 || cand.Config["FlipFilter"] == 1 || cand.Config["StoreRows"] != 1 {
-				t.Errorf("%s %s: want BM=192, StoreRows=1 and no FlipFilter", p, cand.ID())
+			if cand.Config["BM"] != 192 || tf32 != (cand.Config["StoreRows"] == 0) || tf32 && cand.Config["ARegs"] != 1 ||
+				tf32 && c.op == problem.OpDgrad && cand.Config["FlipFilter"] != 1 {
+				t.Errorf("%s %s: want BM=192, StoreRows=1 (16-bit), ARegs=1 (tf32), FlipFilter=1 (tf32 dgrad)", p, cand.ID())
 			}
 		}
 		for _, cand := range []Candidate{three[0], three[len(three)-1]} {
@@ -1077,8 +1082,17 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, cand.ID(), err)
 			}
-			if k.Launch.Block[0] != 384 || !strings.Contains(k.Source, "#define B_ITERS ((B_COPIES + LOADERS - 1) / LOADERS)") || !strings.Contains(k.Source, c.guard) {
-				t.Errorf("%s %s: block %v; want 384 threads, B_ITERS rounded up and %q", p, cand.ID(), k.Launch.Block, c.guard)
+			if k.Launch.Block[0] != 384 || !strings.Contains(k.Source, "#define B_ITERS ((B_COPIES + LOADERS - 1) / LOADERS)") {
+				t.Errorf("%s %s: block %v; want 384 threads and B_ITERS rounded up", p, cand.ID(), k.Launch.Block)
+			}
+			guards := c.guards
+			if cand.Config["FlipFilter"] == 1 {
+				guards = []string{"if (idx >= B_COPIES) break;"} // the forward's copies, of W'
+			}
+			for _, g := range guards {
+				if !strings.Contains(k.Source, g) {
+					t.Errorf("%s %s: the source lacks %q", p, cand.ID(), g)
+				}
 			}
 			if _, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90a"}); err != nil {
 				t.Fatalf("%s %s: %v", p, cand.ID(), err)
@@ -1095,26 +1109,31 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		spec string
-		prec problem.Precision
-		op   problem.Op
+		spec   string
+		prec   problem.Precision
+		op     problem.Op
+		refuse func(Config) bool // which candidates of three warpgroups the rule refuses
 	}{
-		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop},
-		{"N=32,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1", problem.FP16, problem.OpDgrad},
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, func(c Config) bool { return c["ARegs"] != 1 || c["BN"] > 128 }},
+		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.TF32, problem.OpDgrad, func(c Config) bool { return c["ARegs"] != 1 || c["BN"] > 128 || c["FlipFilter"] != 1 }},
+		{"N=32,C=256,H=28,W=28,K=256,R=3,S=3,stride=2,pad=1", problem.FP16, problem.OpDgrad, func(Config) bool { return true }}, // folded
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: c.op}
-		n := 0
+		refused := 0
 		for _, cand := range f.Space(p, lim) {
 			if cand.Config["Warpgroups"] != 3 {
 				continue
 			}
-			n++
-			if !strings.HasPrefix(cand.Rejected, "warpgroups:") {
-				t.Errorf("%s %s: %q, want the warpgroups rule", p, cand.ID(), cand.Rejected)
+			want := c.refuse(cand.Config)
+			if got := strings.HasPrefix(cand.Rejected, "warpgroups:"); got != want {
+				t.Errorf("%s %s: %q, want the warpgroups rule %v", p, cand.ID(), cand.Rejected, want)
+			}
+			if want {
+				refused++
 			}
 		}
-		if n == 0 {
-			t.Errorf("%s: no candidate of three warpgroups listed (want them refused)", p)
+		if refused == 0 {
+			t.Errorf("%s: no candidate of three warpgroups refused", p)
 		}
 	}
 }

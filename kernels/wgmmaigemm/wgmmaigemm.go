@@ -85,8 +85,9 @@ var templateFS embed.FS
 //     reduction entries, 128 bytes of a pixel's dY channels);
 //   - Warpgroups: computing warpgroups (4 warps each), splitting BM; 3
 //     (BM = 192: a grid of 33 pixel tiles for ResNet-50's 14² maps at
-//     N=32, where 128 and 256 leave waves part-empty) only for 16-bit NHWC
-//     tiles, unsplit and unfolded, storing through shared memory (B's
+//     N=32, where 128 and 256 leave waves part-empty) only for NHWC
+//     tiles, unsplit and unfolded (tf32: ARegs, a data gradient on its
+//     flipped filter), 16-bit ones storing through shared memory (B's
 //     copies split unevenly over 384 threads: the last iteration guarded);
 //   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
 //     one the tensor cores read;
@@ -808,18 +809,22 @@ func heaviestFirst(offs [][]int) string {
 
 // threeWarpgroupsRule says why configuration c's three computing
 // warpgroups (BM = 192: 384 threads, over which B's copies split
-// unevenly) cannot serve problem orig, or "": only the 16-bit NHWC
-// forward and stride-1 data gradient (B read MN-major), unsplit, unfolded,
-// without a producer, relayout, PlaneA or FlipFilter, whose B copies the
-// template guards.
+// unevenly) cannot serve problem orig, or "": the NHWC forward and
+// stride-1 data gradient whose B copies (16 bytes each) and TF32 rounding
+// the template guards: unsplit, unfolded, without a producer, relayout or
+// PlaneA; in tf32 with A rounded in registers (ARegs), BN at most 128
+// (A's two register sets beside 128 accumulators would spill at 168
+// registers a thread) and a data gradient only on its flipped filter
+// (FlipFilter: tf32's own dgrad B is copied element by element).
 func threeWarpgroupsRule(orig problem.Problem, c knobs) string {
 	if c.Warpgroups != 3 {
 		return ""
 	}
-	if orig.Precision.ElementBytes() != 2 || orig.Layout != problem.NHWC || c.Fold == 1 || c.SplitK > 1 || c.Producer != 0 ||
-		c.Relayout == 1 || c.PlaneA == 1 || c.FlipFilter == 1 {
-		return fmt.Sprintf("three warpgroups (BM=%d) serve 16-bit NHWC tiles, unsplit, unfolded, every thread copying, B read in place (not %s %s, Fold=%d SplitK=%d Producer=%d Relayout=%d PlaneA=%d FlipFilter=%d)",
-			c.BM, orig.Precision, orig.Layout, c.Fold, c.SplitK, c.Producer, c.Relayout, c.PlaneA, c.FlipFilter)
+	tf32 := orig.Precision == problem.TF32
+	if orig.Layout != problem.NHWC || c.Fold == 1 || c.SplitK > 1 || c.Producer != 0 || c.Relayout == 1 || c.PlaneA == 1 ||
+		tf32 && (c.ARegs != 1 || c.BN > 128 || orig.Op == problem.OpDgrad && c.FlipFilter != 1) {
+		return fmt.Sprintf("three warpgroups (BM=%d) serve NHWC tiles, unsplit, unfolded, every thread copying, B read in place (tf32: ARegs=1, BN ≤ 128, a data gradient FlipFilter=1), not %s %s op=%s with BN=%d Fold=%d SplitK=%d Producer=%d Relayout=%d PlaneA=%d ARegs=%d FlipFilter=%d",
+			c.BM, orig.Precision, orig.Layout, orig.Op, c.BN, c.Fold, c.SplitK, c.Producer, c.Relayout, c.PlaneA, c.ARegs, c.FlipFilter)
 	}
 	return ""
 }
