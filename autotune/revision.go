@@ -61,4 +61,6 @@ package autotune
 //   - 15: and so do tf32's NHWC forward and data gradient on its flipped
 //     filter, with A rounded in registers (ARegs) and BN up to 128; the
 //     16-bit data gradient on its flipped filter too (session 23).
-const SearchRevision = 15
+//   - 16: tiles of three warpgroups also split K over a cluster
+//     (192 × 128 and 192 × 256; session 23).
+const SearchRevision = 16

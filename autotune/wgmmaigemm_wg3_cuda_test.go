@@ -17,7 +17,9 @@ import (
 // partial tiles, K past the last column tile and the residual chain, and
 // an odd bf16 data gradient (C = 24, K = 40, 3×5); in tf32 (A rounded in
 // registers, B's rounding guarded like its copies) a 1×1 forward, a data
-// gradient on its flipped filter and the odd forward. Each problem's first,
+// gradient on its flipped filter and the odd forward; split-K over a
+// cluster on a 3×3 of 18 tiles (fp16 data gradient, tf32 forward and data
+// gradient on its flipped filter: its tickets). Each problem's first,
 // middle and last kept such configurations must pass the float64 checks.
 func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
@@ -25,7 +27,7 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 		shape string
 		prec  problem.Precision
 		op    problem.Op
-		chain string
+		chain string // an epilogue chain, or "split": the split-K candidates alone
 	}{
 		{"N=8,C=1024,H=14,W=14,K=512,R=1,S=1", problem.FP16, problem.OpFprop, ""},
 		{"N=8,C=1024,H=14,W=14,K=256,R=1,S=1", problem.FP16, problem.OpDgrad, ""},
@@ -34,19 +36,25 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 		{"N=8,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, ""},
 		{"N=8,C=1024,H=14,W=14,K=512,R=1,S=1,bias=false", problem.TF32, problem.OpDgrad, ""},
 		{"N=16,C=40,H=33,W=35,K=72,R=3,S=3,pad=1", problem.TF32, problem.OpFprop, "residual(0.5),relu"},
+		{"N=8,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", problem.FP16, problem.OpDgrad, "split"},
+		{"N=8,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", problem.TF32, problem.OpFprop, "split"},
+		{"N=8,C=256,H=14,W=14,K=256,R=3,S=3,pad=1,bias=false", problem.TF32, problem.OpDgrad, "split"},
 	} {
 		shape, err := problem.ParseShape(tc.shape)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := problem.Problem{Shape: shape, Precision: tc.prec, Layout: problem.NHWC, Op: tc.op}
-		if tc.chain != "" {
+		split := tc.chain == "split" // the split-K candidates alone
+		if tc.chain != "" && !split {
 			if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
 				t.Fatal(err)
 			}
 		}
 		t.Run(p.String()+" "+tc.chain, func(t *testing.T) {
-			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool { return c.Config["Warpgroups"] == 3 }, 37)
+			tuneKeptPins(t, lib, worker, lim, p, func(c kernels.Candidate) bool {
+				return c.Config["Warpgroups"] == 3 && (c.Config["SplitK"] > 1) == split
+			}, 37)
 		})
 	}
 }

@@ -1041,7 +1041,8 @@ func TestWGMMAIGEMMStoreRowsRender(t *testing.T) {
 // shared memory; tf32: A rounded in registers, a data gradient on its
 // flipped filter), render B's copy count (and tf32's rounding of them)
 // rounded up with the last iteration guarded, and pass NVRTC's front end;
-// other tf32 tiles, folded and split problems refuse them with the rule,
+// they split K where the grid is small (ranks of 96 or 48 rows); other
+// tf32 tiles and folded problems refuse them with the rule,
 // and renders of two warpgroups keep the even split.
 func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	t.Parallel()
@@ -1059,6 +1060,7 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1", problem.BF16, problem.OpDgrad, []string{"if (e >= BK) break;"}}, // partial tiles, channels past C and K
 		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, []string{"if (idx >= B_COPIES) break;", "if (lt + i * LOADERS >= A_COPIES + B_COPIES) break;"}},
 		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.TF32, problem.OpDgrad, []string{"if (idx >= B_COPIES) break;"}}, // FlipFilter: W' rounded by its copy
+		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", problem.FP16, problem.OpDgrad, []string{"if (e >= BK) break;"}},    // 66 tiles: split-K too
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: c.op}
 		var three []Candidate
@@ -1071,13 +1073,24 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 			t.Fatalf("%s: no kept candidate of three warpgroups", p)
 		}
 		tf32 := c.prec == problem.TF32
+		split := slices.IndexFunc(three, func(c Candidate) bool { return c.Config["SplitK"] > 1 })
+		if p.Shape.C == 256 && split < 0 {
+			t.Errorf("%s: no split-K candidate of three warpgroups (66 tiles for 132 SMs)", p)
+		}
 		for _, cand := range three {
+			if cand.Config["SplitK"] > 1 {
+				continue // split-K's epilogue: the partial tiles through distributed shared memory
+			}
 			if cand.Config["BM"] != 192 || tf32 != (cand.Config["StoreRows"] == 0) || tf32 && cand.Config["ARegs"] != 1 ||
 				tf32 && c.op == problem.OpDgrad && cand.Config["FlipFilter"] != 1 {
 				t.Errorf("%s %s: want BM=192, StoreRows=1 (16-bit), ARegs=1 (tf32), FlipFilter=1 (tf32 dgrad)", p, cand.ID())
 			}
 		}
-		for _, cand := range []Candidate{three[0], three[len(three)-1]} {
+		pins := []Candidate{three[0], three[len(three)-1]}
+		if split >= 0 {
+			pins = append(pins, three[split])
+		}
+		for _, cand := range pins {
 			k, err := f.Render(p, cand.Config)
 			if err != nil {
 				t.Fatalf("%s %s: %v", p, cand.ID(), err)

@@ -86,7 +86,7 @@ var templateFS embed.FS
 //   - Warpgroups: computing warpgroups (4 warps each), splitting BM; 3
 //     (BM = 192: a grid of 33 pixel tiles for ResNet-50's 14² maps at
 //     N=32, where 128 and 256 leave waves part-empty) only for NHWC
-//     tiles, unsplit and unfolded (tf32: ARegs, a data gradient on its
+//     tiles, unfolded (tf32: ARegs, a data gradient on its
 //     flipped filter), 16-bit ones storing through shared memory (B's
 //     copies split unevenly over 384 threads: the last iteration guarded);
 //   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
@@ -811,8 +811,8 @@ func heaviestFirst(offs [][]int) string {
 // warpgroups (BM = 192: 384 threads, over which B's copies split
 // unevenly) cannot serve problem orig, or "": the NHWC forward and
 // stride-1 data gradient whose B copies (16 bytes each) and TF32 rounding
-// the template guards: unsplit, unfolded, without a producer, relayout or
-// PlaneA; in tf32 with A rounded in registers (ARegs), BN at most 128
+// the template guards: unfolded, without a producer, relayout or PlaneA
+// (split-K's ranks sum 96 or 48 of the 192 rows); in tf32 with A rounded in registers (ARegs), BN at most 128
 // (A's two register sets beside 128 accumulators would spill at 168
 // registers a thread) and a data gradient only on its flipped filter
 // (FlipFilter: tf32's own dgrad B is copied element by element).
@@ -821,10 +821,10 @@ func threeWarpgroupsRule(orig problem.Problem, c knobs) string {
 		return ""
 	}
 	tf32 := orig.Precision == problem.TF32
-	if orig.Layout != problem.NHWC || c.Fold == 1 || c.SplitK > 1 || c.Producer != 0 || c.Relayout == 1 || c.PlaneA == 1 ||
+	if orig.Layout != problem.NHWC || c.Fold == 1 || c.Producer != 0 || c.Relayout == 1 || c.PlaneA == 1 ||
 		tf32 && (c.ARegs != 1 || c.BN > 128 || orig.Op == problem.OpDgrad && c.FlipFilter != 1) {
-		return fmt.Sprintf("three warpgroups (BM=%d) serve NHWC tiles, unsplit, unfolded, every thread copying, B read in place (tf32: ARegs=1, BN ≤ 128, a data gradient FlipFilter=1), not %s %s op=%s with BN=%d Fold=%d SplitK=%d Producer=%d Relayout=%d PlaneA=%d ARegs=%d FlipFilter=%d",
-			c.BM, orig.Precision, orig.Layout, orig.Op, c.BN, c.Fold, c.SplitK, c.Producer, c.Relayout, c.PlaneA, c.ARegs, c.FlipFilter)
+		return fmt.Sprintf("three warpgroups (BM=%d) serve NHWC tiles, unfolded, every thread copying, B read in place (tf32: ARegs=1, BN ≤ 128, a data gradient FlipFilter=1), not %s %s op=%s with BN=%d Fold=%d Producer=%d Relayout=%d PlaneA=%d ARegs=%d FlipFilter=%d",
+			c.BM, orig.Precision, orig.Layout, orig.Op, c.BN, c.Fold, c.Producer, c.Relayout, c.PlaneA, c.ARegs, c.FlipFilter)
 	}
 	return ""
 }
@@ -875,13 +875,14 @@ var (
 	// Split-K is searched for small grids and grids whose last wave
 	// leaves SMs idle (splitWorth), on these tiles (BM, Warpgroups, BN,
 	// BlocksPerSM, Stages): two warpgroups on 128 x 128 and 128 x 256,
-	// one on 64 x 128 two blocks per SM.
+	// one on 64 x 128 two blocks per SM, three on 192 x 128 and 192 x 256
+	// (ResNet-50's 14² 3×3s at N=32: 33 × 2 tiles split in two, one wave).
 	spaceSplitK = []int{2, 4}
 	// tf32's A through registers with the producer warpgroup (its B
 	// rounding pass off the computing threads' path), on these tiles
 	// (BM, Warpgroups, BN, Stages; one block per SM).
 	spaceARegsProducerTiles = [][4]int{{128, 2, 128, 4}, {128, 2, 256, 4}, {128, 1, 128, 4}}
-	spaceSplitTiles         = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}}
+	spaceSplitTiles         = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}, {192, 3, 128, 1, 4}, {192, 3, 256, 1, 4}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
