@@ -65,11 +65,7 @@ func TestSanitize(t *testing.T) {
 		if tool == "" || log == "" {
 			t.Fatal("CONVGEN_SANITIZER needs CONVGEN_SANITIZE_TOOL and CONVGEN_SANITIZE_LOG")
 		}
-		// --report-api-errors no: gpu.Device.Load asks every module for
-		// the kernel's prologue (KERNEL_prologue), and memcheck would count
-		// each module without one (CUDA_ERROR_NOT_FOUND) as an error; every
-		// other driver call's failure is an error the worker reports itself.
-		worker = append(worker, san, "--tool", tool, "--log-file", log, "--report-api-errors", "no")
+		worker = append(worker, san, "--tool", tool, "--log-file", log)
 		if tool == "racecheck" {
 			worker = append(worker, "--racecheck-report", "all")
 		}

@@ -85,9 +85,10 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 // copies of each phase's filter, gathered and rounded by the prologue or,
 // launched alone, by the kernel's blocks): ResNet-50's 3×3 at stride 2,
 // asymmetric strides 2×3 with a 3×5 filter (six phases), a dilated 5×5 at
-// stride 2, and a 1×1 at stride 2 on an odd map (three idle phases); but
-// the last, the tiles start heaviest phase first (HeavyFirst: each block's
-// tile from its ticket). Each problem's first, middle and last kept
+// stride 2, and a 1×1 at stride 2 on an odd map (three idle phases); in
+// the first two, whose phases meet unequal numbers of offsets, the tiles
+// start heaviest phase first (HeavyFirst: each block's tile from its
+// ticket). Each problem's first, middle and last kept
 // PhaseFilter configurations and its first StoreRows twin must pass the
 // float64 checks.
 func TestWGMMAIGEMMPhaseFilter(t *testing.T) {

@@ -82,8 +82,9 @@ func (c relayoutCase) problem(t *testing.T) problem.Problem {
 
 // tuneKeptPins tunes p pinned to the first, middle and last of
 // wgmmaigemm's kept candidates that keep accepts, and the first of them
-// with StoreRows (stored along the pixels), all of which must pass; it
-// logs each kernel's time and errors.
+// with StoreRows (the epilogue through shared memory: along the pixels in
+// NCHW, along the channels in NHWC), each once, all of which must pass;
+// it logs each kernel's time and errors.
 func tuneKeptPins(t *testing.T, lib *nvrtc.Library, worker []string, lim kernels.Limits, p problem.Problem, keep func(kernels.Candidate) bool, seed uint64) {
 	t.Helper()
 	var kept []kernels.Candidate

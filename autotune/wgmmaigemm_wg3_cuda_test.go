@@ -19,8 +19,11 @@ import (
 // registers, B's rounding guarded like its copies) a 1×1 forward, a data
 // gradient on its flipped filter and the odd forward; split-K over a
 // cluster on a 3×3 of 18 tiles (fp16 data gradient, tf32 forward and data
-// gradient on its flipped filter: its tickets). Each problem's first,
-// middle and last kept such configurations must pass the float64 checks.
+// gradient on its flipped filter: the tile from the grid, the epoch from
+// a ticket). Each problem's first, middle and last kept such
+// configurations must pass the float64 checks. These pins are BN = 64 and
+// 128, and SplitK = 4 (ranks of 48 rows); BN = 256 and SplitK = 2 (96
+// rows) ran verified in pins and suites (docs/performance.md, session 23).
 func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	for _, tc := range []struct {

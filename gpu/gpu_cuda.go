@@ -11,6 +11,7 @@ package gpu
 import "C"
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -116,8 +117,12 @@ func (d *Device) Load(image []byte, name string, shared int) (Function, error) {
 		}
 	}
 	f := Function{fn: fn, mod: mod}
-	if pre, err := mod.Function(name + launch.PrologueSuffix); err == nil {
-		f.pre, f.hasPre = pre, true
+	// Only an image that names the prologue is asked for it: a lookup that
+	// fails is a driver API error, which compute-sanitizer reports.
+	if prologue := name + launch.PrologueSuffix; bytes.Contains(image, []byte(prologue)) {
+		if pre, err := mod.Function(prologue); err == nil {
+			f.pre, f.hasPre = pre, true
+		}
 	}
 	return f, nil
 }

@@ -85,10 +85,12 @@ var templateFS embed.FS
 //     reduction entries, 128 bytes of a pixel's dY channels);
 //   - Warpgroups: computing warpgroups (4 warps each), splitting BM; 3
 //     (BM = 192: a grid of 33 pixel tiles for ResNet-50's 14² maps at
-//     N=32, where 128 and 256 leave waves part-empty) only for NHWC
-//     tiles, unfolded (tf32: ARegs, a data gradient on its
-//     flipped filter), 16-bit ones storing through shared memory (B's
-//     copies split unevenly over 384 threads: the last iteration guarded);
+//     N=32, where 128 and 256 leave waves part-empty; B's copies split
+//     unevenly over 384 threads, the last iteration guarded) only as
+//     threeWarpgroupsRule says: NHWC, unfolded, no producer, relayout or
+//     PlaneA; tf32 with ARegs, BN ≤ 128, a data gradient on its flipped
+//     filter. The unsplit 16-bit ones are searched storing through shared
+//     memory where StoreRows applies;
 //   - Stages: shared-memory stages, Stages−2 k-tiles in flight ahead of the
 //     one the tensor cores read;
 //   - BlocksPerSM: blocks the kernel is built to run side by side on one SM
@@ -157,7 +159,8 @@ var templateFS embed.FS
 //     tiles fill the last wave instead of the heavy ones; absent (or 0),
 //     a pixel tile's columns of every phase side by side. Every PhaseTiles
 //     candidate whose phases meet unequal numbers of offsets has it (it
-//     was as fast or faster on every tile pinned); the others cannot.
+//     was as fast or faster on every tile pinned); the others are searched
+//     without it (their order would be the same).
 type Family struct{}
 
 // Name implements family.Family.
