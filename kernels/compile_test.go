@@ -32,11 +32,13 @@ type compileJob struct {
 // precision and every layout (referenceSample), the golden kernels this
 // NVRTC can target, and, over the (precision, layout) problems of the
 // flagship, a covering sample of the families' kept candidates
-// (compileSample: every family with every problem it serves, every value
-// of every knob and every code path of every kept candidate at least once,
-// the golden kernels' counted). Under the full sweep (CONVGEN_FULL_SWEEP=1,
-// scripts/test -full) it compiles every kept candidate and every reference
-// kernel.
+// (compileSample: every family with every precision and every layout it
+// serves, every value of every knob and every code path of every kept
+// candidate at least once, the golden kernels' counted, their flagship
+// problems too; a (precision, layout) pair whose code differs from the
+// others' has a code path of its own). Under the full sweep
+// (CONVGEN_FULL_SWEEP=1, scripts/test -full) it compiles every kept
+// candidate and every reference kernel.
 func TestCompile(t *testing.T) {
 	// Not parallel: the longest compile test runs first, on every CPU (its
 	// shards), rather than last beside the others (the test command's time).
@@ -464,9 +466,11 @@ func compileOne(lib *nvrtc.Library, arch string, lim Limits, j compileJob) strin
 // compute_90 and emit the family's wgmma into their PTX: for each family, a
 // covering sample of its kept candidates over every (precision, layout) of
 // the flagship it serves, in which every knob value, every code path,
-// every (precision, layout) and every staging path and A operand (VecStage
-// × RegisterA) appear at least once (frontEndSample), plus the sm_90a
-// golden kernels.
+// every precision and every layout, and every staging path and A operand
+// (VecStage × RegisterA) in every precision and in every layout appear at
+// least once, in the sample or in the family's sm_90a golden kernels,
+// which it compiles too (frontEndSample; under the full sweep every
+// staging path of every (precision, layout), with every knob value).
 // ptxas (which would check the inline PTX) needs NVRTC 12+, where
 // TestCompile compiles these families instead.
 func TestCompileWGMMAFrontEnd(t *testing.T) {
@@ -481,6 +485,10 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 	var jobs []compileJob
 	probs := map[string]problem.Problem{} // by job ID, for the candidates' checks
 	keptTotal := 0
+	golden := map[string][]Kernel{} // the sm_90a golden kernels, by family
+	for _, j := range appendGolden(t, nil, func(k Kernel) bool { return k.ArchSuffix == "a" }) {
+		golden[j.kernel.Family] = append(golden[j.kernel.Family], j.kernel)
+	}
 	for _, fam := range Families() {
 		var cands []problemCandidate
 		for _, prec := range problem.Precisions {
@@ -511,7 +519,7 @@ func TestCompileWGMMAFrontEnd(t *testing.T) {
 				}
 			}
 		}
-		for _, pc := range frontEndSample(t, fam.Name(), cands) {
+		for _, pc := range frontEndSample(t, fam.Name(), cands, golden[fam.Name()]) {
 			kern, err := RenderCandidate(pc.p, pc.c)
 			if err != nil {
 				t.Fatalf("%s: %v", pc.c.ID(), err)
@@ -543,22 +551,37 @@ func sm90aGate(f Family, p problem.Problem) string {
 
 // frontEndSample is TestCompileWGMMAFrontEnd's sample of one family's kept
 // candidates over several problems (key names it for sharedSample, which
-// computes it once per test): compileSample's (every problem, every knob
-// value and every code path), with every staging path and A operand
-// (VecStage × RegisterA) of every problem besides. Under the full sweep
-// (CONVGEN_FULL_SWEEP=1) it has, in addition, every knob value within every
-// staging path of every problem, not every candidate: the whole sm_90a
+// computes it once per test): compileSample's (every precision and every
+// layout, every knob value and every code path), with every staging path
+// and A operand (VecStage × RegisterA) in every precision and in every
+// layout besides (stagingItems), the items of golden (kernels compiled
+// besides, compiledItemIDs) counted. Under the full sweep
+// (CONVGEN_FULL_SWEEP=1) it has every staging path of every problem and,
+// in addition, every knob value within every staging path of every
+// problem, not every candidate (golden not counted): the whole sm_90a
 // spaces (thousands of configurations) are compiled where NVRTC 12+
 // targets sm_90a, by TestCompile.
-func frontEndSample(t *testing.T, key string, cands []problemCandidate) []problemCandidate {
+func frontEndSample(t *testing.T, key string, cands []problemCandidate, golden []Kernel) []problemCandidate {
 	t.Helper()
 	return pick(cands, sharedSample(t, "frontend "+key, len(cands), func() ([]int, error) {
 		sets, err := frontEndSets(cands)
 		if err != nil {
 			return nil, err
 		}
-		return greedyCoverIDs(sets, nil), nil
+		var covered [][]int32
+		if !fullSweep() {
+			covered = compiledItemIDs(t, golden, func(p problem.Problem, k Kernel) []string { return stagingItems(p, k.Config) })
+		}
+		return greedyCoverIDs(sets, covered), nil
 	}))
+}
+
+// stagingItems is a frontEndSample item of a kernel of p with cfg: its
+// staging path and A operand (VecStage × RegisterA) with p's precision and
+// with p's layout.
+func stagingItems(p problem.Problem, cfg Config) []string {
+	sa := fmt.Sprintf("VecStage=%d RegisterA=%d", cfg["VecStage"], cfg["RegisterA"])
+	return []string{string(p.Precision) + " " + sa, string(p.Layout) + " " + sa}
 }
 
 // frontEndSets is what each of cands contributes to frontEndSample.
@@ -568,7 +591,7 @@ func frontEndSets(cands []problemCandidate) ([][]int32, error) {
 	}
 	return sampleSets(cands, pathItemIDs, func(pc problemCandidate) []string {
 		if !fullSweep() {
-			return []string{staging(pc)}
+			return stagingItems(pc.p, pc.c.Config)
 		}
 		items, _ := coverItems(pc) // pathItems reports its error
 		for i, item := range items {
@@ -631,29 +654,30 @@ func frontEndOne(lib *nvrtc.Library, kern Kernel, p problem.Problem, haveProblem
 
 // compileForArchs compiles jobs for sm_80 and for sm_90, each under its
 // default limits, on runCompileJobs's workers, with compileOne's checks:
-// under the full sweep every job for both; by default the first job of
-// each family (Kernel.Family) for both and every other job for one of them
-// in turn (sm_90, then sm_80), so that every family of the jobs compiles
+// under the full sweep every job for both; by default each job for one of
+// them, in turn within its family (Kernel.Family: sm_90, then sm_80), and
+// a family's only job for both, so that every family of the jobs compiles
 // for both and every kernel for one. The architecture is a compile target,
 // not a branch of the templates (igemm's split-K refuses sm_80 with an
 // #error, which TestIGEMMSplitKCompile checks).
 func compileForArchs(t *testing.T, lib *nvrtc.Library, jobs []compileJob) {
 	t.Helper()
 	archs := []int{80, 90}
-	var both []compileJob
-	families := map[string]bool{}
-	turn := 0
+	count := map[string]int{} // jobs by family
 	for _, j := range jobs {
+		count[j.kernel.Family]++
+	}
+	var both []compileJob
+	seen := map[string]int{} // jobs by family so far
+	for _, j := range jobs {
+		f := j.kernel.Family
 		for _, a := range archs {
-			if !fullSweep() && families[j.kernel.Family] && a != archs[1-turn%2] {
+			if !fullSweep() && count[f] > 1 && a != archs[1-seen[f]%2] {
 				continue
 			}
 			both = append(both, compileJob{fmt.Sprintf("%s for sm_%d", j.id, a), j.kernel})
 		}
-		if families[j.kernel.Family] {
-			turn++
-		}
-		families[j.kernel.Family] = true
+		seen[f]++
 	}
 	runCompileJobs(t, both, func(j compileJob) string {
 		a := 90

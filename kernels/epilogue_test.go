@@ -160,8 +160,11 @@ func TestEpilogueRendered(t *testing.T) {
 	}
 }
 
-// TestEpilogueCompile NVRTC-compiles, for sm_80 and sm_90, one kept
-// candidate of every wired family in every case with each chain.
+// TestEpilogueCompile NVRTC-compiles one kept candidate of every wired
+// family in every case (epilogueCases), each with one of epilogueChains in
+// turn, and the chain goldens, for sm_80 and sm_90 (compileForArchs: every
+// family for both, every kernel for one of them; every kernel for both
+// under the full sweep).
 func TestEpilogueCompile(t *testing.T) {
 	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
@@ -265,9 +268,9 @@ func TestEpilogueDeclined(t *testing.T) {
 // check). For each family and each (precision, layout) of the flagship it
 // serves, the kept candidates that differ in Overlap and PredicatedStores
 // (the two store paths) are taken, each with one of epilogueChains; by
-// default, of those, the ones that have every family with every
-// (precision, layout), store path and chain and every code path of them
-// all (coverJobs), all under the full sweep.
+// default, of those, the ones that have every family with every precision,
+// every layout, every store path and every chain and every code path of
+// them all (coverJobs), all under the full sweep.
 func TestEpilogueSM90a(t *testing.T) {
 	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
@@ -310,11 +313,11 @@ func TestEpilogueSM90a(t *testing.T) {
 	if len(jobs) == 0 {
 		t.Fatal("no sm_90a family applies chains")
 	}
-	// By default every family with every (precision, layout), store path
-	// and chain, and every code path of the kernels above.
+	// By default every family with every precision, every layout, every
+	// store path and every chain, and every code path of the kernels above.
 	jobs = coverJobs(jobs, func(j compileJob) []string {
 		q, f, cfg := probs[j.id], j.kernel.Family, j.kernel.Config
-		return []string{f + " " + string(q.Precision) + " " + string(q.Layout), fmt.Sprintf("%s stores %d/%d", f, cfg["Overlap"], cfg["PredicatedStores"]), f + " chain " + q.Epilogue.String()}
+		return []string{f + " " + string(q.Precision), f + " " + string(q.Layout), fmt.Sprintf("%s stores %d/%d", f, cfg["Overlap"], cfg["PredicatedStores"]), f + " chain " + q.Epilogue.String()}
 	})
 	runCompileJobs(t, jobs, func(j compileJob) string {
 		if lib.SupportsArch("sm_90a") {

@@ -208,10 +208,11 @@ var gradCPUConfigs = map[string][]Config{
 // TestGradOnCPU runs dgrad and wgrad kernels of gradShapes on the CPU and
 // checks every output against the float64 gradients: each shape and op in
 // one of FP32 and FP16 and one layout, in turn (each op meets both
-// precisions in both layouts over the shapes), with the
-// configurations of gradCPUConfigs in turn; under CONVGEN_FULL_SWEEP=1
-// every precision, both layouts and every configuration. It needs g++ 12
-// or newer.
+// precisions in both layouts over the shapes), with the op's
+// configurations of gradCPUConfigs in turn (each op runs every one of its
+// configurations, the 256-thread ones, the slowest on the CPU's threads,
+// once or twice); under CONVGEN_FULL_SWEEP=1 every precision, both layouts
+// and every configuration. It needs g++ 12 or newer.
 func TestGradOnCPU(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t)
@@ -227,7 +228,7 @@ func TestGradOnCPU(t *testing.T) {
 		k  Kernel
 	}
 	var jobs []job
-	turn := 0
+	turn := map[problem.Op]int{} // each op's configurations in turn
 	for i, spec := range gradShapes {
 		s, err := problem.ParseShape(spec)
 		if err != nil {
@@ -246,8 +247,8 @@ func TestGradOnCPU(t *testing.T) {
 					}
 					cfgs := gradCPUConfigs[f.Name()]
 					if !full {
-						cfgs = []Config{cfgs[turn%len(cfgs)]}
-						turn++
+						cfgs = []Config{cfgs[turn[op]%len(cfgs)]}
+						turn[op]++
 					}
 					for _, cfg := range cfgs {
 						k, err := f.Render(p, cfg)
@@ -376,9 +377,11 @@ var countDefine = regexp.MustCompile(`(?m)^(#define (?:TOTAL|BLOCKS|M|DW_TOTAL|D
 
 // TestGradIndex64OnCPU runs the 64-bit path of dgrad and wgrad (long long
 // offsets, as shapes with tensors of 2^31 elements or more render it) on
-// small shapes on the CPU against float64, in FP32 and FP16 (half of the
-// shape × op × precision grid by default, all under the full sweep): TestGradOnCPU
-// covers the 32-bit path, TestGradIndex64 that large shapes render this one.
+// small shapes on the CPU against float64, in FP32 and FP16 (by default
+// each op in each precision once, on two of the shapes, in both layouts:
+// the large one for wgrad's sums over several chunks; the whole shape ×
+// op × precision grid under the full sweep): TestGradOnCPU covers the
+// 32-bit path, TestGradIndex64 that large shapes render this one.
 func TestGradIndex64OnCPU(t *testing.T) {
 	t.Parallel() // CPU-bound and independent: overlaps the other CPU runs (the test command's time)
 	gxx, dir := cpuCompiler(t)
@@ -398,10 +401,13 @@ func TestGradIndex64OnCPU(t *testing.T) {
 	for si, spec := range []string{gradShapes[1], gradShapes[3], gradShapes[6]} {
 		for oi, op := range []problem.Op{problem.OpDgrad, problem.OpWgrad} {
 			for pi, prec := range []problem.Precision{problem.FP32, problem.FP16} {
-				if !full && (si+oi+pi)%2 != 0 {
-					continue // half by default: each op meets both precisions, both layouts and two of the shapes
+				if !full && si != oi+pi {
+					continue // by default each op in each precision once, on two of the shapes (all under the full sweep)
 				}
 				lay := problem.Layouts[i%2]
+				if !full {
+					lay = problem.Layouts[(oi+pi)%2] // each op in both layouts
+				}
 				p := gradProblem(t, spec, prec, lay, op)
 				f, err := FamilyByName(op.String())
 				if err != nil {

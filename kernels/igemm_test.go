@@ -291,10 +291,11 @@ func TestIGEMMDgradServes(t *testing.T) {
 }
 
 // TestIGEMMDgradCompile NVRTC-compiles for sm_80 one kept dgrad candidate
-// per shape, layout and two precisions of igemmDgradShapes (the
-// precisions rotate: each precision meets each layout), and the golden
-// dgrad kernel for sm_80 and sm_90, and checks that the PTX holds the
-// mma.sync of the precision and, for fp16/bf16, the transposing ldmatrix.
+// per shape and layout of igemmDgradShapes in one precision (two under the
+// full sweep; the precisions rotate: each precision meets each layout),
+// and the golden dgrad kernel for sm_80 and sm_90, and checks that the PTX
+// holds the mma.sync of the precision and, for fp16/bf16, the transposing
+// ldmatrix.
 func TestIGEMMDgradCompile(t *testing.T) {
 	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
@@ -303,6 +304,9 @@ func TestIGEMMDgradCompile(t *testing.T) {
 	for i, s := range parseShapes(t, igemmDgradShapes) {
 		for li, lay := range problem.Layouts {
 			for j := range 2 {
+				if !fullSweep() && j > 0 {
+					continue // one precision per shape and layout (two under the full sweep)
+				}
 				prec := igemmPrecisions[(i+li+2*j)%len(igemmPrecisions)]
 				p := problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
 				jobs = append(jobs, igemmSampleJob(t, rng, p))
@@ -470,7 +474,9 @@ func TestIGEMMSplitKSpace(t *testing.T) {
 
 // TestIGEMMSplitKCompile NVRTC-compiles for sm_90 split-K dgrad kernels of
 // s4-3x3 and s4-3x3s2 (4 phases × SplitK along z) with SplitK 2 and 4 in
-// fp16, bf16 and tf32 NHWC (and one NCHW), and split fprop kernels with a
+// fp16, bf16 and tf32 NHWC (by default s4-3x3 with SplitK 2 and s4-3x3s2
+// with 4, so that each precision meets both; each shape with both under
+// the full sweep) and one NCHW, and split fprop kernels with a
 // chain, another output type and odd sizes; each PTX must declare the
 // cluster (.reqnctapercluster) and read the other blocks' partial tiles
 // (mapa, ld.shared::cluster) between cluster barriers. For sm_80 (the
@@ -488,6 +494,9 @@ func TestIGEMMSplitKCompile(t *testing.T) {
 	for i, s := range shapes {
 		for j, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
 			for _, sk := range []int{2, 4} {
+				if !fullSweep() && sk != 2<<i {
+					continue // SplitK 2 on the first shape, 4 on the second (both on each under the full sweep)
+				}
 				cfg := igemmSplitConfig(64, 128, 2, 4, 4, sk)
 				if (i+j+sk/2)%2 == 1 {
 					cfg = igemmSplitConfig(128, 128, 2, 4, 3, sk)

@@ -182,11 +182,14 @@ func coverItems(pc problemCandidate) ([]string, error) {
 }
 
 // pathItems is what a candidate of problem p contributes to a code-path
-// sample: its family, its family with p's precision and layout, and its
-// rendered kernel's kernelItems. A sample with every candidate's pathItems
-// compiles every branch that any candidate's kernel takes, in some
-// configuration, besides every knob value and every problem; what it
-// leaves to the full sweep is the same code with other constants.
+// sample: its family, its family with p's precision and with p's layout
+// (problemItems), and its rendered kernel's kernelItems. A sample with
+// every candidate's pathItems compiles every branch that any candidate's
+// kernel takes, in some configuration, besides every knob value and every
+// precision and every layout of every family; what it leaves to the full
+// sweep is the same code with other constants, and the (precision,
+// layout) pairs whose code differs only there (a pair whose code differs
+// has a branch or a line of its own).
 func pathItems(pc problemCandidate) ([]string, error) {
 	kvs, err := knobValues(pc.c)
 	if err != nil {
@@ -197,7 +200,7 @@ func pathItems(pc problemCandidate) ([]string, error) {
 		return nil, fmt.Errorf("%s %s: render: %w", pc.p, pc.c.ID(), err)
 	}
 	f := pc.c.Family
-	items := []string{"family " + f, f + " problem " + string(pc.p.Precision) + " " + string(pc.p.Layout)}
+	items := append([]string{"family " + f}, problemItems(f, pc.p)...)
 	for _, kv := range kvs {
 		items = append(items, f+" "+kv.knob+"="+kv.value)
 	}
@@ -210,6 +213,50 @@ func pathItems(pc problemCandidate) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// problemItems is what a kernel of family f for p contributes to a
+// code-path sample of p's problem: f with p's precision and f with p's
+// layout (each of them in some kernel, not every pair).
+func problemItems(f string, p problem.Problem) []string {
+	return []string{f + " precision " + string(p.Precision), f + " layout " + string(p.Layout)}
+}
+
+// flagshipOf is the flagship problems (one per precision and layout) whose
+// rendering of kernel k's configuration by its family is k: the problems
+// a golden kernel compiled besides a sample stands for.
+func flagshipOf(t testing.TB, k Kernel) []problem.Problem {
+	t.Helper()
+	var out []problem.Problem
+	for _, prec := range problem.Precisions {
+		for _, layout := range problem.Layouts {
+			p := flagship(t, prec, layout)
+			if r, err := RenderCandidate(p, Candidate{Family: k.Family, Config: k.Config}); err == nil && r.Source == k.Source {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// compiledItemIDs is, for each of ks (kernels compiled besides a sample,
+// such as the golden ones), the pathItems it covers, interned: its
+// kernelItems and the problemItems of the flagship problems it stands for
+// (flagshipOf), with extra's items (if extra is not nil) for each of those.
+func compiledItemIDs(t testing.TB, ks []Kernel, extra func(problem.Problem, Kernel) []string) [][]int32 {
+	t.Helper()
+	var out [][]int32
+	for _, k := range ks {
+		items := kernelItems(k)
+		for _, p := range flagshipOf(t, k) {
+			items = append(items, problemItems(k.Family, p)...)
+			if extra != nil {
+				items = append(items, extra(p, k)...)
+			}
+		}
+		out = append(out, internItems(items))
+	}
+	return out
 }
 
 // kernelItems is, for kernel k's family, each of its knob values (in any
@@ -309,37 +356,31 @@ func coverSample(cands []problemCandidate, extra func(problemCandidate) []string
 }
 
 // pathSample is the indexes of greedyCover's sample of cands over
-// pathItems, with the kernelItems of compiled (kernels compiled besides the
-// sample, such as the golden ones) covered already.
-func pathSample(cands []problemCandidate, compiled []Kernel) ([]int, error) {
+// pathItems, with the items of covered (those of kernels compiled besides
+// the sample, such as the golden ones: compiledItemIDs) covered already.
+func pathSample(cands []problemCandidate, covered [][]int32) ([]int, error) {
 	sets, err := sampleSets(cands, pathItemIDs, nil)
 	if err != nil {
 		return nil, err
 	}
-	return greedyCoverIDs(sets, kernelItemIDs(compiled)), nil
-}
-
-// kernelItemIDs is the kernelItems of each of ks, interned.
-func kernelItemIDs(ks []Kernel) [][]int32 {
-	var out [][]int32
-	for _, k := range ks {
-		out = append(out, internItems(kernelItems(k)))
-	}
-	return out
+	return greedyCoverIDs(sets, covered), nil
 }
 
 // compileSample returns the candidates of cands a compile test compiles:
 // all of them under the full sweep (FullSweepEnv), else a code-path sample
-// (pathSample: every problem, every knob value and every code path at
-// least once, in the sample or in compiled, the kernels the test compiles
-// besides), computed once per test (sharedSample). A new family's
-// candidates are sampled like the others', with nothing to add here.
+// (pathSample: every family with every precision and every layout, every
+// knob value and every code path at least once, in the sample or in
+// compiled, the kernels the test compiles besides), computed once per test
+// (sharedSample). A new family's candidates are sampled like the others',
+// with nothing to add here.
 func compileSample(t *testing.T, cands []problemCandidate, compiled []Kernel) []problemCandidate {
 	t.Helper()
 	if fullSweep() {
 		return cands
 	}
-	return pick(cands, sharedSample(t, "compile", len(cands), func() ([]int, error) { return pathSample(cands, compiled) }))
+	return pick(cands, sharedSample(t, "compile", len(cands), func() ([]int, error) {
+		return pathSample(cands, compiledItemIDs(t, compiled, nil))
+	}))
 }
 
 // sampleEnv carries a compile test's samples (sharedSample) to the test's
@@ -498,14 +539,14 @@ func TestCoverSample(t *testing.T) {
 			t.Fatal(err)
 		}
 		// With TestCompile's golden kernels, which it compiles besides.
-		golden := compiledGolden(t, nil, lim.SM90a)
+		golden := compiledItemIDs(t, compiledGolden(t, nil, lim.SM90a), nil)
 		sample, err := pathSample(all, golden)
 		if err != nil {
 			t.Fatal(err)
 		}
 		again, _ := pathSample(all, golden)
 		what := fmt.Sprintf("flagship SM90a=%v", sm90a)
-		checkCover(t, what, all, append(slices.Clip(sets), kernelItemIDs(golden)...), sample, again)
+		checkCover(t, what, all, append(slices.Clip(sets), golden...), sample, again)
 		checkPaths(t, what, all, sets, sample, golden)
 		alone, _ := pathSample(all, nil)
 		checkCover(t, what+" without the golden kernels", all, sets, alone, alone)
@@ -556,12 +597,13 @@ func checkCover(t *testing.T, what string, cands []problemCandidate, sets [][]in
 }
 
 // checkPaths checks that the code-path items of sets (pathItems's) of the
-// sample and of the kernels compiled besides hold what a code-path sample
-// stands for: every family, every problem of every family and every knob
-// value of every family; and that each family's candidates have
-// preprocessor branches and lines, so that a change that left codePaths
-// with nothing to see fails here.
-func checkPaths(t *testing.T, what string, cands []problemCandidate, sets [][]int32, sample []int, compiled []Kernel) {
+// sample and of the kernels compiled besides (compiled, their
+// compiledItemIDs) hold what a code-path sample stands for: every family,
+// every precision and every layout of every family and every knob value of
+// every family; and that each family's candidates have preprocessor
+// branches and lines, so that a change that left codePaths with nothing to
+// see fails here.
+func checkPaths(t *testing.T, what string, cands []problemCandidate, sets [][]int32, sample []int, compiled [][]int32) {
 	t.Helper()
 	have := map[string]bool{}
 	for _, j := range sample {
@@ -569,15 +611,15 @@ func checkPaths(t *testing.T, what string, cands []problemCandidate, sets [][]in
 			have[itemName(id)] = true
 		}
 	}
-	for _, k := range compiled {
-		for _, item := range kernelItems(k) {
-			have[item] = true
+	for _, s := range compiled {
+		for _, id := range s {
+			have[itemName(id)] = true
 		}
 	}
 	branches, lines := map[string]bool{}, map[string]bool{}
 	for i, pc := range cands {
 		f := pc.c.Family
-		want := []string{"family " + f, f + " problem " + string(pc.p.Precision) + " " + string(pc.p.Layout)}
+		want := append([]string{"family " + f}, problemItems(f, pc.p)...)
 		for k, v := range pc.c.Config {
 			want = append(want, fmt.Sprintf("%s %s=%d", f, k, v))
 		}
@@ -604,9 +646,10 @@ func checkPaths(t *testing.T, what string, cands []problemCandidate, sets [][]in
 }
 
 // TestFrontEndSample checks that the sm_90a front-end sample of wgmma over
-// the flagship's problems has every code path, problem and knob value
-// (pathItems) and every staging path and A operand of every problem, in far
-// fewer kernels.
+// the flagship's problems has every code path, precision, layout and knob
+// value (pathItems) and every staging path and A operand in every
+// precision and in every layout (every problem under the full sweep), in
+// far fewer kernels.
 func TestFrontEndSample(t *testing.T) {
 	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lim := DefaultLimits(90)
@@ -638,16 +681,30 @@ func TestFrontEndSample(t *testing.T) {
 		}
 		return out
 	}
-	sample, again := indexes(frontEndSample(t, "wgmma", all)), indexes(frontEndSample(t, "wgmma again", all))
+	sample, again := indexes(frontEndSample(t, "wgmma", all, nil)), indexes(frontEndSample(t, "wgmma again", all, nil))
 	checkCover(t, "wgmma", all, sets, sample, again)
 	checkPaths(t, "wgmma", all, sets, sample, nil)
-	staging := map[string]bool{}
+	staging := func(pc problemCandidate) []string {
+		if fullSweep() {
+			return []string{fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"])}
+		}
+		return stagingItems(pc.p, pc.c.Config)
+	}
+	have := map[string]bool{}
 	for _, pc := range pick(all, sample) {
-		staging[fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"])] = true
+		for _, s := range staging(pc) {
+			have[s] = true
+		}
 	}
 	for _, pc := range all {
-		if s := fmt.Sprintf("%s/%s VecStage=%d RegisterA=%d", pc.p.Precision, pc.p.Layout, pc.c.Config["VecStage"], pc.c.Config["RegisterA"]); !staging[s] {
-			t.Errorf("wgmma: the sample has no %s", s)
+		for _, s := range staging(pc) {
+			if !have[s] {
+				t.Errorf("wgmma: the sample has no %s", s)
+				have[s] = true
+			}
 		}
+	}
+	if !slices.ContainsFunc(all, func(pc problemCandidate) bool { return pc.c.Config["VecStage"] == 1 }) || !slices.ContainsFunc(all, func(pc problemCandidate) bool { return pc.c.Config["RegisterA"] == 1 }) {
+		t.Error("wgmma: no kept candidate stages through registers or has A in registers")
 	}
 }

@@ -151,12 +151,16 @@ func splitOf(cands []Candidate) *Candidate {
 // and StoreRows twins (16-byte stores of a phase's channel runs, the idle
 // phases' zeros too); where the phases meet unequal numbers of offsets,
 // each with HeavyFirst (the heaviest phases' tiles first, in PT_ORDER);
-// other problems and configurations are refused with the rule.
+// other problems and configurations are refused with the rule. By default
+// one PhaseFilter twin compiles per problem (the middle one, whose PTX is
+// checked) and one HeavyFirst twin (the first or the last, in turn over
+// the problems); every one of them under the full sweep.
 func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
+	heavyTurn := 0 // the first or the last HeavyFirst twin, in turn
 	for _, c := range []struct {
 		spec         string
 		prec         problem.Precision
@@ -233,7 +237,10 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		if len(gathered) == 0 != (p.Precision != problem.TF32) {
 			t.Fatalf("%s: %d PhaseFilter twins (want some in tf32 only)", p, len(gathered))
 		}
-		for _, g := range gathered {
+		for i, g := range gathered {
+			if !fullSweep() && i != len(gathered)/2 {
+				continue // the middle one, checked below too (all under the full sweep)
+			}
 			// Every kept PhaseFilter candidate compiles (its B copies split
 			// over the copying threads: the rule refuses the others).
 			k, err := f.Render(p, g.Config)
@@ -247,9 +254,6 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 				if !strings.Contains(k.Source, want) {
 					t.Errorf("%s %s: the source lacks %q", p, g.ID(), want)
 				}
-			}
-			if !fullSweep() {
-				break // the first (all under the full sweep)
 			}
 		}
 		if len(gathered) > 0 {
@@ -271,9 +275,12 @@ func TestWGMMAIGEMMPhaseTiles(t *testing.T) {
 		if want := map[bool]int{true: 0, false: len(twins) + len(stored) + len(gathered)}[c.order == ""]; len(heavy) != want {
 			t.Errorf("%s: %d HeavyFirst candidates, want %d", p, len(heavy), want)
 		}
+		if len(heavy) > 0 {
+			heavyTurn++
+		}
 		for i, h := range heavy {
-			if i > 0 && !fullSweep() && i != len(heavy)-1 {
-				continue // the first and the last (all under the full sweep)
+			if !fullSweep() && i != []int{0, len(heavy) - 1}[heavyTurn%2] {
+				continue // the first or the last, in turn over the problems (all under the full sweep)
 			}
 			k, err := f.Render(p, h.Config)
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 // claims) and the claims' compare-and-swap. Its results are checked on the
 // GPU (autotune's TestWGradMMARelayout).
 func TestWGradMMARelayout(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
 		t.Skip("this NVRTC cannot target sm_90")
@@ -80,6 +81,7 @@ func TestWGradMMARelayout(t *testing.T) {
 // the precision's mma. Its results are checked on the GPU (autotune's
 // TestWGradMMAPlanes).
 func TestWGradMMAPlanes(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
 		t.Skip("this NVRTC cannot target sm_90")

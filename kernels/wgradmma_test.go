@@ -45,12 +45,16 @@ func TestWGradMMAServes(t *testing.T) {
 
 // TestWGradMMACompile renders wgradmma configurations for the flagship and
 // odd shapes (bias and none, stride, dilation, asymmetric pads) in tf32 and
-// 3xtf32, fp16 and bf16, both layouts (one configuration per problem in turn; all
-// under the full sweep), and compiles them for sm_90: the PTX must hold the
+// 3xtf32, fp16 and bf16, both layouts (by default each shape and precision
+// in one layout, in turn, so that each precision meets both layouts and
+// each shape both; one configuration per problem in turn; every problem
+// and configuration under the full sweep), and compiles them for sm_90
+// (through the NVRTC servers, memoCompile): the PTX must hold the
 // precision's mma and, for a cluster (Split > 1), the cluster barrier and the
 // distributed shared-memory loads. Their results are checked on the GPU
 // (autotune's TestGradShapes and TestWGradMMAShapes).
 func TestWGradMMACompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
 		t.Skip("this NVRTC cannot target sm_90")
@@ -63,9 +67,12 @@ func TestWGradMMACompile(t *testing.T) {
 		{"BM": 128, "BN": 32, "WM": 4, "WN": 1, "Split": 8, "Unroll": 1, "Stage": 1},
 	}
 	turn := 0
-	for _, spec := range specs {
-		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
-			for _, lay := range problem.Layouts {
+	for si, spec := range specs {
+		for pi, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
+			for li, lay := range problem.Layouts {
+				if !fullSweep() && li != (si+pi)%2 {
+					continue // one layout per shape and precision, in turn (both under the full sweep)
+				}
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
 				for _, cfg := range sampleConfigs(cfgs, &turn) {
 					k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90")
@@ -91,12 +98,15 @@ func TestWGradMMACompile(t *testing.T) {
 
 // TestDgradMMA renders dgradmma for the flagship (16 stride phases of 3 or
 // 2 taps per axis), a dilated shape whose phases have no taps at all, and
-// odd shapes, in every tensor-core precision and both layouts (one
-// configuration per problem in turn; all under the full sweep), and
-// compiles them for sm_80: the PTX must hold the
-// precision's mma. Their results are checked on the GPU (autotune's
-// TestGradShapes).
+// odd shapes, in every tensor-core precision and both layouts (by default
+// each shape and precision in one layout, in turn, so that each precision
+// meets both layouts and each shape both; one configuration per problem in
+// turn; every problem and configuration under the full sweep), and
+// compiles them for sm_80 (through the NVRTC servers, memoCompile): the
+// PTX must hold the precision's mma. Their results are checked on the GPU
+// (autotune's TestGradShapes).
 func TestDgradMMA(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	specs := []string{flagshipSpec,
 		"N=2,C=6,H=15,W=16,K=20,R=2,S=3,stride=4,pad=1,dilation_h=4,bias=false", // row phases 2, 3 have no tap
@@ -108,12 +118,15 @@ func TestDgradMMA(t *testing.T) {
 		{"BM": 64, "BN": 32, "WM": 2, "WN": 2, "Unroll": 1, "Stage": 1},
 	}
 	turn := 0
-	for _, spec := range specs {
-		for _, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
-			for _, lay := range problem.Layouts {
+	for si, spec := range specs {
+		for pi, prec := range []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16} {
+			for li, lay := range problem.Layouts {
 				p := gradProblem(t, spec, prec, lay, problem.OpDgrad)
 				if err := (DgradMMA{}).Serves(p); err != nil {
 					t.Fatalf("%s: %v", p, err)
+				}
+				if !fullSweep() && li != (si+pi)%2 {
+					continue // one layout per shape and precision, in turn (both under the full sweep)
 				}
 				for _, cfg := range sampleConfigs(cfgs, &turn) {
 					k, ptx := renderPTX(t, lib, DgradMMA{}, p, cfg, "sm_80")
@@ -140,15 +153,16 @@ func TestDgradMMA(t *testing.T) {
 	}
 }
 
-// renderPTX renders f's kernel of cfg for p and compiles it for arch,
-// failing the test where either fails; it returns the kernel and its PTX.
+// renderPTX renders f's kernel of cfg for p and compiles it for arch
+// (to PTX, on the NVRTC servers: memoCompile), failing the test where
+// either fails; it returns the kernel and its PTX.
 func renderPTX(t *testing.T, lib *nvrtc.Library, f Family, p problem.Problem, cfg Config, arch string) (Kernel, string) {
 	t.Helper()
 	k, err := f.Render(p, cfg)
 	if err != nil {
 		t.Fatalf("%s %v: %v", p, cfg, err)
 	}
-	res, err := lib.CompilePTX(k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
+	res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: arch})
 	if err != nil {
 		t.Fatalf("%s %v: %v", p, cfg, err)
 	}
@@ -217,6 +231,7 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 // adds of the step sums; tf32, fp16 and bf16 accumulate in the tensor core
 // (no step sums in their source), and dgradmma's 3xtf32 (short sums) too.
 func TestWGradMMAStepSums(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
 		t.Skip("this NVRTC cannot target sm_90")
@@ -287,15 +302,18 @@ var pipelineSpecs = []string{
 }
 
 // TestWGradMMAPipelineCompile renders the cp.async pipeline (Stage=2) for
-// pipelineSpecs in fp16, bf16 and tf32 NHWC, with a cluster split and
-// without (one configuration per problem in turn; all under the full
-// sweep), and compiles it for sm_90: the PTX must hold the precision's
-// mma, cp.async with its wait, ldmatrix.trans for fp16 and bf16, and the
-// cluster's barrier and DSMEM loads where Split > 1. A 4-byte-aligned
+// pipelineSpecs in fp16, bf16 and tf32 NHWC (by default each shape in two
+// of the three precisions, in turn: each precision meets most shapes),
+// with a cluster split and without (one configuration per problem in turn;
+// every problem and configuration under the full sweep), and compiles it
+// for sm_90: the PTX must hold the precision's mma, cp.async with its
+// wait, ldmatrix.trans for fp16 and bf16, and the cluster's barrier and
+// DSMEM loads where Split > 1. A 4-byte-aligned
 // C=12 fp16 shape gets 8-byte copies, a 2-byte one (C=5) element copies
 // of X (its dY rows, K=20, 8-byte ones); NCHW copies one element at a time
 // (4-byte cp.async in tf32, element loads in fp16 and bf16).
 func TestWGradMMAPipelineCompile(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
 		t.Skip("this NVRTC cannot target sm_90")
@@ -307,8 +325,11 @@ func TestWGradMMAPipelineCompile(t *testing.T) {
 		{"BM": 32, "BN": 32, "WM": 1, "WN": 1, "Split": 4, "Unroll": 1, "Stage": 2, "BP": 64, "Stages": 3},
 	}
 	turn := 0
-	for _, spec := range append(pipelineSpecs, "N=2,C=12,H=9,W=9,K=20,R=3,S=3,pad=1") {
-		for _, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+	for si, spec := range append(pipelineSpecs, "N=2,C=12,H=9,W=9,K=20,R=3,S=3,pad=1") {
+		for pi, prec := range []problem.Precision{problem.FP16, problem.BF16, problem.TF32} {
+			if !fullSweep() && (si+pi)%3 == 2 {
+				continue // two of the three precisions per shape, in turn (the C=12 shape in fp16 and bf16; all under the full sweep)
+			}
 			p := gradProblem(t, spec, prec, problem.NHWC, problem.OpWgrad)
 			for _, cfg := range sampleConfigs(cfgs, &turn) {
 				k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90")
@@ -412,6 +433,7 @@ func TestWGradMMAPipelineSpace(t *testing.T) {
 // leaves SMs idle (the flagship, ResNet-50's 56² 3x3) and not where the
 // tiles fill them (ResNet-50's 7² 3x3: 148 tiles of 128x128).
 func TestWGradMMAClusters(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	if !lib.SupportsArch("sm_90") {
 		t.Skip("this NVRTC cannot target sm_90")

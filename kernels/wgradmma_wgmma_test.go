@@ -24,6 +24,7 @@ import (
 // (NVRTC's front end checks it here; ptxas, which checks the inline PTX,
 // runs on the GPU machine's NVRTC.)
 func TestWGradMMAWGMMA(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	cfgs := []Config{
 		{"BM": 128, "BN": 128, "WM": 8, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 5},
@@ -67,6 +68,7 @@ func TestWGradMMAWGMMA(t *testing.T) {
 // from the staged dY rows); with PrefetchL2, the bulk L2 prefetches. (ptxas, which checks the inline PTX, runs on the GPU
 // machine's NVRTC.)
 func TestWGradMMAWGMMATF32(t *testing.T) {
+	t.Parallel() // independent of the other tests: overlaps them on every CPU (the test command's time)
 	lib := nvrtctest.Open(t)
 	cfgs := []Config{
 		{"BM": 128, "BN": 128, "WM": 8, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 4, "BP": 32, "Stages": 3},
