@@ -63,4 +63,7 @@ package autotune
 //     16-bit data gradient on its flipped filter too (session 23).
 //   - 16: tiles of three warpgroups also split K over a cluster
 //     (192 × 128 and 192 × 256; session 23).
-const SearchRevision = 16
+//   - 17: wgmmaigemm's tf32 kernels leave B to the tensor cores'
+//     truncation wherever their main loop rounded it (TruncB=1; A is
+//     still rounded; session 24).
+const SearchRevision = 17

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -908,7 +909,16 @@ func TestWGMMAIGEMMCostSweeps(t *testing.T) {
 		// the one found, and a timed one the space dropped still counts in
 		// the sweep's fastest, so that dropping a winner, or ranking new
 		// candidates ahead of it, fails here.
+		// tf32's candidates, TruncB=1 since (as fast or faster than the
+		// rounding the sweeps timed, on every tile pinned), stand for their
+		// rounding twins here, ranked without TruncB's bonus.
 		cands := kept(WGMMAIGEMM{}.Space(p, lim))
+		for i, c := range cands {
+			if _, ok := c.Config["TruncB"]; ok {
+				cands[i].Config = maps.Clone(c.Config)
+				delete(cands[i].Config, "TruncB")
+			}
+		}
 		top := sw.topRatio(p, cands, lim)
 		if r := top(13); r > 1.01 {
 			t.Errorf("%s: the 13 cheapest of %d are %.1f%% slower than the fastest", p, len(cands), 100*(r-1))
@@ -1063,8 +1073,8 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 	}{
 		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.FP16, problem.OpFprop, []string{"if (idx >= B_COPIES) break;"}},
 		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.FP16, problem.OpDgrad, []string{"if (e >= BK) break;"}},
-		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1", problem.BF16, problem.OpDgrad, []string{"if (e >= BK) break;"}}, // partial tiles, channels past C and K
-		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, []string{"if (idx >= B_COPIES) break;", "if (lt + i * LOADERS >= A_COPIES + B_COPIES) break;"}},
+		{"N=8,C=24,H=57,W=61,K=40,R=3,S=5,pad=1", problem.BF16, problem.OpDgrad, []string{"if (e >= BK) break;"}},       // partial tiles, channels past C and K
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.TF32, problem.OpFprop, []string{"if (idx >= B_COPIES) break;"}}, // TruncB: B's copies not rounded
 		{"N=32,C=1024,H=14,W=14,K=512,R=1,S=1", problem.TF32, problem.OpDgrad, []string{"if (idx >= B_COPIES) break;"}}, // FlipFilter: W' rounded by its copy
 		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", problem.FP16, problem.OpDgrad, []string{"if (e >= BK) break;"}},    // 66 tiles: split-K too
 	} {
@@ -1155,4 +1165,100 @@ func TestWGMMAIGEMMThreeWarpgroups(t *testing.T) {
 			t.Errorf("%s: no candidate of three warpgroups refused", p)
 		}
 	}
+}
+
+// TestWGMMAIGEMMTruncB checks TruncB's renders: with it, no tf32 kernel
+// rounds B in the main loop (the 16-byte copies past A's, or the BT
+// element copies), A is still rounded (in shared memory or, ARegs, in
+// registers), the kernels compile; it is refused in 16-bit precisions and
+// beside FlipFilter.
+func TestWGMMAIGEMMTruncB(t *testing.T) {
+	t.Parallel()
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	base := "BK=32,BM=128,BN=128,BlocksPerSM=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"
+	for _, c := range []struct {
+		spec    string
+		layout  problem.Layout
+		op      problem.Op
+		cfg     string
+		roundsA string // what rounds A: its 16-byte copies' loop or its elements (none: ARegs, in registers)
+	}{
+		{"N=8,C=64,H=14,W=14,K=128,R=3,S=3,pad=1", problem.NHWC, problem.OpFprop, base, "i < A_COPIES / LOADERS"},
+		{"N=8,C=64,H=14,W=14,K=128,R=3,S=3,pad=1", problem.NHWC, problem.OpFprop, "ARegs=1," + base, ""},
+		{"N=8,C=64,H=14,W=14,K=128,R=3,S=3,pad=1", problem.NCHW, problem.OpFprop, base, "a_offset(a_row(lt, 0)"},
+		{"N=8,C=64,H=14,W=14,K=128,R=3,S=3,pad=1", problem.NHWC, problem.OpDgrad, base, "i < A_COPIES / LOADERS"},
+		{"N=8,C=64,H=14,W=14,K=128,R=3,S=3,pad=1", problem.NHWC, problem.OpFprop, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,Producer=1,Stages=4,Swizzle=1,Warpgroups=2", ""},
+		// Three warpgroups: rounding, B's last, uneven iteration is guarded.
+		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.NHWC, problem.OpFprop, "ARegs=1,BK=32,BM=192,BN=128,BlocksPerSM=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=3", ""},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.TF32, Layout: c.layout, Op: c.op}
+		round, err := f.Render(p, configOf(t, c.cfg))
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, c.cfg, err)
+		}
+		trunc, err := f.Render(p, configOf(t, c.cfg+",TruncB=1"))
+		if err != nil {
+			t.Fatalf("%s %s,TruncB=1: %v", p, c.cfg, err)
+		}
+		body := func(src string) string { // round_tile's body
+			i := strings.Index(src, "void round_tile(")
+			j := strings.Index(src[i:], "\n}\n")
+			return src[i : i+j]
+		}
+		rb, tb := body(round.Source), body(trunc.Source)
+		if !strings.Contains(trunc.Source, "#define TRUNCB 1") || strings.Contains(round.Source, "TRUNCB") {
+			t.Errorf("%s %s: TRUNCB defined with TruncB only", p, c.cfg)
+		}
+		if strings.Contains(tb, "B_COPIES") || strings.Contains(tb, "b_elem(") {
+			t.Errorf("%s %s,TruncB=1: round_tile still rounds B:\n%s", p, c.cfg, tb)
+		}
+		if !strings.Contains(rb, "B_COPIES") && !strings.Contains(rb, "b_elem(") {
+			t.Errorf("%s %s: round_tile does not round B without TruncB:\n%s", p, c.cfg, rb)
+		}
+		if c.roundsA == "" {
+			// A's loop over its 16-byte copies runs from A_ITERS = A_COPIES /
+			// LOADERS: empty.
+			if _, rest, _ := strings.Cut(tb, "for (int i = A_ITERS; i < A_COPIES / LOADERS; ++i) {"); strings.Contains(tb, "tf32(") && strings.Count(tb, "tf32(") != strings.Count(rest, "tf32(") || !strings.Contains(tb, "A_ITERS; i < A_COPIES / LOADERS") {
+				t.Errorf("%s %s,TruncB=1: round_tile rounds something (A is rounded in registers):\n%s", p, c.cfg, tb)
+			}
+		} else if !strings.Contains(tb, c.roundsA) {
+			t.Errorf("%s %s,TruncB=1: round_tile lacks A's rounding %q:\n%s", p, c.cfg, c.roundsA, tb)
+		}
+		if _, err := memoCompile(lib, true, trunc.Source, nvrtc.Options{Name: trunc.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			t.Fatalf("%s %s,TruncB=1: %v", p, c.cfg, err)
+		}
+		if strings.Contains(c.cfg, "Warpgroups=3") {
+			if !strings.Contains(rb, "if (lt + i * LOADERS >= A_COPIES + B_COPIES) break;") {
+				t.Errorf("%s %s: round_tile's last, uneven iteration over B unguarded:\n%s", p, c.cfg, rb)
+			}
+			if _, err := memoCompile(lib, true, round.Source, nvrtc.Options{Name: round.Name + ".cu", Arch: "sm_90a"}); err != nil {
+				t.Fatalf("%s %s: %v", p, c.cfg, err)
+			}
+		}
+	}
+	p := problem.Problem{Shape: parseShapes(t, []string{"N=8,C=64,H=14,W=14,K=128,R=3,S=3,pad=1"})[0], Precision: problem.FP16, Layout: problem.NHWC, Op: problem.OpFprop}
+	if _, err := f.Render(p, configOf(t, "BK=64,BM=128,BN=128,BlocksPerSM=1,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2")); err == nil {
+		t.Errorf("%s: TruncB=1 rendered in fp16", p)
+	}
+	p.Precision, p.Op = problem.TF32, problem.OpDgrad
+	if _, err := f.Render(p, configOf(t, "BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2")); err == nil {
+		t.Errorf("%s: TruncB=1 rendered beside FlipFilter", p)
+	}
+}
+
+// configOf parses a configuration written as Config.String writes it
+// ("BK=32,BM=128").
+func configOf(t *testing.T, s string) family.Config {
+	t.Helper()
+	c := family.Config{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			t.Fatalf("config %q: %q is not knob=integer", s, kv)
+		}
+		c[k] = n
+	}
+	return c
 }
