@@ -66,4 +66,6 @@ package autotune
 //   - 17: wgmmaigemm's tf32 kernels leave B to the tensor cores'
 //     truncation wherever their main loop rounded it (TruncB=1; A is
 //     still rounded; session 24).
-const SearchRevision = 17
+//   - 18: wgmmaigemm's flipped filter is copied 16 bytes at a time both
+//     ways (VecCopy=1) where C and K are whole vectors (session 24).
+const SearchRevision = 18

@@ -271,7 +271,7 @@ func TestTuneBudgetEndsAfterTheFirstPass(t *testing.T) {
 	p := smallFP32Problem(t)
 	slow := func(src string, o nvrtc.Options) (*nvrtc.Result, error) {
 		if strings.Contains(src, "planted_good") {
-			time.Sleep(4 * time.Second)
+			time.Sleep(10 * time.Second) // far past what a busy machine's real compile of the pin takes
 		} else {
 			time.Sleep(400 * time.Millisecond) // the pinned candidate: past the 100 ms budget
 		}
@@ -289,7 +289,7 @@ func TestTuneBudgetEndsAfterTheFirstPass(t *testing.T) {
 	if res.Winner == nil || res.Winner.Status != StatusOK {
 		t.Fatalf("no winner: %+v", res.Winner)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 7*time.Second {
 		t.Errorf("the search took %v: it waited for a compile after the first pass, past the budget", d)
 	}
 }

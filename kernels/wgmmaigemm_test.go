@@ -1262,3 +1262,61 @@ func configOf(t *testing.T, s string) family.Config {
 	}
 	return c
 }
+
+// TestWGMMAIGEMMVecCopy checks VecCopy's renders: the flipped filter's
+// copy in 16-byte vectors both ways (units of 32 rows), searched in place
+// of the element copies wherever C and K are whole vectors, the kernel
+// itself unchanged past the copy's definitions; it compiles; it is
+// refused where the rows are not whole vectors.
+func TestWGMMAIGEMMVecCopy(t *testing.T) {
+	t.Parallel()
+	lib := nvrtctest.Open(t)
+	f := WGMMAIGEMM{}
+	lim := h100Limits()
+	for _, c := range []struct {
+		spec string
+		prec problem.Precision
+		cfg  string
+	}{
+		{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+		{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "BK=64,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,SplitK=2,Stages=4,Swizzle=1,Warpgroups=2"},
+		{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.BF16, "BK=64,BM=192,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=3"},
+	} {
+		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+		elems, err := f.Render(p, configOf(t, c.cfg))
+		if err != nil {
+			t.Fatalf("%s %s: %v", p, c.cfg, err)
+		}
+		vec, err := f.Render(p, configOf(t, c.cfg+",VecCopy=1"))
+		if err != nil {
+			t.Fatalf("%s %s,VecCopy=1: %v", p, c.cfg, err)
+		}
+		if !strings.Contains(vec.Source, "#define FF_PITCH") || !strings.Contains(vec.Source, "*reinterpret_cast<uint4*>(RELAYOUT_W") || strings.Contains(elems.Source, "FF_PITCH") {
+			t.Errorf("%s %s: want the vector copy with VecCopy only", p, c.cfg)
+		}
+		body := func(k Kernel) string {
+			i := strings.Index(k.Source, "extern \"C\" __global__ void __launch_bounds__(THREADS")
+			return strings.ReplaceAll(k.Source[i:], k.Name, "KERNEL")
+		}
+		if body(elems) != body(vec) {
+			t.Errorf("%s %s: VecCopy changed the kernel past the copy's definitions", p, c.cfg)
+		}
+		if _, err := memoCompile(lib, true, vec.Source, nvrtc.Options{Name: vec.Name + ".cu", Arch: "sm_90a"}); err != nil {
+			t.Fatalf("%s %s,VecCopy=1: %v", p, c.cfg, err)
+		}
+		for _, cand := range kept(f.Space(p, lim)) {
+			if cand.Config["FlipFilter"] == 1 && cand.Config["VecCopy"] != 1 {
+				t.Errorf("%s: kept %s copies its flipped filter element by element", p, cand.ID())
+			}
+		}
+	}
+	p := problem.Problem{Shape: parseShapes(t, []string{"N=3,C=13,H=9,W=11,K=12,R=3,S=5,pad_h=1,pad_w=2"})[0], Precision: problem.TF32, Layout: problem.NHWC, Op: problem.OpDgrad}
+	if _, err := f.Render(p, configOf(t, "BK=32,BM=128,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,VecCopy=1,Warpgroups=2")); err == nil {
+		t.Errorf("%s: VecCopy=1 rendered with C=13", p)
+	}
+	for _, cand := range kept(f.Space(p, lim)) {
+		if cand.Config["VecCopy"] == 1 {
+			t.Errorf("%s: kept %s with C=13", p, cand.ID())
+		}
+	}
+}

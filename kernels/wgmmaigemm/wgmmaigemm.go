@@ -112,6 +112,11 @@ var templateFS embed.FS
 //     read with ldmatrix and rounded to TF32 there, so that only B is
 //     rounded in shared memory; absent (or 0), both operands are rounded
 //     in shared memory. Searched beside every tf32 configuration.
+//   - VecCopy (FlipFilter, optional): 1, the flipped filter is copied
+//     16 bytes at a time both ways, in units of 32 rows of the gradient's
+//     K by 8 vectors of its C (the element copies' prologue took 12–13 µs
+//     on ResNet-50's 1×1s at N=32, this one 5–7); searched in place of the
+//     element copies wherever C and K are multiples of 16 bytes.
 //   - TruncB (tf32, optional): 1, B is not rounded in the main loop: the
 //     tensor cores read the top 19 bits of its FP32 elements (truncating),
 //     A alone is rounded (a relative error of about 4.6e-4 against
@@ -370,6 +375,16 @@ func flipRule(p problem.Problem) string {
 	return ""
 }
 
+// vecCopyRule says why configuration c cannot copy data gradient p's
+// flipped filter 16 bytes at a time (VecCopy), or "": the filter's rows
+// (C channels) and the copy's rows (K) must be whole 16-byte vectors.
+func vecCopyRule(p problem.Problem, c knobs) string {
+	if vec := 16 / p.Precision.ElementBytes(); c.VecCopy == 1 && (p.Shape.C%vec != 0 || p.Shape.K%vec != 0) {
+		return fmt.Sprintf("VecCopy copies the flipped filter in 16-byte vectors: C = %d and K = %d must be multiples of %d", p.Shape.C, p.Shape.K, vec)
+	}
+	return ""
+}
+
 // dgradCopiesC says why configuration c cannot copy NHWC data gradient
 // p's filter rows (C contiguous) 16 bytes at a time, or nil: unfolded and
 // not flipped, it needs C a multiple of 16 bytes.
@@ -492,6 +507,7 @@ type knobs struct {
 	PhaseFilter                                                    int `knob:",optional"`
 	HeavyFirst                                                     int `knob:",optional"`
 	TruncB                                                         int `knob:",optional"`
+	VecCopy                                                        int `knob:",optional"`
 }
 
 func parseConfig(cfg family.Config) (knobs, error) {
@@ -556,6 +572,10 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
 	case c.ARegs == 1 && c.Swizzle != 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs needs Swizzle=1", cfg)
+	case c.VecCopy < 0 || c.VecCopy > 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: VecCopy must be 0 or 1", cfg)
+	case c.VecCopy == 1 && (c.FlipFilter != 1 || c.PhaseFilter == 1):
+		return c, fmt.Errorf("wgmmaigemm: config %s: VecCopy copies FlipFilter's flipped filter (FlipFilter=1)", cfg)
 	case c.TruncB < 0 || c.TruncB > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: TruncB must be 0 or 1", cfg)
 	case c.TruncB == 1 && (c.FlipFilter == 1 || c.PhaseFilter == 1):
@@ -1026,6 +1046,15 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			}
 		}
 	}
+	// The flipped filter copied 16 bytes at a time (VecCopy) wherever its
+	// rows allow.
+	for i, cand := range out {
+		if c, err := parseConfig(cand.Config); err == nil && c.FlipFilter == 1 {
+			if c.VecCopy = 1; vecCopyRule(orig, c) == "" {
+				out[i] = family.NewCandidate(f.Name(), c, f.reject(orig, c, lim))
+			}
+		}
+	}
 	return out
 }
 
@@ -1116,6 +1145,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("aregs", "ARegs rounds tf32's A in registers, not %s", p.Precision)
 	case c.TruncB == 1 && g.ElemBytes != 4:
 		return family.Hard("truncb", "TruncB leaves tf32's B unrounded, not %s", p.Precision)
+	case vecCopyRule(orig, c) != "":
+		return family.Hard("veccopy", "%s", vecCopyRule(orig, c))
 	case storeRowsRule(orig, c, g) != "":
 		return family.Hard("store rows", "%s", storeRowsRule(orig, c, g))
 	case c.BK*g.ElemBytes > 128 && g.KTiles < 4:
@@ -1279,6 +1310,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if c.ARegs == 1 && g.ElemBytes != 4 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: ARegs rounds tf32's A in registers, not %s", cfg, p.Precision)
 	}
+	if msg := vecCopyRule(orig, c); msg != "" {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
+	}
 	if c.TruncB == 1 && g.ElemBytes != 4 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: TruncB leaves tf32's B unrounded, not %s", cfg, p.Precision)
 	}
@@ -1401,6 +1435,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// TruncB: tf32's B is not rounded in the main loop (the tensor
 		// cores truncate it), A alone is.
 		TruncB bool
+		// VecCopy: the flipped filter copied 16 bytes at a time both ways
+		// (units of 32 rows by 8 vectors).
+		VecCopy bool
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4 && c.PhaseFilter == 0, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
@@ -1411,7 +1448,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		c.PhaseTiles == 1, pt.Count(), pt.Table(pt.Tap),
 		c.PhaseFilter == 1, pf.entries, pf.pos, pf.base, pf.pj,
 		c.HeavyFirst == 1, heaviestFirst(g.PhaseOffs),
-		c.Warpgroups == 3 && c.BN*g.Chunks%g.loaders(c) != 0, c.TruncB == 1}
+		c.Warpgroups == 3 && c.BN*g.Chunks%g.loaders(c) != 0, c.TruncB == 1, c.VecCopy == 1}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
