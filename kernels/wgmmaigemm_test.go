@@ -1193,14 +1193,7 @@ func TestWGMMAIGEMMTruncB(t *testing.T) {
 		{"N=32,C=512,H=14,W=14,K=1024,R=1,S=1", problem.NHWC, problem.OpFprop, "ARegs=1,BK=32,BM=192,BN=128,BlocksPerSM=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=3", ""},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: problem.TF32, Layout: c.layout, Op: c.op}
-		round, err := f.Render(p, configOf(t, c.cfg))
-		if err != nil {
-			t.Fatalf("%s %s: %v", p, c.cfg, err)
-		}
-		trunc, err := f.Render(p, configOf(t, c.cfg+",TruncB=1"))
-		if err != nil {
-			t.Fatalf("%s %s,TruncB=1: %v", p, c.cfg, err)
-		}
+		round, trunc := renderTwins(t, p, c.cfg, "TruncB")
 		body := func(src string) string { // round_tile's body
 			i := strings.Index(src, "void round_tile(")
 			j := strings.Index(src[i:], "\n}\n")
@@ -1283,14 +1276,7 @@ func TestWGMMAIGEMMVecCopy(t *testing.T) {
 		{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.BF16, "BK=64,BM=192,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=3"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
-		elems, err := f.Render(p, configOf(t, c.cfg))
-		if err != nil {
-			t.Fatalf("%s %s: %v", p, c.cfg, err)
-		}
-		vec, err := f.Render(p, configOf(t, c.cfg+",VecCopy=1"))
-		if err != nil {
-			t.Fatalf("%s %s,VecCopy=1: %v", p, c.cfg, err)
-		}
+		elems, vec := renderTwins(t, p, c.cfg, "VecCopy")
 		if !strings.Contains(vec.Source, "#define FF_PITCH") || !strings.Contains(vec.Source, "*reinterpret_cast<uint4*>(RELAYOUT_W") || strings.Contains(elems.Source, "FF_PITCH") {
 			t.Errorf("%s %s: want the vector copy with VecCopy only", p, c.cfg)
 		}
@@ -1319,4 +1305,19 @@ func TestWGMMAIGEMMVecCopy(t *testing.T) {
 			t.Errorf("%s: kept %s with C=13", p, cand.ID())
 		}
 	}
+}
+
+// renderTwins renders wgmmaigemm's configuration cfg (configOf's form) of p
+// without and with knob set to 1.
+func renderTwins(t *testing.T, p problem.Problem, cfg, knob string) (without, with Kernel) {
+	t.Helper()
+	without, err := WGMMAIGEMM{}.Render(p, configOf(t, cfg))
+	if err != nil {
+		t.Fatalf("%s %s: %v", p, cfg, err)
+	}
+	with, err = WGMMAIGEMM{}.Render(p, configOf(t, cfg+","+knob+"=1"))
+	if err != nil {
+		t.Fatalf("%s %s,%s=1: %v", p, cfg, knob, err)
+	}
+	return without, with
 }
