@@ -68,4 +68,5 @@ package autotune
 //     still rounded; session 24).
 //   - 18: wgmmaigemm's flipped filter is copied 16 bytes at a time both
 //     ways (VecCopy=1) where C and K are whole vectors (session 24).
-const SearchRevision = 18
+//   - 19: and so are the phases' filters (PhaseFilter; session 25).
+const SearchRevision = 19

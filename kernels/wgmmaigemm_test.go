@@ -1256,8 +1256,8 @@ func configOf(t *testing.T, s string) family.Config {
 	return c
 }
 
-// TestWGMMAIGEMMVecCopy checks VecCopy's renders: the flipped filter's
-// copy in 16-byte vectors both ways (units of 32 rows), searched in place
+// TestWGMMAIGEMMVecCopy checks VecCopy's renders: the flipped (or the
+// phases') filter's copy in 16-byte vectors both ways (units of 32 rows), searched in place
 // of the element copies wherever C and K are whole vectors, the kernel
 // itself unchanged past the copy's definitions; it compiles; it is
 // refused where the rows are not whole vectors.
@@ -1274,6 +1274,10 @@ func TestWGMMAIGEMMVecCopy(t *testing.T) {
 		{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
 		{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "BK=64,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,SplitK=2,Stages=4,Swizzle=1,Warpgroups=2"},
 		{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.BF16, "BK=64,BM=192,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=3"},
+		// The phases' filters (PhaseFilter): a 3×3 at stride 2 (four
+		// phases of 4, 2, 2 and 1 taps) and 2×3 strides with a 3×5 filter.
+		{"N=8,C=64,H=14,W=14,K=64,R=3,S=3,stride=2,pad=1", problem.TF32, "BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+		{"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=2"},
 	} {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 		elems, vec := renderTwins(t, p, c.cfg, "VecCopy")
@@ -1291,8 +1295,8 @@ func TestWGMMAIGEMMVecCopy(t *testing.T) {
 			t.Fatalf("%s %s,VecCopy=1: %v", p, c.cfg, err)
 		}
 		for _, cand := range kept(f.Space(p, lim)) {
-			if cand.Config["FlipFilter"] == 1 && cand.Config["VecCopy"] != 1 {
-				t.Errorf("%s: kept %s copies its flipped filter element by element", p, cand.ID())
+			if (cand.Config["FlipFilter"] == 1 || cand.Config["PhaseFilter"] == 1) && cand.Config["VecCopy"] != 1 {
+				t.Errorf("%s: kept %s copies its filter element by element", p, cand.ID())
 			}
 		}
 	}

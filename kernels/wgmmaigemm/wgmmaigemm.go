@@ -112,11 +112,12 @@ var templateFS embed.FS
 //     read with ldmatrix and rounded to TF32 there, so that only B is
 //     rounded in shared memory; absent (or 0), both operands are rounded
 //     in shared memory. Searched beside every tf32 configuration.
-//   - VecCopy (FlipFilter, optional): 1, the flipped filter is copied
-//     16 bytes at a time both ways, in units of 32 rows of the gradient's
-//     K by 8 vectors of its C (the element copies' prologue took 12–13 µs
-//     on ResNet-50's 1×1s at N=32, this one 5–7); searched in place of the
-//     element copies wherever C and K are multiples of 16 bytes.
+//   - VecCopy (FlipFilter or PhaseFilter, optional): 1, the flipped (or
+//     the phases') filter is copied 16 bytes at a time both ways, in units
+//     of 32 rows of the gradient's K by 8 vectors of its C (the element
+//     copies' prologue took 12–13 µs on ResNet-50's 1×1s at N=32, this
+//     one 5–7); searched in place of the element copies wherever C and K
+//     are multiples of 16 bytes.
 //   - TruncB (tf32, optional): 1, B is not rounded in the main loop: the
 //     tensor cores read the top 19 bits of its FP32 elements (truncating),
 //     A alone is rounded (a relative error of about 4.6e-4 against
@@ -574,8 +575,8 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs needs Swizzle=1", cfg)
 	case c.VecCopy < 0 || c.VecCopy > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: VecCopy must be 0 or 1", cfg)
-	case c.VecCopy == 1 && (c.FlipFilter != 1 || c.PhaseFilter == 1):
-		return c, fmt.Errorf("wgmmaigemm: config %s: VecCopy copies FlipFilter's flipped filter (FlipFilter=1)", cfg)
+	case c.VecCopy == 1 && c.FlipFilter != 1 && c.PhaseFilter != 1:
+		return c, fmt.Errorf("wgmmaigemm: config %s: VecCopy copies FlipFilter's flipped filter or PhaseFilter's phase filters", cfg)
 	case c.TruncB < 0 || c.TruncB > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: TruncB must be 0 or 1", cfg)
 	case c.TruncB == 1 && (c.FlipFilter == 1 || c.PhaseFilter == 1):
@@ -1049,7 +1050,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	// The flipped filter copied 16 bytes at a time (VecCopy) wherever its
 	// rows allow.
 	for i, cand := range out {
-		if c, err := parseConfig(cand.Config); err == nil && c.FlipFilter == 1 {
+		if c, err := parseConfig(cand.Config); err == nil && (c.FlipFilter == 1 || c.PhaseFilter == 1) {
 			if c.VecCopy = 1; vecCopyRule(orig, c) == "" {
 				out[i] = family.NewCandidate(f.Name(), c, f.reject(orig, c, lim))
 			}
