@@ -377,11 +377,11 @@ func flipRule(p problem.Problem) string {
 }
 
 // vecCopyRule says why configuration c cannot copy data gradient p's
-// flipped filter 16 bytes at a time (VecCopy), or "": the filter's rows
+// flipped (or phases') filter 16 bytes at a time (VecCopy), or "": the filter's rows
 // (C channels) and the copy's rows (K) must be whole 16-byte vectors.
 func vecCopyRule(p problem.Problem, c knobs) string {
 	if vec := 16 / p.Precision.ElementBytes(); c.VecCopy == 1 && (p.Shape.C%vec != 0 || p.Shape.K%vec != 0) {
-		return fmt.Sprintf("VecCopy copies the flipped filter in 16-byte vectors: C = %d and K = %d must be multiples of %d", p.Shape.C, p.Shape.K, vec)
+		return fmt.Sprintf("VecCopy copies the flipped (or phases') filter in 16-byte vectors: C = %d and K = %d must be multiples of %d", p.Shape.C, p.Shape.K, vec)
 	}
 	return ""
 }
@@ -1039,7 +1039,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		// tf32: B is left to the tensor cores' truncation (TruncB) wherever
 		// the main loop would round it: as fast or faster on every tile
 		// pinned (ResNet-50 N=32 forward 3–14%, H100), at an error of about
-		// 4.2e-4 against float64 (2.5e-4 rounding both; cuDNN's 2.9e-4).
+		// 4.2e-4 against float64 where the rounding gave 2.5e-4 (cuDNN's:
+		// 1.9–2.9e-4 on the same layers).
 		for i, cand := range out {
 			if c, err := parseConfig(cand.Config); err == nil && c.FlipFilter == 0 && c.PhaseFilter == 0 {
 				c.TruncB = 1
@@ -1256,7 +1257,7 @@ func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 		throughput *= 1.05
 	}
 	if c.TruncB == 1 {
-		throughput *= 1.08 // no rounding pass over B: 3–14% faster (ResNet-50 N=32 tf32 forward, H100)
+		throughput *= 1.08 // no rounding pass over B: 3–14% faster (ResNet-50 N=32 tf32 forward, H100); it also ranks an unflipped tf32 dgrad ahead of its flipped twin, whose prologue this model does not count
 	}
 	if c.StoreRows == 1 {
 		throughput *= 1.1 // 16-byte stores: 5–32% faster on ResNet-50 N=32's fp16 layers (H100)
@@ -1350,6 +1351,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		doc, typeName, kname = "BF16 operands and output, FP32 accumulation", "bf16", "k16"
 	case problem.TF32:
 		doc, typeName, kname = "FP32 data rounded to TF32 operands, FP32 accumulation and output", "tf32", "k8"
+		if c.TruncB == 1 {
+			doc = "FP32 data as TF32 operands (A rounded, B truncated by the tensor cores), FP32 accumulation and output"
+		}
 	}
 	acc := c.BN / 2
 	accOps, accCons := hopper.AccOperands(acc)
