@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/problem"
@@ -871,5 +872,51 @@ func TestWGMMAGate(t *testing.T) {
 		if err := (WGMMA{}).Serves(q); err == nil {
 			t.Errorf("wgmma serves %s", q)
 		}
+	}
+}
+
+// TestEnumerateExtremeShapes: the largest sizes a shape allows (each at
+// most 2^29 − 1: huge strides and channel counts, whose products overflow
+// 64 bits) enumerate at once in every precision, layout and op, and each
+// kept candidate renders; where a family's arithmetic would overflow it
+// declines the shape instead of keeping a wrapped configuration.
+func TestEnumerateExtremeShapes(t *testing.T) {
+	t.Parallel()
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	start := time.Now()
+	for _, spec := range []string{
+		"N=1,C=1,H=1,W=1,K=1,R=1,S=1,stride=536870911",
+		"N=1,C=268435456,H=1,W=1,K=4,R=1,S=1,stride=262144",
+		"N=1,C=536870911,H=1,W=1,K=4,R=1,S=1",
+		"N=1,C=64,H=4096,W=4096,K=64,R=1,S=1,stride=1024",
+		"N=1,C=3,H=7,W=536870911,K=8,R=1,S=3,stride_w=536870911",
+	} {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		for _, prec := range problem.Precisions {
+			for _, layout := range problem.Layouts {
+				for _, op := range []problem.Op{problem.OpFprop, problem.OpDgrad, problem.OpWgrad} {
+					p := problem.Problem{Shape: s, Precision: prec, Layout: layout, Op: op}
+					cands, err := Enumerate(p, lim)
+					if err != nil {
+						continue // declined with a reason: what matters here is that it answers
+					}
+					for i, c := range kept(cands) {
+						if i == 3 {
+							break
+						}
+						if _, err := RenderCandidate(p, c); err != nil {
+							t.Errorf("%s: kept %s does not render: %v", p, c.ID(), err)
+						}
+					}
+				}
+			}
+		}
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("enumerating the extreme shapes took %v", d)
 	}
 }

@@ -64,9 +64,26 @@ func loadConfig(path string) (Config, error) {
 	if len(c.Packages) == 0 {
 		return Config{}, fmt.Errorf("-config %s: no packages", clip.Text(path))
 	}
+	// Every package's directories (out, torch) are its own: a second
+	// package written to the first's would silently replace it.
+	seen := map[string]string{} // a cleaned directory → the entry that names it
 	for i, p := range c.Packages {
 		if p.Shape == "" || p.Out == "" {
 			return Config{}, fmt.Errorf("-config %s: packages[%d]: shape and out are required", clip.Text(path), i)
+		}
+		for _, d := range []struct{ field, dir string }{{"out", p.Out}, {"torch", p.Torch}} {
+			if d.dir == "" {
+				continue
+			}
+			key := filepath.Clean(d.dir)
+			if !filepath.IsAbs(key) {
+				key = filepath.Join(filepath.Dir(path), key)
+			}
+			here := fmt.Sprintf("packages[%d].%s", i, d.field)
+			if first, ok := seen[key]; ok {
+				return Config{}, fmt.Errorf("-config %s: %s %s: the directory of %s too; every package needs its own", clip.Text(path), here, clip.Quote(d.dir), first)
+			}
+			seen[key] = here
 		}
 	}
 	return c, nil

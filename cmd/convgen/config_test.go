@@ -49,6 +49,8 @@ func TestConfig(t *testing.T) {
 		{"-shape too", `{"packages": [{"shape": "` + flagship + `", "out": "y"}]}`, []string{"-shape", flagship}, "belongs in the config file"},
 		{"-report", `{"packages": [{"shape": "` + flagship + `", "out": "y"}]}`, []string{"-report", "reports"}, "each replacing the last"},
 		{"--report=", `{"packages": [{"shape": "` + flagship + `", "out": "y"}]}`, []string{"--report=reports"}, "each replacing the last"},
+		{"one out twice", `{"packages": [{"shape": "` + flagship + `", "out": "y"}, {"shape": "` + flagship + `", "precision": "tf32", "out": "./y/"}]}`, nil, `packages[1].out "./y/": the directory of packages[0].out too`},
+		{"torch as out", `{"packages": [{"shape": "` + flagship + `", "out": "y"}, {"shape": "` + flagship + `", "out": "z", "torch": "y"}]}`, nil, `packages[1].torch "y": the directory of packages[0].out too`},
 	} {
 		write(tc.text)
 		r := runConvgen(t, append([]string{"--config=" + conf}, tc.args...)...)

@@ -266,6 +266,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	if err := c.checkTorch(); err != nil {
 		return c, usageError{err}
 	}
+	if err := c.checkDirs(); err != nil {
+		return c, usageError{err}
+	}
 	if c.out == "" && !c.compile && !c.list {
 		return c, usageError{errors.New("-o DIR is required: the directory of the generated package")}
 	}
@@ -325,23 +328,58 @@ func (c config) checkTrain(opGiven bool) error {
 	return nil
 }
 
-// checkTorch checks -torch: a directory of its own (not -o's or
-// -report's, which are replaced as a whole too) whose name Python can
-// import.
+// checkTorch checks -torch: a directory whose name Python can import
+// (checkDirs checks that it is its own).
 func (c config) checkTorch() error {
 	if c.torch == "" {
 		return nil
 	}
 	dir := filepath.Clean(c.torch)
-	for _, other := range []struct{ flag, dir string }{{"-o", c.out}, {"-report", c.reportDir}} {
-		if other.dir != "" && filepath.Clean(other.dir) == dir {
-			return fmt.Errorf("-torch %s: the same directory as %s; the PyTorch module needs its own", clip.Text(c.torch), other.flag)
-		}
-	}
 	if err := torchmod.CheckName(filepath.Base(dir)); err != nil {
 		return fmt.Errorf("-torch %s: %w", clip.Text(c.torch), err)
 	}
 	return nil
+}
+
+// checkDirs checks that the directories convgen writes (-o, -report,
+// -torch), each replaced as a whole, are distinct and none lies inside
+// another: a report written over the package, or a package inside the
+// PyTorch module, would destroy or block the other.
+func (c config) checkDirs() error {
+	type dir struct{ flag, path, abs string }
+	var dirs []dir
+	for _, d := range []dir{{flag: "-o", path: c.out}, {flag: "-report", path: c.reportDir}, {flag: "-torch", path: c.torch}} {
+		if d.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(d.path)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", d.flag, clip.Text(d.path), err)
+		}
+		d.abs = abs
+		dirs = append(dirs, d)
+	}
+	for i, a := range dirs {
+		for _, b := range dirs[i+1:] {
+			switch {
+			case a.abs == b.abs:
+				return fmt.Errorf("%s %s and %s %s: the same directory; each is replaced as a whole and needs its own", a.flag, clip.Text(a.path), b.flag, clip.Text(b.path))
+			case within(a.abs, b.abs), within(b.abs, a.abs):
+				inner, outer := a, b
+				if within(b.abs, a.abs) {
+					inner, outer = b, a
+				}
+				return fmt.Errorf("%s %s lies inside %s %s; each is replaced as a whole: give directories side by side", inner.flag, clip.Text(inner.path), outer.flag, clip.Text(outer.path))
+			}
+		}
+	}
+	return nil
+}
+
+// within says whether absolute path p lies strictly inside directory dir.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // longDashes turns -name into --name for every long flag the set knows, so

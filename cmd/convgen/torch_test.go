@@ -31,8 +31,14 @@ func TestTorchFlag(t *testing.T) {
 	}{
 		{"twice", []string{"-o", "conv", "-torch", "a", "-torch", "b"}, "given twice"},
 		{"no value", []string{"-o", "conv", "-torch"}, "needs an argument"},
-		{"same as -o", []string{"-o", "conv", "-torch", "./conv/"}, "same directory as -o"},
-		{"same as -report", []string{"-o", "conv", "-report", "rep", "-torch", "rep"}, "same directory as -report"},
+		{"same as -o", []string{"-o", "conv", "-torch", "./conv/"}, "-o conv and -torch ./conv/: the same directory"},
+		{"same as -report", []string{"-o", "conv", "-report", "rep", "-torch", "rep"}, "-report rep and -torch rep: the same directory"},
+		{"inside -o", []string{"-o", "conv", "-torch", "conv/t"}, "-torch conv/t lies inside -o conv"},
+		{"-o inside", []string{"-o", "t/conv", "-torch", "t"}, "-o t/conv lies inside -torch t"},
+		// -o and -report (no -torch): the same checks.
+		{"-report same as -o", []string{"-o", "conv", "-report", "conv/"}, "-o conv and -report conv/: the same directory"},
+		{"-report inside -o", []string{"-o", "conv", "-report", "conv/rep"}, "-report conv/rep lies inside -o conv"},
+		{"-o inside -report", []string{"-o", "rep/conv", "-report", "rep"}, "-o rep/conv lies inside -report rep"},
 		{"not a Python name", []string{"-o", "conv", "-torch", "conv-torch"}, "identifier"},
 		{"keyword", []string{"-o", "conv", "-torch", "x/import"}, "keyword"},
 		{"torch itself", []string{"-o", "conv", "-torch", "torch"}, "hide PyTorch"},

@@ -53,6 +53,9 @@ func (Family) Serves(p problem.Problem) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
+	if err := dgradphase.Foldable(p.Shape); err != nil {
+		return fmt.Errorf("dgradmma: %w", err)
+	}
 	return gradmma.Serves("dgradmma", p)
 }
 

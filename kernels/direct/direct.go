@@ -127,6 +127,7 @@ func directGeom(s problem.Shape, c directKnobs) directGeometry {
 func (d Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	s := p.Shape
 	var out []family.Candidate
+	stageC := family.Divisors(s.C)
 	for _, px := range directPixelsPerThread {
 		for _, groups := range directColGroups {
 			for _, tp := range directTileP {
@@ -135,7 +136,7 @@ func (d Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 						if tk%kx != 0 || px*kx < 32 || px*kx > 64 {
 							continue // register tiles of 32 to 64 accumulators only
 						}
-						for _, sc := range family.Divisors(s.C) {
+						for _, sc := range stageC {
 							for _, tpb := range directTilesPerBlock {
 								if tpb > 1 && sc != s.C {
 									continue // walking tiles keeps the filter, which needs StageC == C

@@ -24,15 +24,22 @@ func Pitch4(n int) int {
 	return p
 }
 
-// Divisors lists the divisors of n in increasing order.
+// Divisors lists the divisors of n in increasing order (none for n < 1),
+// in O(√n) steps: n may be as large as a shape allows.
 func Divisors(n int) []int {
-	var d []int
-	for i := 1; i <= n; i++ {
+	var low, high []int
+	for i := 1; i <= n/i; i++ {
 		if n%i == 0 {
-			d = append(d, i)
+			low = append(low, i)
+			if i != n/i {
+				high = append(high, n/i)
+			}
 		}
 	}
-	return d
+	for i := len(high) - 1; i >= 0; i-- {
+		low = append(low, high[i])
+	}
+	return low
 }
 
 // KernelSuffix is a short stable hash of a config, for kernel names.

@@ -89,6 +89,9 @@ func (Family) Serves(p problem.Problem) error {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("igemm dgrad: %w", err)
 		}
+		if err := dgradphase.Foldable(p.Shape); err != nil {
+			return fmt.Errorf("igemm dgrad: %w", err)
+		}
 	default:
 		return fmt.Errorf("igemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
 	}

@@ -198,6 +198,9 @@ func (Family) Serves(p problem.Problem) error {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("wgmmaigemm dgrad: %w", err)
 		}
+		if err := dgradphase.Foldable(s); err != nil {
+			return fmt.Errorf("wgmmaigemm dgrad: %w", err)
+		}
 		q := p
 		if relayout(p, knobs{}) { // a 16-bit NCHW one, as relayed out
 			if err := servesRelayout(p); err != nil {

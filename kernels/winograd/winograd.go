@@ -6,6 +6,7 @@ package winograd
 import (
 	"embed"
 	"fmt"
+	"math"
 
 	"github.com/convgen/convgen/epilogue"
 	"github.com/convgen/convgen/kernels/family"
@@ -62,6 +63,10 @@ func (Family) Serves(p problem.Problem) error {
 		return fmt.Errorf("winograd serves only fp32, not %s", p.Precision)
 	case s.DilationH != 1 || s.DilationW != 1:
 		return fmt.Errorf("winograd needs dilation 1, not %dx%d", s.DilationH, s.DilationW)
+	case float64(s.C)*float64(s.StrideH)*float64(s.StrideW)*16 > math.MaxInt32:
+		// The phase channels' multiplies per tile (16·C·stride_h·stride_w)
+		// in 32-bit arithmetic, here and in the kernel.
+		return fmt.Errorf("winograd splits C = %d into %d×%d stride phases: too many phase channels", s.C, s.StrideH, s.StrideW)
 	case family.CeilDiv(s.R, s.StrideH) > 3 || family.CeilDiv(s.S, s.StrideW) > 3:
 		return fmt.Errorf("winograd needs at most 3 filter taps per stride phase, not %dx%d (R=%d, S=%d at stride %dx%d)",
 			family.CeilDiv(s.R, s.StrideH), family.CeilDiv(s.S, s.StrideW), s.R, s.S, s.StrideH, s.StrideW)
@@ -145,12 +150,13 @@ func winogradVPitch(tileT, strideW, threads int) int {
 func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	s := p.Shape
 	ch := s.C * s.StrideH * s.StrideW
+	chunks := winogradChunks(ch, s.StrideW)
 	var out []family.Candidate
 	for _, tt := range winogradTileT {
 		for _, tk := range family.ChannelTiles(s.K, winogradTileK, 4) {
 			for _, xt := range winogradThreadT {
 				for _, xk := range winogradThreadK {
-					for _, chunk := range winogradChunks(ch, s.StrideW) {
+					for _, chunk := range chunks {
 						k := winogradKnobs{TileT: tt, TileK: tk, ThreadT: xt, ThreadK: xk, Chunk: chunk}
 						// One block per SM walks ceil(steps / blocks) steps;
 						// two per SM walk half as many each.
@@ -179,8 +185,8 @@ func winogradChunks(ch, strideW int) []int {
 		return []int{ch}
 	}
 	var out []int
-	for _, d := range family.Divisors(ch) {
-		if d%strideW == 0 && d >= 4 && d <= 32 {
+	for d := 4; d <= 32; d++ {
+		if ch%d == 0 && d%strideW == 0 {
 			out = append(out, d)
 		}
 	}

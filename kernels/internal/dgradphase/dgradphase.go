@@ -44,6 +44,21 @@ func Axis(n, stride, pad, dil int) Taps {
 	return ts
 }
 
+// MaxPhases is the most stride phases (stride_h · stride_w) a folded data
+// gradient takes: its tables and folded columns grow with them (a 1×1 at
+// stride 2^29 would list 2^29 phases), and the generic family serves any
+// stride.
+const MaxPhases = 64
+
+// Foldable says why s's data gradient is not folded into its stride
+// phases, or nil.
+func Foldable(s problem.Shape) error {
+	if n := s.StrideH * s.StrideW; n > MaxPhases {
+		return fmt.Errorf("a data gradient at stride %dx%d has %d stride phases, more than the %d a folded one takes", s.StrideH, s.StrideW, n, MaxPhases)
+	}
+	return nil
+}
+
 // Rows are s's filter rows' phases (R, stride, pad and dilation along H).
 func Rows(s problem.Shape) Taps { return Axis(s.R, s.StrideH, s.PadH, s.DilationH) }
 

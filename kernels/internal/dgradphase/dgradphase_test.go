@@ -48,3 +48,16 @@ func TestTables(t *testing.T) {
 		t.Errorf("tables\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestFoldable: a data gradient folds up to MaxPhases stride phases.
+func TestFoldable(t *testing.T) {
+	for _, c := range []struct {
+		sh, sw int
+		ok     bool
+	}{{1, 1, true}, {4, 4, true}, {8, 8, true}, {2, 33, false}, {536870911, 1, false}, {536870911, 536870911, false}} {
+		err := Foldable(problem.Shape{StrideH: c.sh, StrideW: c.sw})
+		if (err == nil) != c.ok {
+			t.Errorf("stride %dx%d: %v, want ok %v", c.sh, c.sw, err, c.ok)
+		}
+	}
+}
