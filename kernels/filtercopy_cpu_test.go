@@ -137,35 +137,16 @@ func runFilterCopy(t *testing.T, gxx, dir string, k Kernel, filterElems int) (fi
 }
 
 // TestWGMMAIGEMMFilterCopyOnCPU runs the element and the vector (VecCopy)
-// copies of flipped filters (fp16 with C and K past a unit's edge, bf16, a
-// tf32 1×1 and 3×3) and of phase filters (tf32, a 3×3 at stride 2 and 2×3
-// strides with a 3×5 filter) on the CPU and compares them.
+// copies of filterCopyCases's flipped and phase filters on the CPU and
+// compares them.
 func TestWGMMAIGEMMFilterCopyOnCPU(t *testing.T) {
 	t.Parallel()
 	gxx, dir := cpuCompiler(t)
-	for i, c := range []struct {
-		spec string
-		prec problem.Precision
-		cfg  string
-	}{
-		{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.FP16, "BK=64,BM=128,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=4,C=72,H=9,W=11,K=40,R=3,S=3,pad=1", problem.BF16, "BK=64,BM=128,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=4,C=96,H=7,W=7,K=44,R=1,S=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=4,C=36,H=7,W=7,K=68,R=3,S=3,pad=1", problem.TF32, "BK=32,BM=128,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=8,C=64,H=14,W=14,K=64,R=3,S=3,stride=2,pad=1", problem.TF32, "BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=2"},
-	} {
+	for i, c := range filterCopyCases {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 		s := p.Shape
 		n := s.K * s.R * s.S * s.C
-		elems, err := WGMMAIGEMM{}.Render(p, configOf(t, c.cfg))
-		if err != nil {
-			t.Fatalf("%s %s: %v", p, c.cfg, err)
-		}
-		vec, err := WGMMAIGEMM{}.Render(p, configOf(t, c.cfg+",VecCopy=1"))
-		if err != nil {
-			t.Logf("%s %s: no vector copy (%v); the element copy alone is checked", p, c.cfg, err)
-		}
+		elems, vec := renderTwins(t, p, c.cfg, "VecCopy")
 		sub := filepath.Join(dir, fmt.Sprint(i))
 		for _, d := range []string{sub + "e", sub + "v"} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
@@ -199,9 +180,6 @@ func TestWGMMAIGEMMFilterCopyOnCPU(t *testing.T) {
 			if !bytes.Equal(ref[j], ref[1]) {
 				t.Errorf("%s: the element copy differs with blocks of %d threads", p, []int{128, 256, 384}[j])
 			}
-		}
-		if vec.Name == "" {
-			continue
 		}
 		_, got := runFilterCopy(t, gxx, sub+"v", vec, n)
 		for j, threads := range []int{128, 256, 384} {

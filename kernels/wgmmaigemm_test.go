@@ -1266,19 +1266,7 @@ func TestWGMMAIGEMMVecCopy(t *testing.T) {
 	lib := nvrtctest.Open(t)
 	f := WGMMAIGEMM{}
 	lim := h100Limits()
-	for _, c := range []struct {
-		spec string
-		prec problem.Precision
-		cfg  string
-	}{
-		{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "BK=64,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,SplitK=2,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.BF16, "BK=64,BM=192,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=3"},
-		// The phases' filters (PhaseFilter): a 3×3 at stride 2 (four
-		// phases of 4, 2, 2 and 1 taps) and 2×3 strides with a 3×5 filter.
-		{"N=8,C=64,H=14,W=14,K=64,R=3,S=3,stride=2,pad=1", problem.TF32, "BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
-		{"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=2"},
-	} {
+	for _, c := range filterCopyCases {
 		p := problem.Problem{Shape: parseShapes(t, []string{c.spec})[0], Precision: c.prec, Layout: problem.NHWC, Op: problem.OpDgrad}
 		elems, vec := renderTwins(t, p, c.cfg, "VecCopy")
 		if !strings.Contains(vec.Source, "#define FF_PITCH") || !strings.Contains(vec.Source, "*reinterpret_cast<uint4*>(RELAYOUT_W") || strings.Contains(elems.Source, "FF_PITCH") {
@@ -1324,4 +1312,25 @@ func renderTwins(t *testing.T, p problem.Problem, cfg, knob string) (without, wi
 		t.Fatalf("%s %s,%s=1: %v", p, cfg, knob, err)
 	}
 	return without, with
+}
+
+// filterCopyCases are data gradients (NHWC) whose filter is copied by a
+// prologue: on the flipped filter (fp16 with C and K past a unit's edge,
+// split-K, bf16 with three warpgroups, tf32 1×1 and 3×3) and per phase
+// (tf32: a 3×3 at stride 2, four phases of 4, 2, 2 and 1 taps; 2×3 strides
+// with a 3×5 filter), each with a configuration that copies it
+// (VecCopy's tests and the CPU run of the copies).
+var filterCopyCases = []struct {
+	spec string
+	prec problem.Precision
+	cfg  string
+}{
+	{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+	{"N=8,C=96,H=14,W=14,K=64,R=3,S=3,pad=1", problem.FP16, "BK=64,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,SplitK=2,Stages=4,Swizzle=1,Warpgroups=2"},
+	{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.BF16, "BK=64,BM=192,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=3"},
+	{"N=4,C=40,H=9,W=11,K=24,R=3,S=5,pad_h=1,pad_w=2", problem.FP16, "BK=64,BM=128,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+	{"N=4,C=96,H=7,W=7,K=44,R=1,S=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=128,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+	{"N=4,C=36,H=7,W=7,K=68,R=3,S=3,pad=1", problem.TF32, "BK=32,BM=128,BN=64,BlocksPerSM=1,FlipFilter=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+	{"N=8,C=64,H=14,W=14,K=64,R=3,S=3,stride=2,pad=1", problem.TF32, "BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+	{"N=3,C=64,H=15,W=17,K=64,R=3,S=5,stride_h=2,stride_w=3,pad=1", problem.TF32, "ARegs=1,BK=32,BM=128,BN=64,BlocksPerSM=1,Fold=1,HeavyFirst=1,PhaseFilter=1,PhaseTiles=1,Producer=0,Stages=4,StoreRows=1,Swizzle=1,Warpgroups=2"},
 }
