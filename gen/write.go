@@ -72,7 +72,7 @@ func Write(dir string, files map[string][]byte) error {
 // WriteReports writes a directory of reports (REPORT.md, report.json, ...)
 // as Write writes a package, atomically, with its ManifestFile, replacing
 // only a directory convgen wrote, but without a doc.go: the manifest alone
-// vouches for it.
+// vouches for it. It never replaces a generated package (HoldsPackage).
 func WriteReports(dir string, files map[string][]byte) error {
 	return write(dir, files, false)
 }
@@ -111,6 +111,9 @@ func write(dir string, files map[string][]byte, needDoc bool) error {
 	mode, exists, err := replaceable(dir)
 	if err != nil {
 		return wrap(err)
+	}
+	if exists && !needDoc && HoldsPackage(dir) {
+		return wrap(errors.New("it holds a generated Go package (its doc.go); reports and modules need a directory of their own"))
 	}
 
 	tmp, err := os.MkdirTemp(parent, tempPrefix(base, newKind))
@@ -666,4 +669,11 @@ func writeFile(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// HoldsPackage says whether dir holds a generated Go package: a doc.go
+// whose first line is Header. WriteReports and WriteDir never replace one.
+func HoldsPackage(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "doc.go"))
+	return err == nil && bytes.HasPrefix(data, []byte(Header))
 }

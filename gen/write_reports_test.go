@@ -34,3 +34,29 @@ func TestWriteReports(t *testing.T) {
 		t.Errorf("the user's file: %q, %v", b, err)
 	}
 }
+
+// TestWriteReportsRefusesPackage: neither the reports nor a module
+// replace a generated package, which Write replaces.
+func TestWriteReportsRefusesPackage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pkg")
+	pkg := map[string][]byte{"doc.go": []byte(Header + "\n\npackage pkg\n")}
+	if err := Write(dir, pkg); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if !HoldsPackage(dir) {
+		t.Fatal("HoldsPackage: false for a written package")
+	}
+	reports := map[string][]byte{"REPORT.md": []byte("# r\n")}
+	for name, write := range map[string]func(string, map[string][]byte) error{"WriteReports": WriteReports, "WriteDir": WriteDir} {
+		if err := write(dir, reports); err == nil {
+			t.Errorf("%s replaced a generated package", name)
+		}
+	}
+	dirHolds(t, dir, withManifest(pkg))
+	if err := Write(dir, pkg); err != nil {
+		t.Errorf("Write over its own package: %v", err)
+	}
+	if HoldsPackage(filepath.Join(t.TempDir(), "none")) {
+		t.Error("HoldsPackage: true for a missing directory")
+	}
+}

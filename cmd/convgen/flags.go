@@ -359,6 +359,11 @@ func (c config) checkDirs() error {
 		d.abs = abs
 		dirs = append(dirs, d)
 	}
+	for _, d := range dirs {
+		if d.flag != "-o" && gen.HoldsPackage(d.path) {
+			return fmt.Errorf("%s %s holds a generated Go package; give the %s a directory of its own", d.flag, clip.Text(d.path), map[string]string{"-report": "reports", "-torch": "PyTorch module"}[d.flag])
+		}
+	}
 	for i, a := range dirs {
 		for _, b := range dirs[i+1:] {
 			switch {

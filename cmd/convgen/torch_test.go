@@ -117,3 +117,33 @@ func TestTorchConfig(t *testing.T) {
 	}
 	oneErrorLine(t, r, "belongs in the config file")
 }
+
+// TestReportOverPackage: -report (or -torch) naming a directory that holds
+// another generated package is refused before anything is written, and
+// the package is left as it was.
+func TestReportOverPackage(t *testing.T) {
+	rec := fixture(t, h200, 132)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	putRecords(t, "cache.json", rec)
+	if r := runConvgen(t, "-shape", flagship, "-o", "conv", "-cache", "cache.json"); r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	doc, err := os.ReadFile(filepath.Join("conv", "doc.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"-report", "-torch"} {
+		r := runConvgen(t, "-shape", flagship, "-o", "other", "-cache", "cache.json", flag, "conv")
+		if r.code != 2 {
+			t.Errorf("%s conv: exit %d, want 2 (stderr %q)", flag, r.code, r.stderr)
+		}
+		oneErrorLine(t, r, flag+" conv holds a generated Go package")
+		if _, err := os.Stat("other"); !os.IsNotExist(err) {
+			t.Errorf("%s conv: -o other written (%v)", flag, err)
+		}
+		if got, err := os.ReadFile(filepath.Join("conv", "doc.go")); err != nil || string(got) != string(doc) {
+			t.Errorf("%s conv: the package's doc.go changed (%v)", flag, err)
+		}
+	}
+}
