@@ -69,4 +69,6 @@ package autotune
 //   - 18: wgmmaigemm's flipped filter is copied 16 bytes at a time both
 //     ways (VecCopy=1) where C and K are whole vectors (session 24).
 //   - 19: and so are the phases' filters (PhaseFilter; session 25).
-const SearchRevision = 19
+//   - 20: wgmmaigemm serves 3xtf32's forward (operands split in shared
+//     memory, three wgmmas a k step; session 25).
+const SearchRevision = 20

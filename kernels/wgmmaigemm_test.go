@@ -81,15 +81,16 @@ func TestWGMMAIGEMMServes(t *testing.T) {
 	s, _ := problem.ParseShape("N=2,C=12,H=9,W=9,K=16,R=3,S=3")
 	for _, p := range []problem.Problem{
 		{Shape: s, Precision: problem.FP16, Layout: problem.NCHW, Op: problem.OpDgrad}, // C=12: dX's channels are the relayout's columns
-		{Shape: s, Precision: problem.TF32x3, Layout: problem.NHWC},                    // precision
 		{Shape: s, Precision: problem.FP16, Layout: problem.NHWC},                      // C=12 is no multiple of 8
 	} {
 		if f.Serves(p) == nil {
 			t.Errorf("%s: served, want declined", p)
 		}
 	}
-	if p := (problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC}); f.Serves(p) != nil {
-		t.Errorf("%s: declined: %v", p, f.Serves(p))
+	for _, pr := range []problem.Precision{problem.TF32, problem.TF32x3} {
+		if p := (problem.Problem{Shape: s, Precision: pr, Layout: problem.NHWC}); f.Serves(p) != nil {
+			t.Errorf("%s: declined: %v", p, f.Serves(p))
+		}
 	}
 	p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NHWC}
 	for _, c := range f.Space(p, DefaultLimits(90)) {
@@ -184,6 +185,35 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 				t.Fatalf("%s %s: %v", p, c.ID(), err)
 			}
 			jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+		}
+	}
+	// 3xtf32 (operands split in shared memory, three wgmmas a k step): one
+	// kept configuration of every other shape in NHWC and in NCHW (element
+	// copies and relayed out, in turn; all with the full sweep).
+	for i, spec := range wgmmaIGEMMShapes {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, layout := range []problem.Layout{problem.NHWC, problem.NCHW} {
+			p := problem.Problem{Shape: s, Precision: problem.TF32x3, Layout: layout}
+			k := kept(WGMMAIGEMM{}.Space(p, lim))
+			if len(k) == 0 {
+				t.Errorf("%s: no kept configuration", p)
+			}
+			if !fullSweep() && (i+j)%2 == 1 {
+				continue
+			}
+			if !fullSweep() && len(k) > 0 {
+				k = k[i%len(k) : i%len(k)+1]
+			}
+			for _, c := range k {
+				kern, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+			}
 		}
 	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
@@ -630,7 +660,7 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		want string
 	}{
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=18,R=3,S=3,pad=1"), problem.TF32, problem.NHWC), "K divisible by 4"},
-		{dgrad(odd, problem.TF32x3, problem.NHWC), "fp16, bf16 and tf32, not 3xtf32"},
+		{dgrad(odd, problem.TF32x3, problem.NHWC), "3xtf32 computes the forward"},
 		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,stride=2,pad=1"), problem.FP16, problem.NHWC), "folded in NHWC with C divisible by 8"},
 		{dgrad(shape("N=2,C=20,H=9,W=9,K=16,R=3,S=3,stride_w=2,pad=1"), problem.BF16, problem.NHWC), "folded in NHWC with C divisible by 8"},
 		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.FP16, problem.NCHW), "C divisible by 8"}, // relayed out

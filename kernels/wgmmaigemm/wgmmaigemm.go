@@ -222,8 +222,12 @@ func (Family) Serves(p problem.Problem) error {
 	}
 	switch p.Precision {
 	case problem.FP16, problem.BF16, problem.TF32:
+	case problem.TF32x3:
+		if p.Op != problem.OpFprop {
+			return fmt.Errorf("wgmmaigemm's 3xtf32 computes the forward, not op=%s (dgradmma and igemm serve it)", p.Op)
+		}
 	default:
-		return fmt.Errorf("wgmmaigemm serves fp16, bf16 and tf32, not %s", p.Precision)
+		return fmt.Errorf("wgmmaigemm serves fp16, bf16, tf32 and 3xtf32, not %s", p.Precision)
 	}
 	if p.Layout != problem.NHWC {
 		// NCHW: A copied element by element (4-byte cp.async), tf32
@@ -231,7 +235,7 @@ func (Family) Serves(p problem.Problem) error {
 		// folded dgrad, element by element. The 16-bit forward is
 		// relayed out to NHWC first (relayout).
 		switch {
-		case p.Precision != problem.TF32:
+		case !tf32Like(p.Precision):
 			return servesRelayout(p) // the forward and the data gradient
 		case p.Op == problem.OpDgrad:
 			return nil
@@ -252,6 +256,21 @@ func (Family) Serves(p problem.Problem) error {
 	}
 	return nil
 }
+
+// tf32Like says whether pr's operands are FP32 data on TF32 tensor cores:
+// tf32, and 3xtf32 (split3), which the tf32 paths serve with each operand
+// split in two.
+func tf32Like(pr problem.Precision) bool {
+	return pr == problem.TF32 || pr == problem.TF32x3
+}
+
+// split3 says whether p is computed in 3xTF32: every operand tile is
+// split in shared memory into the part the tensor cores read (its top 19
+// bits) and the rest (lo), and each k step issues three wgmmas, A_lo·B,
+// A·B_lo and A·B, into the same FP32 accumulators (A_lo·B_lo, about 2^-20
+// of a product, is left out): FP32-accurate products at three times
+// tf32's tensor-core work and twice its shared memory per stage.
+func split3(p problem.Problem) bool { return p.Precision == problem.TF32x3 }
 
 // relayout says whether configuration c computes p relayed out: a
 // 16-bit forward or data gradient in NCHW always (but PlaneA), a tf32
@@ -674,6 +693,9 @@ func geom(p problem.Problem, c knobs) geometry {
 	g.Chunks = c.BK / g.Vec
 	g.KStep = 32 / g.ElemBytes
 	g.StageBytes = (c.BM + c.BN) * c.BK * g.ElemBytes
+	if split3(p) {
+		g.StageBytes *= 2 // the lo parts of A and B after the tiles (LO_OFF)
+	}
 	g.SharedBytes = c.Stages*g.StageBytes + c.Producer*16*c.Stages // + the full and empty mbarriers
 	if g.Folded {
 		g.TableBytes = g.NDP * g.NDQ * c.BN * 4
@@ -859,7 +881,7 @@ func threeWarpgroupsRule(orig problem.Problem, c knobs) string {
 	if c.Warpgroups != 3 {
 		return ""
 	}
-	tf32 := orig.Precision == problem.TF32
+	tf32 := tf32Like(orig.Precision)
 	if orig.Layout != problem.NHWC || c.Fold == 1 || c.Producer != 0 || c.Relayout == 1 || c.PlaneA == 1 ||
 		tf32 && (c.ARegs != 1 || c.BN > 128 || orig.Op == problem.OpDgrad && c.FlipFilter != 1) {
 		return fmt.Sprintf("three warpgroups (BM=%d) serve NHWC tiles, unfolded, every thread copying, B read in place (tf32: ARegs=1, BN ≤ 128, a data gradient FlipFilter=1), not %s %s op=%s with BN=%d Fold=%d Producer=%d Relayout=%d PlaneA=%d ARegs=%d FlipFilter=%d",
@@ -911,6 +933,9 @@ var (
 	spaceBMWarpgroups = [][2]int{{64, 1}, {128, 1}, {128, 2}, {256, 2}, {192, 3}}
 	spaceBN           = []int{64, 128, 256}
 	spaceOccupancy    = [][2]int{{1, 4}, {1, 6}, {2, 3}, {2, 4}}
+	// 3xtf32's stages are twice as large (the lo parts): a 128 x 128
+	// tile fits 3 of them.
+	spaceOccupancySplit3 = [][2]int{{1, 3}, {1, 4}, {1, 6}, {2, 3}}
 	// Split-K is searched for small grids and grids whose last wave
 	// leaves SMs idle (splitWorth), on these tiles (BM, Warpgroups, BN,
 	// BlocksPerSM, Stages): two warpgroups on 128 x 128 and 128 x 256,
@@ -940,7 +965,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	// (FlipFilter=1).
 	modes := [][3]int{{0, 0, 0}}
 	switch {
-	case p.Op == problem.OpFprop && p.Layout == problem.NCHW && p.Precision == problem.TF32 && servesRelayout(p) == nil:
+	case p.Op == problem.OpFprop && p.Layout == problem.NCHW && tf32Like(p.Precision) && servesRelayout(p) == nil:
 		modes = append(modes, [3]int{1, 0, 0})
 	case planeA(p) == "":
 		modes = append(modes, [3]int{0, 1, 0})
@@ -969,9 +994,13 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		storeRowsRule(orig, twin, geomOf(orig, twin)) == "" {
 		storeRows = []int{0, 1}
 	}
+	occupancy := spaceOccupancy
+	if split3(p) {
+		occupancy = spaceOccupancySplit3
+	}
 	for _, mw := range spaceBMWarpgroups {
 		for _, bn := range bns {
-			for _, oc := range spaceOccupancy {
+			for _, oc := range occupancy {
 				for _, ar := range aregs {
 					for _, sr := range storeRows {
 						if mw[1] == 3 && sr == 0 && len(storeRows) == 2 {
@@ -1083,7 +1112,7 @@ func splitWorth(tiles, blocksPerSM int, lim family.Limits) bool {
 // Render's refusals alike.
 func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 	switch {
-	case c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || orig.Precision != problem.TF32):
+	case c.Relayout == 1 && (orig.Op != problem.OpFprop || orig.Layout != problem.NCHW || !tf32Like(orig.Precision)):
 		return "relayout", fmt.Sprintf("Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
 	case relayout(orig, c) && servesRelayout(orig) != nil:
 		return "relayout", servesRelayout(orig).Error()
@@ -1146,6 +1175,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("shared memory", "%d blocks × (%d + 1024) B > %d per SM", c.BlocksPerSM, g.SharedBytes, lim.MaxSharedPerBlock+1024)
 	case c.BlocksPerSM*g.Threads*(g.Acc+hopper.SpareRegs+8) > lim.RegistersPerSM:
 		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
+	case split3Rule(p, c) != "":
+		return family.Hard("split3", "%s", split3Rule(p, c))
 	case c.ARegs == 1 && g.ElemBytes != 4:
 		return family.Hard("aregs", "ARegs rounds tf32's A in registers, not %s", p.Precision)
 	case c.TruncB == 1 && g.ElemBytes != 4:
@@ -1186,6 +1217,16 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Soft("split", "SplitK=%d: the cost model predicts it no faster than %s", g.Split, asFast)
 	}
 	return family.Rejection{}
+}
+
+// split3Rule says why configuration c cannot compute 3xtf32 problem p, or
+// "": its operands are split in shared memory by the threads that copied
+// them and read from there (no ARegs, TruncB or producer warpgroup).
+func split3Rule(p problem.Problem, c knobs) string {
+	if !split3(p) || c.ARegs == 0 && c.TruncB == 0 && c.Producer == 0 {
+		return ""
+	}
+	return fmt.Sprintf("3xtf32 splits both operands in shared memory, every thread copying: not ARegs=%d, TruncB=%d, Producer=%d", c.ARegs, c.TruncB, c.Producer)
 }
 
 // splitNoFaster names a smaller split of split configuration c's tile
@@ -1273,6 +1314,9 @@ func cost(p problem.Problem, c knobs, lim family.Limits) float64 {
 		}
 		work *= float64(met) / float64(len(g.PhaseOffs)*g.NDP*g.NDQ)
 	}
+	if split3(p) {
+		throughput /= 2.5 // three wgmmas a k step and the split pass, against tf32's one (ranks against other families' 3xtf32)
+	}
 	if c.PhaseFilter == 1 {
 		throughput *= 1.2 // tf32's B in 16-byte copies of the gathered filter, not element copies
 	}
@@ -1314,6 +1358,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	if c.ARegs == 1 && g.ElemBytes != 4 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: ARegs rounds tf32's A in registers, not %s", cfg, p.Precision)
+	}
+	if msg := split3Rule(p, c); msg != "" {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 	}
 	if msg := vecCopyRule(orig, c); msg != "" {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
@@ -1357,6 +1404,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		if c.TruncB == 1 {
 			doc = "FP32 data as TF32 operands (A rounded, B truncated by the tensor cores), FP32 accumulation and output"
 		}
+	case problem.TF32x3:
+		doc, typeName, kname = "FP32 data split into TF32 high and low parts (3xTF32: three products), FP32 accumulation and output", "tf32", "k8"
 	}
 	acc := c.BN / 2
 	accOps, accCons := hopper.AccOperands(acc)
@@ -1446,6 +1495,9 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		// VecCopy: the flipped filter copied 16 bytes at a time both ways
 		// (units of 32 rows by 8 vectors).
 		VecCopy bool
+		// Split3: 3xTF32 (split3): the stages hold the tiles' lo parts
+		// after the tiles, three wgmmas a k step.
+		Split3 bool
 	}{shapeData(orig, p), g, c, name, cfg.String(), doc, orig.Layout.FilterLayout(),
 		typeName, kname, accOps, accCons, acc, acc, acc + 1, acc + 2,
 		dgrad, dgrad && g.ElemBytes == 2, dgrad && g.ElemBytes == 4 && c.PhaseFilter == 0, (!dgrad || (g.Folded && !g.RunA)) && p.Layout == problem.NCHW && c.PlaneA == 0, wide, g.TilesM > 65535, c.ARegs == 1, col, cols,
@@ -1456,7 +1508,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		c.PhaseTiles == 1, pt.Count(), pt.Table(pt.Tap),
 		c.PhaseFilter == 1, pf.entries, pf.pos, pf.base, pf.pj,
 		c.HeavyFirst == 1, heaviestFirst(g.PhaseOffs),
-		c.Warpgroups == 3 && c.BN*g.Chunks%g.loaders(c) != 0, c.TruncB == 1, c.VecCopy == 1}
+		c.Warpgroups == 3 && c.BN*g.Chunks%g.loaders(c) != 0, c.TruncB == 1, c.VecCopy == 1, split3(p)}
 	grid := [3]int{g.TilesN, g.TilesM, g.Split}
 	if data.PixelsOnX {
 		grid = [3]int{g.TilesM, g.TilesN, g.Split}
