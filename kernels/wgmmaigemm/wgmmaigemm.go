@@ -267,9 +267,14 @@ func tf32Like(pr problem.Precision) bool {
 // split3 says whether p is computed in 3xTF32: every operand tile is
 // split in shared memory into the part the tensor cores read (its top 19
 // bits) and the rest (lo), and each k step issues three wgmmas, A_lo·B,
-// A·B_lo and A·B, into the same FP32 accumulators (A_lo·B_lo, about 2^-20
-// of a product, is left out): FP32-accurate products at three times
-// tf32's tensor-core work and twice its shared memory per stage.
+// A·B_lo and A·B (A_lo·B_lo, about 2^-20 of a product, is left out):
+// FP32-accurate products at three times tf32's tensor-core work and twice
+// its shared memory per stage. The tensor cores sum each k-tile's products
+// from zero (step sums) and FP32 adds, rounded to nearest, add them to the
+// totals: their own accumulation truncates, a bias that grows with the
+// steps (1.6–1.7e-5 over ResNet-50's 2304-entry reductions in one
+// accumulator, H100; the bound is 1e-5). Twice the accumulator registers:
+// at most 64 a set.
 func split3(p problem.Problem) bool { return p.Precision == problem.TF32x3 }
 
 // relayout says whether configuration c computes p relayed out: a
@@ -1151,7 +1156,11 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	if msg := threeWarpgroupsRule(orig, c); msg != "" {
 		return family.Hard("warpgroups", "%s", msg)
 	}
-	if r := hopper.ResourceReject(c.BN, g.Threads, g.Acc, lim); r.Rule != "" {
+	accs := g.Acc
+	if split3(p) {
+		accs *= 2 // the step sums beside the totals
+	}
+	if r := hopper.ResourceReject(c.BN, g.Threads, accs, lim); r.Rule != "" {
 		return r
 	}
 	blocks := g.TilesM * g.TilesN * g.Split
@@ -1173,8 +1182,8 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	case c.BlocksPerSM*(g.SharedBytes+1024) > lim.MaxSharedPerBlock+1024:
 		// An SM has the per-block maximum plus the 1 KiB each block reserves.
 		return family.Hard("shared memory", "%d blocks × (%d + 1024) B > %d per SM", c.BlocksPerSM, g.SharedBytes, lim.MaxSharedPerBlock+1024)
-	case c.BlocksPerSM*g.Threads*(g.Acc+hopper.SpareRegs+8) > lim.RegistersPerSM:
-		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, g.Acc, lim.RegistersPerSM)
+	case c.BlocksPerSM*g.Threads*(accs+hopper.SpareRegs+8) > lim.RegistersPerSM:
+		return family.Hard("registers", "%d blocks of %d threads with %d accumulators each exceed %d registers", c.BlocksPerSM, g.Threads, accs, lim.RegistersPerSM)
 	case split3Rule(p, c) != "":
 		return family.Hard("split3", "%s", split3Rule(p, c))
 	case c.ARegs == 1 && g.ElemBytes != 4:
@@ -1346,7 +1355,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	p = view(p, c)
 	g := geomOf(orig, c)
-	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
+	if g.Threads > 1024 || g.Acc > 128 || split3(p) && g.Acc > 64 || c.BK*g.ElemBytes%128 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
 			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
 	}
