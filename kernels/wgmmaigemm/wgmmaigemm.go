@@ -29,7 +29,9 @@ var templateFS embed.FS
 // channels over the C·R·S taps in the KRSC filter's (r, s, c) order, so
 // that both operands are K-major (taps contiguous) as TF32 wgmma requires.
 // It serves NHWC, groups=1, in fp16, bf16 and tf32 (operands rounded to
-// TF32 in shared memory or, A with ARegs, in registers), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
+// TF32 in shared memory or, A with ARegs, in registers) and, the forward
+// only, 3xtf32 (split3: each operand split in shared memory, three wgmmas
+// a k step, step sums), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
 // so that a 16-byte copy is 16 bytes of one tap; any N, H, W, K, R, S,
 // stride, padding and dilation: pixels past M, channels past K and taps in
 // the zero padding are zero-filled by the copies, stores are predicated.
