@@ -71,4 +71,6 @@ package autotune
 //   - 19: and so are the phases' filters (PhaseFilter; session 25).
 //   - 20: wgmmaigemm serves 3xtf32's forward (operands split in shared
 //     memory, three wgmmas a k step; session 25).
-const SearchRevision = 20
+//   - 21: and searches split-K tiles that fit its doubled stages and
+//     accumulators (session 25).
+const SearchRevision = 21

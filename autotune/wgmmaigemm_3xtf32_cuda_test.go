@@ -19,8 +19,8 @@ import (
 // asymmetric strides and pads (partial tiles) and a KernelBench-style
 // 3×3 without bias, in NCHW (element copies and relayed out) and NHWC,
 // and the odd shape in NCHW with the chain scale_shift,relu: pinned to the
-// first, middle and last kept configurations and a split-K tile where it
-// renders. Every kernel must pass the float64 checks within 3xtf32's bound
+// first, middle and last kept configurations and split-K tiles (2 and 4) where they
+// render. Every kernel must pass the float64 checks within 3xtf32's bound
 // (1e-5, FP32's); the medians and errors are logged.
 func TestWGMMAIGEMM3xTF32(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
@@ -57,10 +57,11 @@ func TestWGMMAIGEMM3xTF32(t *testing.T) {
 				want := map[string]bool{}
 				for _, c := range []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
 					{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 64, "BK": 32, "Warpgroups": 2, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "SplitK": 2}},
+					{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "SplitK": 4}},
 				} {
 					k, err := kernels.RenderCandidate(p, c)
 					if err != nil {
-						if c.Config["SplitK"] == 2 {
+						if c.Config["SplitK"] > 1 {
 							continue // a relayed-out NCHW problem, or too few k-tiles
 						}
 						t.Fatalf("render %s: %v", c.ID(), err)

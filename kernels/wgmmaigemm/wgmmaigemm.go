@@ -268,9 +268,9 @@ func tf32Like(pr problem.Precision) bool {
 
 // split3 says whether p is computed in 3xTF32: every operand tile is
 // split in shared memory into the part the tensor cores read (its top 19
-// bits) and the rest (lo), and each k step issues three wgmmas, A_lo·B,
-// A·B_lo and A·B (A_lo·B_lo, about 2^-20 of a product, is left out):
-// FP32-accurate products at three times tf32's tensor-core work and twice
+// bits) and the rest (lo, which they truncate in turn), and each k step issues three wgmmas, A_lo·B, A·B_lo
+// and A·B (A_lo·B_lo, about 2^-20 of a product, is left out): products
+// accurate to a few units of FP32's last place at three times tf32's tensor-core work and twice
 // its shared memory per stage. The tensor cores sum each k-tile's products
 // from zero (step sums) and FP32 adds, rounded to nearest, add them to the
 // totals: their own accumulation truncates, a bias that grows with the
@@ -954,6 +954,9 @@ var (
 	// (BM, Warpgroups, BN, Stages; one block per SM).
 	spaceARegsProducerTiles = [][4]int{{128, 2, 128, 4}, {128, 2, 256, 4}, {128, 1, 128, 4}}
 	spaceSplitTiles         = [][5]int{{128, 2, 128, 1, 4}, {128, 2, 128, 2, 3}, {128, 2, 256, 1, 4}, {64, 1, 128, 2, 4}, {192, 3, 128, 1, 4}, {192, 3, 256, 1, 4}}
+	// 3xtf32's split tiles: its stages are twice as large and its step
+	// sums double the accumulators, which every tile above exceeds.
+	spaceSplitTilesSplit3 = [][5]int{{128, 2, 64, 1, 3}, {128, 2, 128, 1, 3}, {64, 1, 128, 1, 3}, {64, 1, 64, 2, 3}}
 )
 
 // Space implements family.Family. Without Limits.SM90a every configuration
@@ -1061,7 +1064,11 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			}
 		}
 	}
-	for _, t := range spaceSplitTiles {
+	splitTiles := spaceSplitTiles
+	if split3(p) {
+		splitTiles = spaceSplitTilesSplit3
+	}
+	for _, t := range splitTiles {
 		for _, sk := range spaceSplitK {
 			for _, ar := range aregs {
 				for _, md := range modes {
@@ -1160,6 +1167,9 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 	}
 	accs := g.Acc
 	if split3(p) {
+		if g.Acc > 64 {
+			return family.Hard("registers", "3xtf32 keeps step sums beside the totals: at most 64 accumulators a set, not %d", g.Acc)
+		}
 		accs *= 2 // the step sums beside the totals
 	}
 	if r := hopper.ResourceReject(c.BN, g.Threads, accs, lim); r.Rule != "" {
@@ -1357,7 +1367,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	p = view(p, c)
 	g := geomOf(orig, c)
-	if g.Threads > 1024 || g.Acc > 128 || split3(p) && g.Acc > 64 || c.BK*g.ElemBytes%128 != 0 {
+	if split3(p) && g.Acc > 64 {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: 3xtf32 keeps step sums beside the totals: at most 64 accumulators a set, not %d", cfg, g.Acc)
+	}
+	if g.Threads > 1024 || g.Acc > 128 || c.BK*g.ElemBytes%128 != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %d threads, %d accumulators and %d-byte tile rows (want ≤ 1024, ≤ 128, a multiple of 128)",
 			cfg, g.Threads, g.Acc, c.BK*g.ElemBytes)
 	}
