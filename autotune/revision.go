@@ -73,4 +73,6 @@ package autotune
 //     memory, three wgmmas a k step; session 25).
 //   - 21: and searches split-K tiles that fit its doubled stages and
 //     accumulators (session 25).
-const SearchRevision = 21
+//   - 22: and 3xtf32's data gradient (stride 1, folded, the flipped
+//     filter's copy unrounded; session 25).
+const SearchRevision = 22

@@ -216,6 +216,52 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 			}
 		}
 	}
+	// 3xtf32's data gradient: one kept configuration (all with the full
+	// sweep) of each way it is read: B element copies at stride 1 (NHWC)
+	// and the flipped filter's copy, folded with phase tiles (NHWC, stride
+	// 2), folded NCHW with A element copies and with A's runs (NDQ a
+	// multiple of 4), and the flagship's folded columns.
+	for i, spec := range []string{
+		"N=2,C=16,H=9,W=9,K=24,R=3,S=3,pad=1",
+		"N=2,C=16,H=9,W=9,K=24,R=3,S=3,stride=2,pad=1",
+		"N=2,C=8,H=12,W=12,K=16,R=1,S=7,stride=1,pad_w=3",
+		"N=2,C=3,H=35,W=35,K=16,R=11,S=11,stride=4,pad=2",
+	} {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, layout := range []problem.Layout{problem.NHWC, problem.NCHW} {
+			p := problem.Problem{Shape: s, Precision: problem.TF32x3, Layout: layout, Op: problem.OpDgrad}
+			if WGMMAIGEMM.Serves(WGMMAIGEMM{}, p) != nil {
+				continue
+			}
+			k := kept(WGMMAIGEMM{}.Space(p, lim))
+			if len(k) == 0 {
+				t.Errorf("%s: no kept configuration", p)
+			}
+			if !fullSweep() {
+				var pick []Candidate
+				seen := map[string]bool{}
+				for j, c := range k {
+					// one of each way B is read (FlipFilter, PhaseTiles), in turn
+					way := fmt.Sprint(c.Config["FlipFilter"], c.Config["PhaseTiles"])
+					if !seen[way] && (j+i)%2 == 0 {
+						seen[way] = true
+						pick = append(pick, c)
+					}
+				}
+				k = pick
+			}
+			for _, c := range k {
+				kern, err := RenderCandidate(p, c)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, c.ID(), err)
+				}
+				jobs = append(jobs, compileJob{fmt.Sprintf("%s %s", p, c.ID()), kern})
+			}
+		}
+	}
 	runCompileJobs(t, jobs, func(j compileJob) string {
 		res, err := memoCompile(lib, true, j.kernel.Source, nvrtc.Options{Name: j.kernel.Name + ".cu", Arch: "sm_90a"})
 		if err != nil {
@@ -233,13 +279,16 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 			// tf32's A through registers: read with ldmatrix, rounded there.
 			return "ARegs PTX lacks ldmatrix"
 		}
-		if !strings.Contains(res.PTX, "cp.async.cg.shared.global") {
-			return "PTX lacks the 16-byte cp.async"
+		if !strings.Contains(res.PTX, "cp.async.cg.shared.global") && !(strings.Contains(j.id, "op=dgrad") && strings.Contains(j.id, "layout=nchw")) {
+			return "PTX lacks the 16-byte cp.async" // (a folded NCHW data gradient copies 4-byte elements)
+		}
+		if strings.Contains(j.id, "3xtf32") && strings.Count(res.PTX, want) < 3 {
+			return "3xtf32 PTX lacks the three wgmmas of a k step"
 		}
 		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 1 && (!strings.Contains(res.PTX, j.kernel.Name+"_count") || !strings.Contains(res.PTX, ".entry "+j.kernel.Name+"_prologue")) {
 			return "a relayed-out NCHW kernel without its tickets or its prologue"
 		}
-		if strings.Contains(j.id, "layout=nchw") && j.kernel.Config["Relayout"] == 0 && (!fourByteCopy.MatchString(res.PTX) || !tf32Rounding.MatchString(res.PTX)) {
+		if strings.Contains(j.id, "layout=nchw") && !strings.Contains(j.id, "op=dgrad") && j.kernel.Config["Relayout"] == 0 && (!fourByteCopy.MatchString(res.PTX) || !tf32Rounding.MatchString(res.PTX)) {
 			return "NCHW PTX lacks A's 4-byte cp.async or the rounding to TF32"
 		}
 		return ""
@@ -660,7 +709,6 @@ func TestWGMMAIGEMMDgradServes(t *testing.T) {
 		want string
 	}{
 		{dgrad(shape("N=2,C=16,H=9,W=9,K=18,R=3,S=3,pad=1"), problem.TF32, problem.NHWC), "K divisible by 4"},
-		{dgrad(odd, problem.TF32x3, problem.NHWC), "3xtf32 computes the forward"},
 		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,stride=2,pad=1"), problem.FP16, problem.NHWC), "folded in NHWC with C divisible by 8"},
 		{dgrad(shape("N=2,C=20,H=9,W=9,K=16,R=3,S=3,stride_w=2,pad=1"), problem.BF16, problem.NHWC), "folded in NHWC with C divisible by 8"},
 		{dgrad(shape("N=2,C=12,H=9,W=9,K=16,R=3,S=3,pad=1"), problem.FP16, problem.NCHW), "C divisible by 8"}, // relayed out

@@ -29,9 +29,9 @@ var templateFS embed.FS
 // channels over the C·R·S taps in the KRSC filter's (r, s, c) order, so
 // that both operands are K-major (taps contiguous) as TF32 wgmma requires.
 // It serves NHWC, groups=1, in fp16, bf16 and tf32 (operands rounded to
-// TF32 in shared memory or, A with ARegs, in registers) and, the forward
-// only, 3xtf32 (split3: each operand split in shared memory, three wgmmas
-// a k step, step sums), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
+// TF32 in shared memory or, A with ARegs, in registers) and 3xtf32
+// (split3: each operand split in shared memory, three wgmmas a k step,
+// step sums; its data gradient as tf32's but for PhaseFilter), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
 // so that a 16-byte copy is 16 bytes of one tap; any N, H, W, K, R, S,
 // stride, padding and dilation: pixels past M, channels past K and taps in
 // the zero padding are zero-filled by the copies, stores are predicated.
@@ -225,9 +225,6 @@ func (Family) Serves(p problem.Problem) error {
 	switch p.Precision {
 	case problem.FP16, problem.BF16, problem.TF32:
 	case problem.TF32x3:
-		if p.Op != problem.OpFprop {
-			return fmt.Errorf("wgmmaigemm's 3xtf32 computes the forward, not op=%s (dgradmma and igemm serve it)", p.Op)
-		}
 	default:
 		return fmt.Errorf("wgmmaigemm serves fp16, bf16, tf32 and 3xtf32, not %s", p.Precision)
 	}
@@ -498,7 +495,7 @@ func servesDgrad(p problem.Problem) error {
 	s := p.Shape
 	vec := 16 / p.Precision.ElementBytes()
 	switch {
-	case (s.StrideH != 1 || s.StrideW != 1) && p.Precision != problem.TF32 && (p.Layout != problem.NHWC || s.C%vec != 0):
+	case (s.StrideH != 1 || s.StrideW != 1) && !tf32Like(p.Precision) && (p.Layout != problem.NHWC || s.C%vec != 0):
 		return fmt.Errorf("wgmmaigemm dgrad serves %s at a stride above 1 folded in NHWC with C divisible by %d, not %s with C=%d at %dx%d (igemm and dgradmma split a strided dX into phases)",
 			p.Precision, vec, p.Layout, s.C, s.StrideH, s.StrideW)
 	case p.Layout == problem.NHWC && s.K%vec != 0:
@@ -515,7 +512,7 @@ func folds(p problem.Problem) bool {
 	if p.Op != problem.OpDgrad {
 		return false
 	}
-	if p.Precision == problem.TF32 {
+	if tf32Like(p.Precision) {
 		return s.StrideH*s.StrideW > 1 || p.Layout == problem.NCHW
 	}
 	return s.StrideH*s.StrideW > 1
@@ -992,7 +989,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		// tile (16-bit B tiles are whole 64-channel atoms: BN 64, 128, 256).
 		fold = 1
 		act, _ := phases(p.Shape)
-		if cf := family.CeilDiv(len(act)*p.Shape.C, 8) * 8; p.Precision == problem.TF32 && (cf < 64 || (cf < 256 && cf%64 != 0)) {
+		if cf := family.CeilDiv(len(act)*p.Shape.C, 8) * 8; tf32Like(p.Precision) && (cf < 64 || (cf < 256 && cf%64 != 0)) {
 			bns = append([]int{cf}, spaceBN...)
 		}
 	}
