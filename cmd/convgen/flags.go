@@ -61,6 +61,10 @@ var tuningFlags = []string{"trials", "time", "seed", "jobs", "runs", "compile-ti
 
 var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
 
+// minArch is the oldest compute capability convgen's kernels serve (the
+// fallback's PTX is compute_80).
+const minArch = 80
+
 // onceString is a string flag that may be given once: a second value is a
 // usage error instead of silently replacing the first.
 type onceString struct {
@@ -254,6 +258,10 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	if c.list && c.compile {
 		return c, usageError{errors.New("-list and -compile-only: give one (-list prints the candidates, -compile-only compiles them)")}
 	}
+	if c.list && (len(c.pin) > 0 || c.retune) {
+		// (-o is allowed: -config's packages name theirs, which -list ignores.)
+		return c, usageError{errors.New("-list prints every candidate and measures none: -pin and -retune do not go with it (-compile-only takes -pin)")}
+	}
 	if c.verbose && !c.list {
 		return c, usageError{errors.New("-v needs -list (it lists the rejected candidates too)")}
 	}
@@ -282,6 +290,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	}
 	if c.arch != "" && !archPattern.MatchString(c.arch) {
 		return c, usageError{fmt.Errorf("-arch %s: want sm_XY, e.g. sm_90", clip.Quote(c.arch))}
+	}
+	if cc, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(c.arch, "sm_"), "a")); c.arch != "" && (err != nil || cc < minArch) {
+		return c, usageError{fmt.Errorf("-arch %s: convgen's kernels need sm_%d or newer", clip.Quote(c.arch), minArch)}
 	}
 	if c.trials < 0 {
 		return c, usageError{fmt.Errorf("-trials %d: must be 0 (all) or positive", c.trials)}

@@ -190,3 +190,22 @@ func TestBoundedError(t *testing.T) {
 		t.Error("boundedError does not unwrap")
 	}
 }
+
+// TestListAndArchFlags covers the CLI probe's remarks of session 24:
+// -list ignored -pin and -retune silently, and -arch took sm_10.
+func TestListAndArchFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-shape", small, "-list", "-pin", "generic/BlockK=4"},
+		{"-shape", small, "-list", "-retune"},
+	} {
+		mentions(t, parseErr(t, args...), "-list", "-pin and -retune")
+	}
+	for _, arch := range []string{"sm_10", "sm_75", "sm_70a"} {
+		mentions(t, parseErr(t, "-shape", small, "-list", "-arch", arch), arch, "sm_80 or newer")
+	}
+	for _, arch := range []string{"sm_80", "sm_90", "sm_90a", "sm_100"} {
+		if _, err := parseFlags([]string{"-shape", small, "-list", "-arch", arch}, io.Discard); err != nil {
+			t.Errorf("-list -arch %s: %v", arch, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/kernels/launch"
+	"github.com/convgen/convgen/pipeline"
 )
 
 // defaultListArch is the architecture -list and -compile-only use without
@@ -48,14 +49,17 @@ func list(c config, stdout io.Writer) error {
 			fmt.Fprintln(stdout, cand.ID())
 		}
 	}
-	if !c.verbose {
-		return nil
-	}
-	for _, cand := range cands {
-		if cand.Rejected != "" {
-			fmt.Fprintf(stdout, "rejected %s: %s\n", cand.ID(), oneLine(cand.Rejected))
+	if c.verbose {
+		for _, cand := range cands {
+			if cand.Rejected != "" {
+				fmt.Fprintf(stdout, "rejected %s: %s\n", cand.ID(), oneLine(cand.Rejected))
+			}
 		}
+		fmt.Fprintf(stdout, "%s for %s: %d candidates, %d kept, %d rejected statically\n", c.problem, arch, len(cands), kept, len(cands)-kept)
 	}
-	fmt.Fprintf(stdout, "%s for %s: %d candidates, %d kept, %d rejected statically\n", c.problem, arch, len(cands), kept, len(cands)-kept)
+	if kept == 0 {
+		// As tuning would: exit status 4 (exitUnsupported).
+		return fmt.Errorf("list candidates for %s: every one of the %d is rejected statically (-v says why): %w", arch, len(cands), pipeline.ErrUnsupported)
+	}
 	return nil
 }
