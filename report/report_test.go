@@ -174,3 +174,18 @@ func TestExecutedNote(t *testing.T) {
 		}
 	}
 }
+
+// TestFP32PointsTo3xTF32: an fp32 report says that its arithmetic is
+// FFMA and names 3xtf32 as the tensor-core precision of the same bound;
+// a tf32 report does not.
+func TestFP32PointsTo3xTF32(t *testing.T) {
+	p := flagship(t)
+	md := string(New(flagshipRecord(), p, "convgen").Markdown())
+	if !strings.Contains(md, "strict FP32 arithmetic (FFMA)") || !strings.Contains(md, "`-precision 3xtf32`") {
+		t.Errorf("fp32 report lacks the 3xtf32 note:\n%.600s", md)
+	}
+	p.Precision = problem.TF32
+	if md := string(New(flagshipRecord(), p, "convgen").Markdown()); strings.Contains(md, "3xtf32") {
+		t.Errorf("tf32 report names 3xtf32")
+	}
+}
