@@ -29,6 +29,19 @@ import (
 // the medians are logged.
 func TestWGMMAIGEMMNCHW(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
+	for _, p := range wgmmaIGEMMForwardProblems(t, problem.TF32) {
+		wgmmaIGEMMTF32Run(t, lib, worker, lim, p, p.Epilogue.String())
+	}
+}
+
+// wgmmaIGEMMForwardProblems are the forward problems of
+// TestWGMMAIGEMMNCHW (and TestWGMMAIGEMM3xTF32) in precision prec:
+// ResNet-50's s3-3x3 and strided 1×1 at N=32, a 7×7 map, an odd dilated
+// shape with asymmetric strides and pads (partial tiles) and a
+// KernelBench-style 3×3 without bias, each in NCHW and NHWC, and the odd
+// shape in NCHW with the chains scale_shift,relu and residual(0.5).
+func wgmmaIGEMMForwardProblems(t *testing.T, prec problem.Precision) []problem.Problem {
+	t.Helper()
 	odd := "N=3,C=24,H=19,W=23,K=40,R=3,S=5,stride_h=2,stride_w=1,pad_h=1,pad_w=2,dilation_h=2"
 	cases := []struct{ shape, chain string }{
 		{"N=32,C=256,H=14,W=14,K=256,R=3,S=3,pad=1", ""},
@@ -39,6 +52,7 @@ func TestWGMMAIGEMMNCHW(t *testing.T) {
 		{odd, "scale_shift,relu"},
 		{odd, "residual(0.5)"},
 	}
+	var out []problem.Problem
 	for _, tc := range cases {
 		for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
 			if lay == problem.NHWC && tc.chain != "" {
@@ -48,15 +62,16 @@ func TestWGMMAIGEMMNCHW(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := problem.Problem{Shape: shape, Precision: problem.TF32, Layout: lay}
+			p := problem.Problem{Shape: shape, Precision: prec, Layout: lay}
 			if tc.chain != "" {
 				if p.Epilogue, err = epilogue.Parse(tc.chain); err != nil {
 					t.Fatal(err)
 				}
 			}
-			wgmmaIGEMMTF32Run(t, lib, worker, lim, p, tc.chain)
+			out = append(out, p)
 		}
 	}
+	return out
 }
 
 // wgmmaIGEMMTF32Run tunes p through wgmmaigemm's first, middle and last
@@ -68,32 +83,45 @@ func wgmmaIGEMMTF32Run(t *testing.T, lib *nvrtc.Library, worker []string, lim ke
 		if len(kept) == 0 {
 			t.Fatal("no kept wgmmaigemm candidate")
 		}
-		var extra []kernels.Kernel
-		want := map[string]bool{}
-		for _, c := range []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
+		tuneCandidates(t, lib, worker, p, []kernels.Candidate{kept[0], kept[len(kept)/2], kept[len(kept)-1],
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 64, "BN": 64, "BK": 64, "Warpgroups": 1, "Stages": 3, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "ARegs": 1}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 256, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "ARegs": 1}},
 			{Family: "wgmmaigemm", Config: kernels.Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "SplitK": 2, "ARegs": 1}},
-		} {
-			k, err := kernels.RenderCandidate(p, c)
-			if err != nil {
-				t.Fatalf("render %s: %v", c.ID(), err)
-			}
-			if want[k.Family+"/"+k.Name] {
+		}, nil, 29)
+	})
+}
+
+// tuneCandidates renders the candidates cands for p (skipping those
+// optional says may fail to render; any other render error fails the
+// test), tunes p over them alone (10 timed runs each, seed as given) and
+// requires every one to pass the float64 checks within p's bound; the
+// medians and errors are logged.
+func tuneCandidates(t *testing.T, lib *nvrtc.Library, worker []string, p problem.Problem, cands []kernels.Candidate, optional func(kernels.Candidate) bool, seed uint64) {
+	t.Helper()
+	var extra []kernels.Kernel
+	want := map[string]bool{}
+	for _, c := range cands {
+		k, err := kernels.RenderCandidate(p, c)
+		if err != nil {
+			if optional != nil && optional(c) {
 				continue
 			}
-			want[k.Family+"/"+k.Name] = true
-			extra = append(extra, k)
+			t.Fatalf("render %s: %v", c.ID(), err)
 		}
-		res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{kept[0].ID()}, Extra: extra,
-			Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
-		if err != nil {
-			t.Fatalf("tune: %v", err)
+		if want[k.Family+"/"+k.Name] {
+			continue
 		}
-		checkTrials(t, p, res.Trials)
-		checkPinnedOK(t, res.Trials, want, len(extra))
-	})
+		want[k.Family+"/"+k.Name] = true
+		extra = append(extra, k)
+	}
+	res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: []string{cands[0].ID()}, Extra: extra,
+		Trials: 0, Runs: 10, Seed: seed, Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatalf("tune: %v", err)
+	}
+	checkTrials(t, p, res.Trials)
+	checkPinnedOK(t, res.Trials, want, len(extra))
 }
