@@ -75,4 +75,6 @@ package autotune
 //     accumulators (session 25).
 //   - 22: and 3xtf32's data gradient (stride 1, folded, the flipped
 //     filter's copy unrounded; session 25).
-const SearchRevision = 22
+//   - 23: wgmmaigemm's relayed-out NCHW kernels split K too (the tile
+//     from the grid, the epoch from a ticket; session 25).
+const SearchRevision = 23

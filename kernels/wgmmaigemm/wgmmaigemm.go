@@ -75,8 +75,9 @@ var templateFS embed.FS
 // running blocks owe. Launchers run such a kernel one launch at a time. The kernel is
 // then the NHWC forward (or data gradient) on those copies and stores
 // NCHW (StoreRows: along a channel's pixels). Any C is so served, at the
-// price of the copies and of a module that holds them; split-K is not
-// (its clusters' tiles are not the tickets').
+// price of the copies and of a module that holds them; split-K too (the
+// tile from the grid, a cluster's ranks sharing it, the epoch from a
+// ticket over every block, as FlipFilter's split does).
 //
 // Knobs:
 //   - BM: output pixels per block, 64 per m64 sub-tile, Warpgroups × (1 or
@@ -1127,8 +1128,6 @@ func inputRule(orig problem.Problem, c knobs) (rule, msg string) {
 		return "relayout", fmt.Sprintf("Relayout=1 relays a tf32 NCHW forward out (a 16-bit NCHW forward always is), not %s op=%s %s", orig.Precision, orig.Op, orig.Layout)
 	case relayout(orig, c) && servesRelayout(orig) != nil:
 		return "relayout", servesRelayout(orig).Error()
-	case relayout(orig, c) && c.SplitK > 1:
-		return "relayout", "a relayed-out kernel takes its tiles from tickets; split-K's clusters do not"
 	case c.PlaneA == 1 && planeA(orig) != "":
 		return "plane a", planeA(orig)
 	case c.FlipFilter == 1 && flipRule(orig) != "":
