@@ -31,8 +31,8 @@ var templateFS embed.FS
 // It serves NHWC, groups=1, in fp16, bf16 and tf32 (operands rounded to
 // TF32 in shared memory or, A with ARegs, in registers) and 3xtf32
 // (split3: each operand split in shared memory, three wgmmas a k step,
-// step sums; its data gradient as tf32's but for PhaseFilter), with C a multiple of 8 (fp16, bf16) or 4 (tf32)
-// so that a 16-byte copy is 16 bytes of one tap; any N, H, W, K, R, S,
+// step sums; its data gradient as tf32's but for PhaseFilter), with C a
+// multiple of 8 (fp16, bf16) or 4 (tf32, 3xtf32) so that a 16-byte copy is 16 bytes of one tap; any N, H, W, K, R, S,
 // stride, padding and dilation: pixels past M, channels past K and taps in
 // the zero padding are zero-filled by the copies, stores are predicated.
 //
@@ -266,10 +266,11 @@ func tf32Like(pr problem.Precision) bool {
 
 // split3 says whether p is computed in 3xTF32: every operand tile is
 // split in shared memory into the part the tensor cores read (its top 19
-// bits) and the rest (lo, which they truncate in turn), and each k step issues three wgmmas, A_lo·B, A·B_lo
-// and A·B (A_lo·B_lo, about 2^-20 of a product, is left out): products
-// accurate to a few units of FP32's last place at three times tf32's tensor-core work and twice
-// its shared memory per stage. The tensor cores sum each k-tile's products
+// bits) and the rest (lo, which they truncate in turn), and each k step
+// issues three wgmmas, A_lo·B, A·B_lo and A·B (A_lo·B_lo, about 2^-20 of
+// a product, is left out): products accurate to a few units of FP32's
+// last place, at three times tf32's tensor-core work and twice its shared
+// memory per stage. The tensor cores sum each k-tile's products
 // from zero (step sums) and FP32 adds, rounded to nearest, add them to the
 // totals: their own accumulation truncates, a bias that grows with the
 // steps (1.6–1.7e-5 over ResNet-50's 2304-entry reductions in one
