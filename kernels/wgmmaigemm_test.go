@@ -177,7 +177,8 @@ func TestWGMMAIGEMMFrontEnd(t *testing.T) {
 		if i == 3 {
 			k = append(k, Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1}},
 				Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 256, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 1, "Swizzle": 1, "ARegs": 1}},
-				Candidate{Family: "wgmmaigemm", Config: Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}})
+				Candidate{Family: "wgmmaigemm", Config: Config{"BM": 64, "BN": 64, "BK": 32, "Warpgroups": 1, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 0}},
+				Candidate{Family: "wgmmaigemm", Config: Config{"BM": 128, "BN": 128, "BK": 32, "Warpgroups": 2, "Stages": 4, "BlocksPerSM": 1, "Producer": 0, "Swizzle": 1, "Relayout": 1, "StoreRows": 1, "TruncB": 1}})
 		}
 		for _, c := range k {
 			kern, err := RenderCandidate(p, c)

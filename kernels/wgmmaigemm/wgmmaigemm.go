@@ -764,8 +764,6 @@ func storeRowsRule(p problem.Problem, c knobs, g geometry) string {
 		return "StoreRows stores the input's type"
 	case nchwStores(p, c) && p.Op == problem.OpDgrad:
 		return "StoreRows stores a relayed-out NCHW forward's planes, not a data gradient's"
-	case nchwStores(p, c) && p.Precision.ElementBytes() != 2:
-		return fmt.Sprintf("StoreRows stores a relayed-out NCHW tile in 16-bit types, not %s", p.Precision)
 	case nchwStores(p, c) && g.PartBytes > c.Stages*g.StageBytes:
 		return fmt.Sprintf("StoreRows' tile (%d B, channel by channel) does not fit over the stages (%d B)", g.PartBytes, c.Stages*g.StageBytes)
 	case nchwStores(p, c):
@@ -1021,6 +1019,15 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 						for _, md := range modes {
 							c := knobs{BM: mw[0], BN: bn, BK: bk, Warpgroups: mw[1], BlocksPerSM: oc[0], Stages: oc[1], Swizzle: 1, ARegs: ar, Fold: fold, StoreRows: sr, Relayout: md[0], PlaneA: md[1], FlipFilter: md[2]}
 							out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
+							if tw := c; md[0] == 1 && tf32Like(p.Precision) {
+								// tf32's relayed-out NCHW tile also stored through
+								// shared memory along the channels' pixels (its
+								// fragment stores are channel pairs of a pixel, a
+								// plane apart in NCHW).
+								if tw.StoreRows = 1; storeRowsRule(orig, tw, geomOf(orig, tw)) == "" {
+									out = append(out, family.NewCandidate(f.Name(), tw, f.reject(orig, tw, lim)))
+								}
+							}
 							if pt := c; fold == 1 {
 								// Folded: also tiled by phase, where it applies.
 								if pt.PhaseTiles = 1; phaseTilesRule(orig, pt) == "" {
