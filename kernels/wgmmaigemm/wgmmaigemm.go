@@ -133,8 +133,9 @@ var templateFS embed.FS
 //     pixel's channels, any epilogue chain applied on the way (NHWC, the
 //     input's type, unsplit, unfolded or PhaseTiles, Producer=0; a relayed-out NCHW
 //     tile is staged channel by channel and stored along the pixels, 16
-//     bytes at a time where P·Q is a multiple of 8); searched as a twin of
-//     every such tile in fp16 and bf16.
+//     bytes at a time where P·Q is a multiple of 16 bytes' pixels);
+//     searched as a twin of every such tile in fp16 and bf16, and of every
+//     relayed-out one in tf32 and 3xtf32.
 //   - Relayout (tf32 NCHW forward, optional): 1, relayed out as above;
 //     absent (or 0), A copied element by element (C·R·S a multiple of
 //     4). Both are searched.
