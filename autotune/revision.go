@@ -77,4 +77,7 @@ package autotune
 //     filter's copy unrounded; session 25).
 //   - 23: wgmmaigemm's relayed-out NCHW kernels split K too (the tile
 //     from the grid, the epoch from a ticket; session 25).
-const SearchRevision = 23
+//   - 24: a new data-gradient family, dgradscatter (strided, C ≤ 32: a
+//     dY window in shared memory, each stride phase's taps a dense GEMM,
+//     the sums gathered; session 26).
+const SearchRevision = 24

@@ -21,7 +21,7 @@ func servesOp(name string, op problem.Op) bool {
 // familyOp is the op a family computes: wgradmma is a wgrad family too.
 func familyOp(name string) problem.Op {
 	switch name {
-	case "dgrad", "dgradmma":
+	case "dgrad", "dgradmma", "dgradscatter":
 		return problem.OpDgrad
 	case "wgrad", "wgradmma":
 		return problem.OpWgrad

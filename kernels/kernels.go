@@ -12,6 +12,7 @@ import (
 	"github.com/convgen/convgen/kernels/depthwise"
 	"github.com/convgen/convgen/kernels/dgrad"
 	"github.com/convgen/convgen/kernels/dgradmma"
+	"github.com/convgen/convgen/kernels/dgradscatter"
 	"github.com/convgen/convgen/kernels/direct"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/generic"
@@ -100,12 +101,15 @@ type (
 	Wgrad      = wgrad.Family    // the filter and bias gradients (problem.OpWgrad)
 	WgradMMA   = wgradmma.Family // the filter and bias gradients on tensor cores (sm_90 clusters)
 	DgradMMA   = dgradmma.Family // the data gradient on tensor cores, by stride phase
+	// DgradScatter is the data gradient of few input channels on tensor
+	// cores: each dY pixel's products with the filter added into a dX tile.
+	DgradScatter = dgradscatter.Family
 )
 
 // Families lists every kernel family in a stable order: the forward
 // families, then the gradients' (each serves one op).
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, DgradMMA{}, Dgrad{}, WgradMMA{}, Wgrad{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, DgradMMA{}, DgradScatter{}, Dgrad{}, WgradMMA{}, Wgrad{}}
 }
 
 // FamilyByName finds a family by its name.
