@@ -49,8 +49,9 @@ const MaxCols = 128
 // mod stride_w) the block computes the window's products with that
 // phase's filter taps, all C channels (the columns, at most Cols of them),
 // over K, into shared memory; each dX element of the phase then sums its
-// taps' products (a fixed order: deterministic) and stores it, rounded
-// once.
+// taps' products (a fixed order: deterministic) into the block's rows of
+// its row phase, stored (rounded once, along dX's contiguous axis) after
+// the row phase's last column phase.
 //
 // Knobs:
 //   - TP, TQ: the dY rows and columns whose dX pixels a block owns;
@@ -148,13 +149,15 @@ type geometry struct {
 	FM, FN     int   // a warp's fragments
 	KPad, PK   int   // K rounded up to the mma's k, plus the row padding
 	TPitch     int   // floats between two rows of the phase's products
-	Phases     []int // the phases (a·stride_w + b) with taps
-	ZeroPhases []int // the phases without: their dX pixels are zero
+	Phases     []int // the phases (a·stride_w + b) with taps, a-major
+	PhaseEnd   []int // 1 where Phases[i] is its row phase's last
+	ZeroRows   []int // the row phases without taps: their dX rows are zero
 	SharedA    int   // bytes: the dY window
 	SharedB    int   // bytes: two phases' filter taps
 	SharedT    int   // bytes: a phase's FP32 products
 	SharedO    int   // bytes: the phases' column offsets
-	Shared     int   // all four
+	SharedX    int   // bytes: a row phase's FP32 dX rows
+	Shared     int   // all five
 }
 
 func geom(p problem.Problem, k knobs) geometry {
@@ -177,9 +180,13 @@ func geom(p problem.Problem, k knobs) geometry {
 		for b := range s.StrideW {
 			if len(g.AH.Taps.Tap[a]) > 0 && len(g.AW.Taps.Tap[b]) > 0 {
 				g.Phases = append(g.Phases, a*s.StrideW+b)
-			} else {
-				g.ZeroPhases = append(g.ZeroPhases, a*s.StrideW+b)
+				g.PhaseEnd = append(g.PhaseEnd, 0)
 			}
+		}
+		if len(g.AH.Taps.Tap[a]) == 0 {
+			g.ZeroRows = append(g.ZeroRows, a)
+		} else {
+			g.PhaseEnd[len(g.PhaseEnd)-1] = 1
 		}
 	}
 	g.KPad = family.RoundUp(s.K, mm.KStep)
@@ -190,7 +197,8 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.SharedB = 2 * g.BN * g.PK * e
 	g.SharedT = family.RoundUp(4*g.MPad*g.TPitch, 16)
 	g.SharedO = family.RoundUp(4*len(g.Phases)*g.BN, 16)
-	g.Shared = g.SharedA + g.SharedB + g.SharedT + g.SharedO
+	g.SharedX = 4 * s.C * k.TP * g.AW.Tile
+	g.Shared = g.SharedA + g.SharedB + g.SharedT + g.SharedO + g.SharedX
 	return g
 }
 
@@ -264,7 +272,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case lim.MaxSharedPerBlock > 0 && g.Shared > lim.MaxSharedPerBlock:
-		return family.Hard("shared memory", "%d B per block (dY window %d, filter taps %d, products %d, column offsets %d) > %d", g.Shared, g.SharedA, g.SharedB, g.SharedT, g.SharedO, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block (dY window %d, filter taps %d, products %d, column offsets %d, dX rows %d) > %d", g.Shared, g.SharedA, g.SharedB, g.SharedT, g.SharedO, g.SharedX, lim.MaxSharedPerBlock)
 	case g.AH.Tiles > 65535 || g.AW.Tiles > 2147483647 || s.N > 65535:
 		return family.Hard("grid", "%d × %d tiles by %d images is past CUDA's grid", g.AW.Tiles, g.AH.Tiles, s.N)
 	case g.MPad > 320:
@@ -318,13 +326,13 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		Split3                                         bool
 		MaxTR, MaxTS                                   int
 		NTR, TRR, TRDI, NTS, TSS, TSDJ, PhaseList      string
-		ZeroPhaseList                                  string
+		PhaseEndList, ZeroRowList                      string
 		ColOff                                         string
 	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3,
 		g.AH.Taps.Most, g.AW.Taps.Most,
 		g.AH.Taps.Count(), g.AH.Taps.Table(g.AH.Taps.Tap), g.AH.Taps.Table(g.AH.Taps.Off),
 		g.AW.Taps.Count(), g.AW.Taps.Table(g.AW.Taps.Tap), g.AW.Taps.Table(g.AW.Taps.Off),
-		list(g.Phases), list(g.ZeroPhases), colOffsets(p, g)}
+		list(g.Phases), list(g.PhaseEnd), list(g.ZeroRows), colOffsets(p, g)}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
