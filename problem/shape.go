@@ -5,6 +5,7 @@ package problem
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,20 @@ var shapeKeys = []string{"n", "c", "h", "w", "k", "r", "s",
 // (each also as _h/_w), groups (default 1) and bias (default true) are
 // optional. Stride and dilation default to 1, pad to 0.
 func ParseShape(spec string) (Shape, error) {
+	s, _, err := parseShape(spec, shapeKeys, true)
+	if err != nil {
+		return Shape{}, err
+	}
+	if err := s.Validate(); err != nil {
+		return Shape{}, err
+	}
+	return s, nil
+}
+
+// parseShape reads spec's KEY=VALUE pairs, keys among allowed, into a
+// Shape (not validated; bias defaults to bias); it returns the values of
+// the keys Shape has no field for (by lower-case key) with their spelling.
+func parseShape(spec string, allowed []string, bias bool) (Shape, map[string][2]string, error) {
 	vals := map[string]string{}
 	// spelled keeps each key as the user wrote it, for messages.
 	spelled := map[string]string{}
@@ -57,20 +72,20 @@ func ParseShape(spec string) (Shape, error) {
 		}
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok {
-			return Shape{}, fmt.Errorf("shape: %s is not KEY=VALUE", clip.Quote(pair))
+			return Shape{}, nil, fmt.Errorf("shape: %s is not KEY=VALUE", clip.Quote(pair))
 		}
 		written := strings.TrimSpace(k)
 		k = strings.ToLower(written)
 		v = strings.TrimSpace(v)
-		if !known(k) {
-			return Shape{}, fmt.Errorf("shape: unknown key %s (known: %s)", clip.Quote(written), strings.Join(shapeKeys, ", "))
+		if !slices.Contains(allowed, k) {
+			return Shape{}, nil, fmt.Errorf("shape: unknown key %s (known: %s)", clip.Quote(written), strings.Join(allowed, ", "))
 		}
 		if first, dup := spelled[k]; dup {
-			return Shape{}, fmt.Errorf("shape: key %q given twice (first as %q)", written, first)
+			return Shape{}, nil, fmt.Errorf("shape: key %q given twice (first as %q)", written, first)
 		}
 		vals[k], spelled[k] = v, written
 	}
-	s := Shape{Groups: 1, Bias: true}
+	s := Shape{Groups: 1, Bias: bias}
 	var err error
 	for _, f := range []struct {
 		key string
@@ -78,24 +93,24 @@ func ParseShape(spec string) (Shape, error) {
 	}{{"n", &s.N}, {"c", &s.C}, {"h", &s.H}, {"w", &s.W}, {"k", &s.K}, {"r", &s.R}, {"s", &s.S}} {
 		v, ok := vals[f.key]
 		if !ok {
-			return Shape{}, fmt.Errorf("shape: missing required key %q (required: N,C,H,W,K,R,S)", strings.ToUpper(f.key))
+			return Shape{}, nil, fmt.Errorf("shape: missing required key %q (required: N,C,H,W,K,R,S)", strings.ToUpper(f.key))
 		}
 		if *f.dst, err = positive(spelled[f.key], v); err != nil {
-			return Shape{}, err
+			return Shape{}, nil, err
 		}
 	}
 	if s.StrideH, s.StrideW, err = pairOf(vals, spelled, "stride", 1, positive); err != nil {
-		return Shape{}, err
+		return Shape{}, nil, err
 	}
 	if s.PadH, s.PadW, err = pairOf(vals, spelled, "pad", 0, nonNegative); err != nil {
-		return Shape{}, err
+		return Shape{}, nil, err
 	}
 	if s.DilationH, s.DilationW, err = pairOf(vals, spelled, "dilation", 1, positive); err != nil {
-		return Shape{}, err
+		return Shape{}, nil, err
 	}
 	if v, ok := vals["groups"]; ok {
 		if s.Groups, err = positive(spelled["groups"], v); err != nil {
-			return Shape{}, err
+			return Shape{}, nil, err
 		}
 	}
 	if v, ok := vals["bias"]; ok {
@@ -105,22 +120,16 @@ func ParseShape(spec string) (Shape, error) {
 		case "0", "false", "no", "off":
 			s.Bias = false
 		default:
-			return Shape{}, fmt.Errorf("shape: %s=%s: must be true or false (or 1/0, yes/no, on/off)", spelled["bias"], clip.Quote(v))
+			return Shape{}, nil, fmt.Errorf("shape: %s=%s: must be true or false (or 1/0, yes/no, on/off)", spelled["bias"], clip.Quote(v))
 		}
 	}
-	if err := s.Validate(); err != nil {
-		return Shape{}, err
-	}
-	return s, nil
-}
-
-func known(k string) bool {
-	for _, key := range shapeKeys {
-		if key == k {
-			return true
+	rest := map[string][2]string{}
+	for k, v := range vals {
+		if !slices.Contains(shapeKeys, k) {
+			rest[k] = [2]string{v, spelled[k]}
 		}
 	}
-	return false
+	return s, rest, nil
 }
 
 // positive and nonNegative read the value v of key (as the user wrote the

@@ -51,12 +51,20 @@ type config struct {
 	train     bool   // the training package: the three ops' kernels in one package (pipeline.RunTrain)
 	verbose   bool   // with list: the rejected candidates too, with their reasons
 	shapeText string
+	// transposed says that -op transposed read -shape as ConvTranspose2d's
+	// and set the problem to the data gradient that computes it.
+	transposed bool
 	// tuningSet names the tuning flags given on the command line (they
 	// have no effect when the package is replayed from the cache).
 	tuningSet []string
 }
 
 // tuningFlags only matter when convgen tunes.
+// transposedOp is -op's name for a transposed convolution (ConvTranspose2d),
+// which convgen computes with the data gradient's kernels
+// (problem.Transposed.Dgrad).
+const transposedOp = "transposed"
+
 var tuningFlags = []string{"trials", "time", "seed", "jobs", "runs", "compile-timeout"}
 
 var archPattern = regexp.MustCompile(`^sm_[0-9]{2,3}a?$`)
@@ -171,7 +179,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	once(fs, &c.shapeText, "shape", "", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
 	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
-	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX) or wgrad (the filter and bias gradients dW, dBias); docs/families.md#ops")
+	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX), wgrad (the filter and bias gradients dW, dBias) or transposed (ConvTranspose2d, -shape in its terms plus output_padding, bias=false: computed by the dgrad kernels); docs/families.md#ops")
 	fs.BoolVar(&c.train, "train", false, "the training package: tune (or replay) fprop, dgrad and wgrad, each its own record, and write one package whose Kernel has Forward, BackwardData and BackwardFilter (not with -op, -epilogue, -out-precision)")
 	once(fs, &chain, "epilogue", "", "", "chain applied to each output after the bias, in order, e.g. scale_shift,relu or residual(0.5),gelu (docs/epilogue.md)")
 	once(fs, &outPrec, "out-precision", "", "", "the output's element type when it is not the input's: fp32, fp16 or bf16 (e.g. tf32 stored as bf16, fp16 stored as fp32); forward op only (docs/epilogue.md#output-precision)")
@@ -215,11 +223,25 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	if c.shapeText == "" {
 		return c, usageError{errors.New("-shape is required, e.g. -shape N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2")}
 	}
-	shape, err := problem.ParseShape(c.shapeText)
-	if err != nil {
-		return c, usageError{err}
+	var err error
+	if strings.EqualFold(op, transposedOp) {
+		// ConvTranspose2d's shape, computed as the data gradient of the
+		// forward convolution whose input is its output.
+		t, err := problem.ParseTransposed(c.shapeText)
+		if err != nil {
+			return c, usageError{fmt.Errorf("-op transposed: %w", err)}
+		}
+		if c.problem.Shape, err = t.Dgrad(); err != nil {
+			return c, usageError{fmt.Errorf("-op transposed: %w", err)}
+		}
+		c.transposed, op = true, problem.OpDgrad.String()
+	} else {
+		shape, err := problem.ParseShape(c.shapeText)
+		if err != nil {
+			return c, usageError{err}
+		}
+		c.problem.Shape = shape
 	}
-	c.problem.Shape = shape
 	if c.problem.Precision, err = problem.ParsePrecision(precision); err != nil {
 		return c, usageError{fmt.Errorf("-precision: %w", err)}
 	}
@@ -247,7 +269,11 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 		return c, usageError{fmt.Errorf("-op %s: %w", c.problem.Op, err)}
 	}
 	if c.torch != "" && c.problem.Op != problem.OpFprop {
-		return c, usageError{fmt.Errorf("-torch goes with -op fprop (the PyTorch module runs the forward kernel), not -op %s", c.problem.Op)}
+		op := c.problem.Op.String()
+		if c.transposed {
+			op = transposedOp
+		}
+		return c, usageError{fmt.Errorf("-torch goes with -op fprop (the PyTorch module runs the forward kernel), not -op %s", op)}
 	}
 	if c.torch != "" && c.problem.OutDiffers() {
 		return c, usageError{fmt.Errorf("-torch does not go with -out-precision %s yet: the PyTorch module returns a tensor of the input's dtype (%s); write the Go package alone", c.problem.OutPrecision, c.problem.Precision)}

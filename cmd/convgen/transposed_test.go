@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTransposedOp: -op transposed reads -shape as ConvTranspose2d's and
+// lists exactly the candidates of the data gradient that computes it (a
+// GAN generator's last layer: 64 → 3 channels, 4×4, stride 2, 32² → 64²,
+// which dgradscatter serves); bias=true, an output_padding not below the
+// stride and -torch are refused with one line and exit code 2.
+func TestTransposedOp(t *testing.T) {
+	const tr = "N=8,C=64,H=32,W=32,K=3,R=4,S=4,stride=2,pad=1"
+	const fwd = "N=8,C=3,H=64,W=64,K=64,R=4,S=4,stride=2,pad=1,bias=false"
+	got := runConvgen(t, "-op", "transposed", "-shape", tr, "-precision", "fp16", "-layout", "nhwc", "-list")
+	want := runConvgen(t, "-op", "dgrad", "-shape", fwd, "-precision", "fp16", "-layout", "nhwc", "-list")
+	if got.code != 0 || want.code != 0 {
+		t.Fatalf("exit codes %d and %d: %s%s", got.code, want.code, got.stderr, want.stderr)
+	}
+	if got.stdout != want.stdout || !strings.Contains(got.stdout, "dgradscatter/") {
+		t.Errorf("-op transposed lists\n%s\nwant the dgrad candidates of %s, dgradscatter's among them:\n%s", got.stdout, fwd, want.stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-op", "transposed", "-shape", tr + ",bias=true", "-list"}, []string{"-op transposed", "bias=false"}},
+		{[]string{"-op", "transposed", "-shape", tr + ",output_padding=2", "-list"}, []string{"output_padding_h=2", "less than the stride"}},
+		{[]string{"-op", "transposed", "-shape", tr + ",pad=9", "-list"}, []string{"pad", "given twice"}},
+		{[]string{"-op", "transposed", "-shape", strings.Replace(tr, "pad=1", "pad=40", 1), "-list"}, []string{"at least 1x1"}},
+		{[]string{"-op", "transposed", "-shape", tr, "-torch", "m", "-o", "x"}, []string{"-torch", "not -op transposed"}},
+	} {
+		r := runConvgen(t, c.args...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2", c.args, r.code)
+		}
+		oneErrorLine(t, r, c.want...)
+	}
+}

@@ -1,0 +1,118 @@
+package problem
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/convgen/convgen/internal/clip"
+)
+
+// Transposed is a transposed convolution with PyTorch's ConvTranspose2d
+// semantics, its sizes named as ConvTranspose2d names them: input
+// N×C×H×W (C = in_channels), weight C×(K/Groups)×R×S (K = out_channels),
+// output N×K×HO×WO with
+//
+//	HO = (H−1)·stride_h − 2·pad_h + dilation_h·(R−1) + output_padding_h + 1
+//
+// (WO likewise). It is the data gradient of the forward convolution whose
+// input is its output (Dgrad): convgen computes it with that op's kernels.
+type Transposed struct {
+	// Shape holds N, C, H, W, K, R, S, strides, padding, dilation and
+	// groups in ConvTranspose2d's sense; its Bias is false (a transposed
+	// convolution's bias is not fused).
+	Shape
+	// OutputPadH and OutputPadW are ConvTranspose2d's output_padding: rows
+	// and columns added to one side of the output, each less than its
+	// stride.
+	OutputPadH, OutputPadW int
+}
+
+// transposedKeys are ParseTransposed's keys: ParseShape's and
+// output_padding.
+var transposedKeys = append(append([]string(nil), shapeKeys...), "output_padding", "output_padding_h", "output_padding_w")
+
+// ErrTransposedBias says that a transposed convolution asked for a bias:
+// its kernels (the data gradient's) add none.
+var ErrTransposedBias = errors.New("a transposed convolution's kernel (the data gradient's) adds no bias: give bias=false and add the bias after it")
+
+// ParseTransposed reads a transposed convolution from comma-separated
+// KEY=VALUE pairs in ConvTranspose2d's sense (Transposed): ParseShape's
+// keys (C the input channels, K the output channels, H×W the input) and
+// output_padding (also _h/_w, default 0). bias defaults to false; bias=true
+// is refused (ErrTransposedBias).
+func ParseTransposed(spec string) (Transposed, error) {
+	s, rest, err := parseShape(spec, transposedKeys, false)
+	if err != nil {
+		return Transposed{}, err
+	}
+	t := Transposed{Shape: s}
+	vals, spelled := map[string]string{}, map[string]string{}
+	for k, v := range rest {
+		vals[k], spelled[k] = v[0], v[1]
+	}
+	if t.OutputPadH, t.OutputPadW, err = pairOf(vals, spelled, "output_padding", 0, nonNegative); err != nil {
+		return Transposed{}, err
+	}
+	if _, err := t.Dgrad(); err != nil {
+		return Transposed{}, err
+	}
+	return t, nil
+}
+
+// OutputSize is the transposed convolution's output height and width.
+func (t Transposed) OutputSize() (ho, wo int) {
+	return transposedSize(t.H, t.StrideH, t.PadH, t.DilationH, t.R, t.OutputPadH),
+		transposedSize(t.W, t.StrideW, t.PadW, t.DilationW, t.S, t.OutputPadW)
+}
+
+func transposedSize(in, stride, pad, dilation, taps, outPad int) int {
+	return (in-1)*stride - 2*pad + dilation*(taps-1) + outPad + 1
+}
+
+// Dgrad is the shape whose data gradient (OpDgrad) computes t: the forward
+// convolution of an N×K×HO×WO input (t's output) to C output channels
+// (t's input channels) at t's input size, with t's filter size, strides,
+// padding, dilation and groups, and no bias. Its dgrad kernel's parameters (out, in, filter)
+// are t's output, input and weight: ConvTranspose2d's weight, C×(K/G)×R×S,
+// is the forward's filter in KCRS order (KRSC for NHWC: C×R×S×(K/G)).
+// It fails where t is not a valid transposed convolution, where its
+// output_padding is not less than its stride (the forward's output would
+// not be t's input), or where t has a bias.
+func (t Transposed) Dgrad() (Shape, error) {
+	if t.Bias {
+		return Shape{}, fmt.Errorf("shape: bias=true: %w", ErrTransposedBias)
+	}
+	for _, o := range []struct {
+		name        string
+		pad, stride int
+	}{{"output_padding_h", t.OutputPadH, t.StrideH}, {"output_padding_w", t.OutputPadW, t.StrideW}} {
+		if o.pad < 0 || o.pad >= o.stride {
+			return Shape{}, fmt.Errorf("shape: %s=%d: must be non-negative and less than the stride (%d)", o.name, o.pad, o.stride)
+		}
+	}
+	// Bound the sizes before the output size is computed.
+	for _, v := range []int{t.H, t.W, t.R, t.S, t.StrideH, t.StrideW, t.PadH, t.PadW, t.DilationH, t.DilationW} {
+		if v > maxDim {
+			return Shape{}, fmt.Errorf("shape: %d is too large: each size, stride, pad and dilation is at most %d (2^29-1)", v, maxDim)
+		}
+	}
+	ho, wo := t.OutputSize()
+	if ho < 1 || wo < 1 {
+		return Shape{}, fmt.Errorf("shape: the transposed convolution's output (H-1)*stride - 2*pad + dilation*(R-1) + output_padding + 1 is %dx%d: must be at least 1x1 (padding %s too large)",
+			ho, wo, clip.Quote(strconv.Itoa(t.PadH)+","+strconv.Itoa(t.PadW)))
+	}
+	if ho > maxDim || wo > maxDim {
+		return Shape{}, fmt.Errorf("shape: the transposed convolution's output %dx%d is too large (at most %d a side)", ho, wo, maxDim)
+	}
+	f := Shape{N: t.N, C: t.K, H: ho, W: wo, K: t.C, R: t.R, S: t.S,
+		StrideH: t.StrideH, StrideW: t.StrideW, PadH: t.PadH, PadW: t.PadW,
+		DilationH: t.DilationH, DilationW: t.DilationW, Groups: t.Groups}
+	if err := f.Validate(); err != nil {
+		return Shape{}, fmt.Errorf("transposed convolution as a data gradient: %w", err)
+	}
+	if f.P() != t.H || f.Q() != t.W {
+		return Shape{}, fmt.Errorf("shape: the forward convolution of the %dx%d output gives %dx%d, not the %dx%d input", ho, wo, f.P(), f.Q(), t.H, t.W)
+	}
+	return f, nil
+}
