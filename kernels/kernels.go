@@ -101,8 +101,9 @@ type (
 	Wgrad      = wgrad.Family    // the filter and bias gradients (problem.OpWgrad)
 	WgradMMA   = wgradmma.Family // the filter and bias gradients on tensor cores (sm_90 clusters)
 	DgradMMA   = dgradmma.Family // the data gradient on tensor cores, by stride phase
-	// DgradScatter is the data gradient of few input channels on tensor
-	// cores: each dY pixel's products with the filter added into a dX tile.
+	// DgradScatter is the strided data gradient of few input channels on
+	// tensor cores: a dY window's products with each stride phase's taps,
+	// each dX element's summed from shared memory.
 	DgradScatter = dgradscatter.Family
 )
 

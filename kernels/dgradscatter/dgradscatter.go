@@ -10,6 +10,7 @@ package dgradscatter
 import (
 	"embed"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/convgen/convgen/kernels/family"
@@ -84,9 +85,20 @@ func (Family) Serves(p problem.Problem) error {
 		return fmt.Errorf("dgradscatter serves strided data gradients (at stride 1 dgradmma's GEMM has no holes to skip)")
 	case s.StrideH*s.StrideW > dgradphase.MaxPhases:
 		return fmt.Errorf("dgradscatter takes at most %d stride phases, not %d", dgradphase.MaxPhases, s.StrideH*s.StrideW)
+	case s.N > 65535:
+		return fmt.Errorf("dgradscatter takes an image a grid row (gridDim.z ≤ 65535), not N=%d", s.N)
+	case s.C*family.CeilDiv(s.R, s.StrideH)*family.CeilDiv(s.S, s.StrideW) > MaxCols:
+		// A lower bound of the columns (some phase has at least
+		// ⌈R/stride_h⌉ row taps), checked before the tap tables are built.
+		return fmt.Errorf("dgradscatter computes a phase's products with all its taps at once: at most %d (C times a phase's taps), not at least %d", MaxCols, s.C*family.CeilDiv(s.R, s.StrideH)*family.CeilDiv(s.S, s.StrideW))
 	}
 	if cols := s.C * dgradphase.Rows(s).Most * dgradphase.Cols(s).Most; cols > MaxCols {
 		return fmt.Errorf("dgradscatter computes a phase's products with all its taps at once: at most %d (C times a phase's taps), not %d", MaxCols, cols)
+	}
+	// The smallest tiles' shared memory: the window holds all K channels.
+	small := geom(p, knobs{TP: slices.Min(tileSizes(s.P())), TQ: slices.Min(tileSizes(s.Q())), WM: spaceWarps[0]})
+	if lim := family.DefaultLimits(90).MaxSharedPerBlock; small.Shared > lim {
+		return fmt.Errorf("dgradscatter keeps the dY window's K channels in shared memory: K=%d needs %d B even for the smallest tiles, more than %d", s.K, small.Shared, lim)
 	}
 	return nil
 }
@@ -96,8 +108,9 @@ type knobs struct {
 	TP, TQ, WM int
 }
 
-// axis is the tiling of one spatial axis: a tile's dX range starts at
-// t·Tile − Shift; the dY positions whose taps reach it start at t·T + Off
+// axis is the tiling of one spatial axis of TP (or TQ) dY positions a
+// tile: tile t's dX range starts at t·Tile − Shift; the dY positions whose
+// taps reach it start at t·TP + Off
 // and span Span positions; a product of the window's position i and tap r
 // lands at the tile's position i·stride + r·dilation + Local.
 type axis struct {
@@ -264,16 +277,20 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	s := p.Shape
 	owned := k.TP * k.TQ
 	blocks := g.AH.Tiles * g.AW.Tiles * s.N
+	regs := lim.RegistersPerSM
+	if regs == 0 {
+		regs = 65536
+	}
 	switch {
 	case lim.Arch != 0 && lim.Arch < 80:
 		return family.Hard("arch", "dgradscatter needs mma.sync (sm_80), not sm_%d", lim.Arch)
-	case g.FM*g.FN*4 > 128:
-		return family.Hard("registers", "%d accumulators per thread", g.FM*g.FN*4)
+	case g.FM*g.FN*4 > min(128, regs/g.Threads-40): // __launch_bounds__(THREADS) caps a thread at regs/THREADS
+		return family.Hard("registers", "%d accumulators per thread in blocks of %d threads", g.FM*g.FN*4, g.Threads)
 	case g.Threads > lim.MaxThreadsPerBlock:
 		return family.Hard("threads", "%d per block > %d", g.Threads, lim.MaxThreadsPerBlock)
 	case lim.MaxSharedPerBlock > 0 && g.Shared > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block (dY window %d, filter taps %d, products %d, column offsets %d, dX rows %d) > %d", g.Shared, g.SharedA, g.SharedB, g.SharedT, g.SharedO, g.SharedX, lim.MaxSharedPerBlock)
-	case g.AH.Tiles > 65535 || g.AW.Tiles > 2147483647 || s.N > 65535:
+	case g.AH.Tiles > 65535 || s.N > 65535:
 		return family.Hard("grid", "%d × %d tiles by %d images is past CUDA's grid", g.AW.Tiles, g.AH.Tiles, s.N)
 	case g.MPad > 320:
 		return family.Soft("window", "a window of %d dY pixels (more than 320 rows)", g.Rows)

@@ -3,6 +3,9 @@ package dgradscatter
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/problem"
 )
 
 // TestTileAxis checks the tiling of random axes against the convolution's
@@ -16,12 +19,12 @@ func TestTileAxis(t *testing.T) {
 	for range 2000 {
 		st, d := 1+rng.IntN(5), 1+rng.IntN(3)
 		r := 1 + rng.IntN(11)
-		pad := rng.IntN(r*d + 1)
-		x := r*d + rng.IntN(60)
-		y := (x+2*pad-d*(r-1)-1)/st + 1
-		if y < 1 {
+		pad := rng.IntN(r*d + 6) // up to beyond the filter's extent
+		x := 1 + rng.IntN(60)    // down to maps smaller than the filter
+		if x+2*pad < d*(r-1)+1 {
 			continue
 		}
+		y := (x+2*pad-d*(r-1)-1)/st + 1
 		tp := 1 + rng.IntN(min(y, 20))
 		a := tileAxis(x, tp, st, pad, r, d)
 		if a.Tile != tp*st || a.Shift < 0 || a.Shift >= st || a.Tiles*a.Tile < x+a.Shift {
@@ -71,5 +74,51 @@ func TestTileAxis(t *testing.T) {
 		if taps != r {
 			t.Fatalf("the phases list %d taps, want %d", taps, r)
 		}
+	}
+}
+
+// TestServedKept: every data gradient the family serves keeps a candidate
+// on an sm_90 (the soft rules lifted where they would reject all), and no
+// kept candidate holds more accumulators than its block's registers allow
+// a thread (__launch_bounds__), for random strided shapes of few channels:
+// odd and large K, dilation, padding beyond the filter, tiny maps, N = 1.
+func TestServedKept(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lim := family.DefaultLimits(90)
+	served := 0
+	for range 400 {
+		s := problem.Shape{N: 1 + rng.IntN(4), C: 1 + rng.IntN(32), H: 1 + rng.IntN(70), W: 1 + rng.IntN(70), K: 1 + rng.IntN(600),
+			R: 1 + rng.IntN(11), S: 1 + rng.IntN(11), StrideH: 1 + rng.IntN(5), StrideW: 1 + rng.IntN(5),
+			PadH: rng.IntN(8), PadW: rng.IntN(8), DilationH: 1 + rng.IntN(3), DilationW: 1 + rng.IntN(3), Groups: 1}
+		if s.Validate() != nil {
+			continue
+		}
+		for _, prec := range []problem.Precision{problem.TF32, problem.FP16} {
+			p := problem.Problem{Shape: s, Precision: prec, Layout: problem.NHWC, Op: problem.OpDgrad}
+			if (Family{}).Serves(p) != nil {
+				continue
+			}
+			served++
+			kept := 0
+			for _, c := range family.AdmitSoft(Family{}.Space(p, lim)) {
+				if c.Rejected != "" {
+					continue
+				}
+				kept++
+				k, err := family.ParseKnobs[knobs]("dgradscatter", c.Config)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g := geom(p, k); g.FM*g.FN*4 > 65536/g.Threads-40 {
+					t.Errorf("%s %s: %d accumulators a thread in blocks of %d threads", p, c.ID(), g.FM*g.FN*4, g.Threads)
+				}
+			}
+			if kept == 0 {
+				t.Errorf("%s: served, but no candidate kept", p)
+			}
+		}
+	}
+	if served < 50 {
+		t.Fatalf("only %d problems served", served)
 	}
 }
