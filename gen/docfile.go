@@ -204,7 +204,12 @@ func gradDoc(s *spec, para func(string, ...any), code func(...string), b *string
 	switch s.Problem.Op {
 	case problem.OpDgrad:
 		code(dgradFormula()...)
-		para("the input gradient dX = conv^T(dY, W), written whole (not accumulated into dX). Arithmetic: %s.", s.elem.arith)
+		weight := "W"
+		if s.Problem.Layout == problem.NHWC {
+			weight = "W permuted to C_in×R×S×C_out/groups"
+		}
+		para("the input gradient dX = conv^T(dY, W), written whole (not accumulated into dX): PyTorch's %s of dY, weight %s (convgen -op transposed). Arithmetic: %s.",
+			convTranspose2d(problem.TransposedOf(sh)), weight, s.elem.arith)
 		b.WriteString("# Memory\n\n")
 		para("Every tensor is one dense array of %s in device memory, in the layout's order, outermost index first:", s.elem.memDoc)
 		code(fmt.Sprintf("dY  %s  OutputElems = %d  (read)", out, output),
@@ -233,8 +238,33 @@ func gradDoc(s *spec, para func(string, ...any), code func(...string), b *string
 		usage+" // 16-byte aligned",
 		"// ... stream.Synchronize(): the gradient is ready")
 	method := gradMethod(s.Problem.Op)
-	para("%s only enqueues the kernel; a Kernel is safe for concurrent use (package convrt states the contract). Load picks the embedded CUBIN on a %s device and otherwise, where a PTX is embedded, has the driver compile it (LoadPTX). go test -tags cuda checks %s on GPU 0 against a float64 reference (relative L2 error at most %g), the PTX's kernel too where there is one.",
+	para("%s only enqueues the kernel; a Kernel is safe for concurrent use (see convrt). Load picks the embedded CUBIN on a %s device and otherwise, where a PTX is embedded, has the driver compile it (LoadPTX). go test -tags cuda checks %s on GPU 0 against a float64 reference (relative L2 error at most %g), the PTX's kernel too where there is one.",
 		method, s.Arch, method, s.Problem.Precision.ErrorBound())
+}
+
+// convTranspose2d is t as PyTorch's constructor call, with only the
+// arguments that differ from its defaults, and a pair only where the two
+// axes differ: "ConvTranspose2d(96, 3, 11, stride=4, padding=2,
+// output_padding=1, bias=False)".
+func convTranspose2d(t problem.Transposed) string {
+	pair := func(h, w int) string {
+		if h == w {
+			return fmt.Sprint(h)
+		}
+		return fmt.Sprintf("(%d, %d)", h, w)
+	}
+	args := []string{fmt.Sprint(t.C), fmt.Sprint(t.K), pair(t.R, t.S)}
+	for _, a := range []struct {
+		name       string
+		h, w, zero int
+	}{{"stride", t.StrideH, t.StrideW, 1}, {"padding", t.PadH, t.PadW, 0}, {"output_padding", t.OutputPadH, t.OutputPadW, 0},
+		{"groups", t.Groups, t.Groups, 1}, {"dilation", t.DilationH, t.DilationW, 1}} {
+		if a.h != a.zero || a.w != a.zero {
+			args = append(args, a.name+"="+pair(a.h, a.w))
+		}
+	}
+	args = append(args, "bias=False")
+	return "ConvTranspose2d(" + strings.Join(args, ", ") + ")"
 }
 
 // forwardFormula is the forward convolution of sh with the chain ep, as

@@ -116,3 +116,17 @@ func (t Transposed) Dgrad() (Shape, error) {
 	}
 	return f, nil
 }
+
+// TransposedOf is the transposed convolution that s's data gradient
+// computes (the inverse of Dgrad): input channels s.K at s's output size,
+// output channels s.C, s's filter size, strides, padding, dilation and
+// groups, and the output_padding that gives back s's input size (the rows
+// and columns past the forward's last window, each less than the stride).
+func TransposedOf(s Shape) Transposed {
+	t := Transposed{Shape: Shape{N: s.N, C: s.K, H: s.P(), W: s.Q(), K: s.C, R: s.R, S: s.S,
+		StrideH: s.StrideH, StrideW: s.StrideW, PadH: s.PadH, PadW: s.PadW,
+		DilationH: s.DilationH, DilationW: s.DilationW, Groups: s.Groups}}
+	t.OutputPadH = s.H - transposedSize(s.P(), s.StrideH, s.PadH, s.DilationH, s.R, 0)
+	t.OutputPadW = s.W - transposedSize(s.Q(), s.StrideW, s.PadW, s.DilationW, s.S, 0)
+	return t
+}

@@ -95,3 +95,32 @@ func TestTransposedDgradProperty(t *testing.T) {
 		t.Fatalf("only %d of 5000 served", served)
 	}
 }
+
+// TestTransposedOf: for random valid shapes, the transposed convolution
+// their data gradient computes is one ConvTranspose2d accepts (output
+// padding below the stride) and maps back to the shape (without its
+// bias).
+func TestTransposedOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := 0
+	for range 5000 {
+		g := 1 + rng.IntN(3)
+		s := Shape{N: 1 + rng.IntN(3), C: g * (1 + rng.IntN(4)), H: 1 + rng.IntN(30), W: 1 + rng.IntN(30),
+			K: g * (1 + rng.IntN(4)), R: 1 + rng.IntN(5), S: 1 + rng.IntN(5), StrideH: 1 + rng.IntN(4), StrideW: 1 + rng.IntN(4),
+			PadH: rng.IntN(4), PadW: rng.IntN(4), DilationH: 1 + rng.IntN(3), DilationW: 1 + rng.IntN(3), Groups: g, Bias: rng.IntN(2) == 0}
+		if s.Validate() != nil {
+			continue
+		}
+		n++
+		tr := TransposedOf(s)
+		f, err := tr.Dgrad()
+		want := s
+		want.Bias = false
+		if err != nil || f != want {
+			t.Fatalf("%s: TransposedOf gives %+v, whose Dgrad is %s (%v)", s, tr, f, err)
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d valid shapes", n)
+	}
+}
