@@ -80,31 +80,10 @@ func transposedSize(in, stride, pad, dilation, taps, outPad int) int {
 // output_padding is not less than its stride (the forward's output would
 // not be t's input), or where t has a bias.
 func (t Transposed) Dgrad() (Shape, error) {
-	if t.Bias {
-		return Shape{}, fmt.Errorf("shape: bias=true: %w", ErrTransposedBias)
-	}
-	for _, o := range []struct {
-		name        string
-		pad, stride int
-	}{{"output_padding_h", t.OutputPadH, t.StrideH}, {"output_padding_w", t.OutputPadW, t.StrideW}} {
-		if o.pad < 0 || o.pad >= o.stride {
-			return Shape{}, fmt.Errorf("shape: %s=%d: must be non-negative and less than the stride (%d)", o.name, o.pad, o.stride)
-		}
-	}
-	// Bound the sizes before the output size is computed.
-	for _, v := range []int{t.H, t.W, t.R, t.S, t.StrideH, t.StrideW, t.PadH, t.PadW, t.DilationH, t.DilationW} {
-		if v > maxDim {
-			return Shape{}, fmt.Errorf("shape: %d is too large: each size, stride, pad and dilation is at most %d (2^29-1)", v, maxDim)
-		}
+	if err := t.validate(); err != nil {
+		return Shape{}, err
 	}
 	ho, wo := t.OutputSize()
-	if ho < 1 || wo < 1 {
-		return Shape{}, fmt.Errorf("shape: the transposed convolution's output (H-1)*stride - 2*pad + dilation*(R-1) + output_padding + 1 is %dx%d: must be at least 1x1 (padding %s too large)",
-			ho, wo, clip.Quote(strconv.Itoa(t.PadH)+","+strconv.Itoa(t.PadW)))
-	}
-	if ho > maxDim || wo > maxDim {
-		return Shape{}, fmt.Errorf("shape: the transposed convolution's output %dx%d is too large (at most %d a side)", ho, wo, maxDim)
-	}
 	f := Shape{N: t.N, C: t.K, H: ho, W: wo, K: t.C, R: t.R, S: t.S,
 		StrideH: t.StrideH, StrideW: t.StrideW, PadH: t.PadH, PadW: t.PadW,
 		DilationH: t.DilationH, DilationW: t.DilationW, Groups: t.Groups}
@@ -115,6 +94,77 @@ func (t Transposed) Dgrad() (Shape, error) {
 		return Shape{}, fmt.Errorf("shape: the forward convolution of the %dx%d output gives %dx%d, not the %dx%d input", ho, wo, f.P(), f.Q(), t.H, t.W)
 	}
 	return f, nil
+}
+
+// validate checks t in its own terms (C the input channels, K the output
+// channels, H×W the input), so that its messages name the keys as the
+// user wrote them.
+func (t Transposed) validate() error {
+	if t.Bias {
+		return fmt.Errorf("shape: bias=true: %w", ErrTransposedBias)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"N", t.N}, {"C", t.C}, {"H", t.H}, {"W", t.W}, {"K", t.K}, {"R", t.R}, {"S", t.S},
+		{"stride_h", t.StrideH}, {"stride_w", t.StrideW}, {"dilation_h", t.DilationH}, {"dilation_w", t.DilationW}, {"groups", t.Groups}} {
+		if f.v < 1 {
+			return fmt.Errorf("shape: %s=%d: must be positive", f.name, f.v)
+		}
+		if f.v > maxDim {
+			return fmt.Errorf("shape: %s=%d is too large: each size, stride, pad and dilation is at most %d (2^29-1)", f.name, f.v, maxDim)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"pad_h", t.PadH}, {"pad_w", t.PadW}} {
+		if f.v < 0 || f.v > maxDim {
+			return fmt.Errorf("shape: %s=%d: must be non-negative and at most %d (2^29-1)", f.name, f.v, maxDim)
+		}
+	}
+	pads := []struct {
+		name                  string
+		pad, stride, dilation int
+	}{{"output_padding_h", t.OutputPadH, t.StrideH, t.DilationH}, {"output_padding_w", t.OutputPadW, t.StrideW, t.DilationW}}
+	if pads[0].pad == pads[1].pad && pads[0].stride == pads[1].stride && pads[0].dilation == pads[1].dilation {
+		pads = pads[:1]
+		pads[0].name = "output_padding" // both axes alike: as one key
+	}
+	for _, o := range pads {
+		if o.pad < 0 || o.pad >= o.stride {
+			msg := fmt.Sprintf("shape: %s=%d: must be non-negative and less than the stride (%d)", o.name, o.pad, o.stride)
+			if o.pad >= o.stride && o.pad < o.dilation {
+				msg += fmt.Sprintf("; PyTorch also takes it below the dilation (%d), but convgen computes a transposed convolution as a data gradient, whose output_padding is the rows past the forward's last window, fewer than the stride", o.dilation)
+			}
+			return errors.New(msg)
+		}
+	}
+	if t.C%t.Groups != 0 {
+		return fmt.Errorf("shape: C=%d (in_channels) is not divisible by groups=%d", t.C, t.Groups)
+	}
+	if t.K%t.Groups != 0 {
+		return fmt.Errorf("shape: K=%d (out_channels) is not divisible by groups=%d", t.K, t.Groups)
+	}
+	ho, wo := t.OutputSize()
+	if ho < 1 || wo < 1 {
+		return fmt.Errorf("shape: the transposed convolution's output (H-1)*stride - 2*pad + dilation*(R-1) + output_padding + 1 is %dx%d: must be at least 1x1 (padding %s too large)",
+			ho, wo, clip.Quote(strconv.Itoa(t.PadH)+","+strconv.Itoa(t.PadW)))
+	}
+	if ho > maxDim || wo > maxDim {
+		return fmt.Errorf("shape: the transposed convolution's output %dx%d is too large (at most %d a side)", ho, wo, maxDim)
+	}
+	for _, m := range []measure{
+		{"input N*C*H*W", product(t.N, t.C, t.H, t.W)},
+		{"output N*K*HO*WO", product(t.N, t.K, ho, wo)},
+		{"weight C*(K/groups)*R*S", product(t.C, t.K/t.Groups, t.R, t.S)},
+		{"padded output rows N*K*(HO+2*pad_h)", product(t.N, t.K, ho+2*t.PadH)},
+	} {
+		if m.elems > maxElems {
+			return fmt.Errorf("shape: the transposed convolution's %s has more than %d (2^40) elements, the most convgen serves", m.name, maxElems)
+		}
+	}
+	return nil
 }
 
 // TransposedOf is the transposed convolution that s's data gradient

@@ -42,13 +42,18 @@ func TestParseTransposed(t *testing.T) {
 		}
 	}
 	for spec, want := range map[string]string{
-		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,bias=true":                     ErrTransposedBias.Error(),
-		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,stride=2,output_padding=2":     "less than the stride",
-		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,output_padding=1":              "less than the stride",
-		"N=1,C=4,H=1,W=1,K=4,R=1,S=1,pad=1":                         "at least 1x1",
-		"N=1,C=4,H=5,W=5,K=6,R=3,S=3,groups=4":                      "not divisible by groups",
-		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,output_padding=1,output_pad=1": "unknown key",
-		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,output_padding=-1":             "non-negative",
+		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,bias=true":                           ErrTransposedBias.Error(),
+		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,stride=2,output_padding=2":           "less than the stride",
+		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,output_padding=1":                    "less than the stride",
+		"N=1,C=4,H=1,W=1,K=4,R=1,S=1,pad=1":                               "at least 1x1",
+		"N=1,C=4,H=5,W=5,K=6,R=3,S=3,groups=4":                            "K=6 (out_channels) is not divisible by groups=4",
+		"N=1,C=6,H=8,W=8,K=4,R=3,S=3,groups=3":                            "K=4 (out_channels)",
+		"N=1,C=4,H=8,W=8,K=6,R=3,S=3,groups=3":                            "C=4 (in_channels)",
+		"N=1,C=4,H=10,W=10,K=4,R=3,S=3,pad=1,dilation=2,output_padding=1": "below the dilation",
+		"N=1,C=4,H=536870912,W=5,K=4,R=3,S=3":                             "H=536870912 is too large",
+		"N=1024,C=1,H=1024,W=1024,K=2048,R=1,S=1":                         "output N*K*HO*WO",
+		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,output_padding=1,output_pad=1":       "unknown key",
+		"N=1,C=4,H=5,W=5,K=4,R=3,S=3,output_padding=-1":                   "non-negative",
 	} {
 		_, err := ParseTransposed(spec)
 		if err == nil || !strings.Contains(err.Error(), want) {

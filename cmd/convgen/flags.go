@@ -176,10 +176,10 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	fs := pflag.NewFlagSet("convgen", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
-	once(fs, &c.shapeText, "shape", "", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional")
+	once(fs, &c.shapeText, "shape", "", "", "the convolution, as KEY=VALUE pairs: N,C,H,W,K,R,S required; stride, pad, dilation (also _h/_w), groups, bias optional; with -op transposed ConvTranspose2d's, plus output_padding (also _h/_w)")
 	once(fs, &precision, "precision", "", "fp32", "arithmetic: fp32, tf32, 3xtf32, fp16 or bf16")
 	once(fs, &layout, "layout", "", "nchw", "input/output layout: nchw (filter KCRS) or nhwc (filter KRSC)")
-	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX), wgrad (the filter and bias gradients dW, dBias) or transposed (ConvTranspose2d, -shape in its terms plus output_padding, bias=false: computed by the dgrad kernels); docs/families.md#ops")
+	once(fs, &op, "op", "", "fprop", "the computation: fprop (the forward convolution), dgrad (the input gradient dX), wgrad (the filter and bias gradients dW, dBias) or transposed (ConvTranspose2d, -shape in its terms plus output_padding, bias=false: computed by the dgrad kernels); docs/families.md#ops-the-gradients")
 	fs.BoolVar(&c.train, "train", false, "the training package: tune (or replay) fprop, dgrad and wgrad, each its own record, and write one package whose Kernel has Forward, BackwardData and BackwardFilter (not with -op, -epilogue, -out-precision)")
 	once(fs, &chain, "epilogue", "", "", "chain applied to each output after the bias, in order, e.g. scale_shift,relu or residual(0.5),gelu (docs/epilogue.md)")
 	once(fs, &outPrec, "out-precision", "", "", "the output's element type when it is not the input's: fp32, fp16 or bf16 (e.g. tf32 stored as bf16, fp16 stored as fp32); forward op only (docs/epilogue.md#output-precision)")
@@ -238,6 +238,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 	} else {
 		shape, err := problem.ParseShape(c.shapeText)
 		if err != nil {
+			if strings.Contains(strings.ToLower(c.shapeText), "output_padding") {
+				err = fmt.Errorf("%w (output_padding is a transposed convolution's: -op %s)", err, transposedOp)
+			}
 			return c, usageError{err}
 		}
 		c.problem.Shape = shape
@@ -252,7 +255,7 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 		return c, usageError{fmt.Errorf("-epilogue: %w", err)}
 	}
 	if c.problem.Op, err = problem.ParseOp(op); err != nil {
-		return c, usageError{fmt.Errorf("-op: %w", err)}
+		return c, usageError{fmt.Errorf("-op: %w (or %s: ConvTranspose2d)", err, transposedOp)}
 	}
 	if outPrec != "" {
 		if c.problem.OutPrecision, err = problem.ParseStorage(outPrec); err != nil {
@@ -266,6 +269,9 @@ func parseArgs(args []string, stdout io.Writer) (config, error) {
 		return c, usageError{err}
 	}
 	if err := c.problem.Validate(); err != nil {
+		if c.transposed {
+			return c, usageError{fmt.Errorf("-op %s (computed as op dgrad): %w", transposedOp, err)}
+		}
 		return c, usageError{fmt.Errorf("-op %s: %w", c.problem.Op, err)}
 	}
 	if c.torch != "" && c.problem.Op != problem.OpFprop {

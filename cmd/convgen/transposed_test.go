@@ -26,10 +26,14 @@ func TestTransposedOp(t *testing.T) {
 		want []string
 	}{
 		{[]string{"-op", "transposed", "-shape", tr + ",bias=true", "-list"}, []string{"-op transposed", "bias=false"}},
-		{[]string{"-op", "transposed", "-shape", tr + ",output_padding=2", "-list"}, []string{"output_padding_h=2", "less than the stride"}},
+		{[]string{"-op", "transposed", "-shape", tr + ",output_padding=2", "-list"}, []string{"output_padding=2", "less than the stride"}},
 		{[]string{"-op", "transposed", "-shape", tr + ",pad=9", "-list"}, []string{"pad", "given twice"}},
 		{[]string{"-op", "transposed", "-shape", strings.Replace(tr, "pad=1", "pad=40", 1), "-list"}, []string{"at least 1x1"}},
 		{[]string{"-op", "transposed", "-shape", tr, "-torch", "m", "-o", "x"}, []string{"-torch", "not -op transposed"}},
+		{[]string{"-op", "transposed", "-shape", tr, "-epilogue", "relu", "-list"}, []string{"-op transposed (computed as op dgrad)", "epilogue"}},
+		{[]string{"-op", "transposed", "-shape", "N=1,C=6,H=8,W=8,K=4,R=3,S=3,groups=3", "-list"}, []string{"K=4 (out_channels)", "groups=3"}},
+		{[]string{"-op", "transpose", "-shape", tr, "-list"}, []string{"-op", "transposed"}},
+		{[]string{"-shape", tr + ",output_padding=1", "-list"}, []string{"unknown key", "-op transposed"}},
 	} {
 		r := runConvgen(t, c.args...)
 		if r.code != 2 {
