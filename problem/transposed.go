@@ -73,7 +73,9 @@ func transposedSize(in, stride, pad, dilation, taps, outPad int) int {
 // Dgrad is the shape whose data gradient (OpDgrad) computes t: the forward
 // convolution of an N×K×HO×WO input (t's output) to C output channels
 // (t's input channels) at t's input size, with t's filter size, strides,
-// padding, dilation and groups, and no bias. Its dgrad kernel's parameters (out, in, filter)
+// padding, dilation and groups. Its bias does not enter its data gradient;
+// it is true, ParseShape's default and nn.Conv2d's, so that t shares the
+// tuning records of that convolution's -op dgrad and -train runs. Its dgrad kernel's parameters (out, in, filter)
 // are t's output, input and weight: ConvTranspose2d's weight, C×(K/G)×R×S,
 // is the forward's filter in KCRS order (KRSC for NHWC: C×R×S×(K/G)).
 // It fails where t is not a valid transposed convolution, where its
@@ -86,7 +88,7 @@ func (t Transposed) Dgrad() (Shape, error) {
 	ho, wo := t.OutputSize()
 	f := Shape{N: t.N, C: t.K, H: ho, W: wo, K: t.C, R: t.R, S: t.S,
 		StrideH: t.StrideH, StrideW: t.StrideW, PadH: t.PadH, PadW: t.PadW,
-		DilationH: t.DilationH, DilationW: t.DilationW, Groups: t.Groups}
+		DilationH: t.DilationH, DilationW: t.DilationW, Groups: t.Groups, Bias: true}
 	if err := f.Validate(); err != nil {
 		return Shape{}, fmt.Errorf("transposed convolution as a data gradient: %w", err)
 	}
@@ -168,7 +170,8 @@ func (t Transposed) validate() error {
 }
 
 // TransposedOf is the transposed convolution that s's data gradient
-// computes (the inverse of Dgrad): input channels s.K at s's output size,
+// computes (the inverse of Dgrad, but for s's bias, which the data
+// gradient ignores): input channels s.K at s's output size,
 // output channels s.C, s's filter size, strides, padding, dilation and
 // groups, and the output_padding that gives back s's input size (the rows
 // and columns past the forward's last window, each less than the stride).

@@ -18,13 +18,13 @@ func TestParseTransposed(t *testing.T) {
 	}{
 		// A GAN generator's last layer: nn.ConvTranspose2d(64, 3, 4, 2, 1) on 32x32 gives 64x64.
 		{"N=8,C=64,H=32,W=32,K=3,R=4,S=4,stride=2,pad=1,bias=false", 64, 64,
-			"N=8,C=3,H=64,W=64,K=64,R=4,S=4,stride=2,pad=1,dilation=1,groups=1,bias=false"},
+			"N=8,C=3,H=64,W=64,K=64,R=4,S=4,stride=2,pad=1,dilation=1,groups=1,bias=true"},
 		// output_padding: ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1) on 7x5 gives 14x10.
 		{"N=1,C=16,H=7,W=5,K=8,R=3,S=3,stride=2,pad=1,output_padding=1", 14, 10,
-			"N=1,C=8,H=14,W=10,K=16,R=3,S=3,stride=2,pad=1,dilation=1,groups=1,bias=false"},
+			"N=1,C=8,H=14,W=10,K=16,R=3,S=3,stride=2,pad=1,dilation=1,groups=1,bias=true"},
 		// per-axis stride, padding, output_padding and dilation, groups; a 1x1 input.
 		{"N=2,C=6,H=1,W=3,K=9,R=3,S=2,stride_h=3,stride_w=2,pad_w=1,output_padding_h=2,dilation_h=2,groups=3", 7, 4,
-			"N=2,C=9,H=7,W=4,K=6,R=3,S=2,stride_h=3,stride_w=2,pad_h=0,pad_w=1,dilation_h=2,dilation_w=1,groups=3,bias=false"},
+			"N=2,C=9,H=7,W=4,K=6,R=3,S=2,stride_h=3,stride_w=2,pad_h=0,pad_w=1,dilation_h=2,dilation_w=1,groups=3,bias=true"},
 	} {
 		tr, err := ParseTransposed(c.spec)
 		if err != nil {
@@ -92,7 +92,7 @@ func TestTransposedDgradProperty(t *testing.T) {
 		}
 		served++
 		x, w, b, y := f.Elements()
-		if f.P() != tr.H || f.Q() != tr.W || x != tr.N*tr.K*ho*wo || y != tr.N*tr.C*tr.H*tr.W || w != tr.C*(tr.K/g)*tr.R*tr.S || b != 0 {
+		if f.P() != tr.H || f.Q() != tr.W || x != tr.N*tr.K*ho*wo || y != tr.N*tr.C*tr.H*tr.W || w != tr.C*(tr.K/g)*tr.R*tr.S || b != tr.C {
 			t.Fatalf("%+v: forward %s does not hold the transposed convolution's tensors", tr, f)
 		}
 	}
@@ -103,8 +103,8 @@ func TestTransposedDgradProperty(t *testing.T) {
 
 // TestTransposedOf: for random valid shapes, the transposed convolution
 // their data gradient computes is one ConvTranspose2d accepts (output
-// padding below the stride) and maps back to the shape (without its
-// bias).
+// padding below the stride) and maps back to the shape (with the default
+// bias, which its data gradient ignores).
 func TestTransposedOf(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	n := 0
@@ -120,7 +120,7 @@ func TestTransposedOf(t *testing.T) {
 		tr := TransposedOf(s)
 		f, err := tr.Dgrad()
 		want := s
-		want.Bias = false
+		want.Bias = true // the data gradient's shape keeps the default bias
 		if err != nil || f != want {
 			t.Fatalf("%s: TransposedOf gives %+v, whose Dgrad is %s (%v)", s, tr, f, err)
 		}

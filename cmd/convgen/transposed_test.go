@@ -12,7 +12,7 @@ import (
 // stride and -torch are refused with one line and exit code 2.
 func TestTransposedOp(t *testing.T) {
 	const tr = "N=8,C=64,H=32,W=32,K=3,R=4,S=4,stride=2,pad=1"
-	const fwd = "N=8,C=3,H=64,W=64,K=64,R=4,S=4,stride=2,pad=1,bias=false"
+	const fwd = "N=8,C=3,H=64,W=64,K=64,R=4,S=4,stride=2,pad=1"
 	got := runConvgen(t, "-op", "transposed", "-shape", tr, "-precision", "fp16", "-layout", "nhwc", "-list")
 	want := runConvgen(t, "-op", "dgrad", "-shape", fwd, "-precision", "fp16", "-layout", "nhwc", "-list")
 	if got.code != 0 || want.code != 0 {
