@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/launch"
 	"github.com/convgen/convgen/pipeline"
 )
@@ -28,7 +30,9 @@ func listLimits(arch string) (kernels.Limits, error) {
 
 // list prints the candidate IDs of the problem for -arch, one a line, the
 // kept ones (what -pin accepts); with -v the rejected ones follow, each as
-// "rejected ID: reason". It writes nothing and needs no GPU.
+// "rejected ID: reason", then the families of the problem's op that
+// decline it, each as "declined FAMILY: reason". It writes nothing and
+// needs no GPU.
 func list(c config, stdout io.Writer) error {
 	arch := c.arch
 	if arch == "" {
@@ -53,6 +57,13 @@ func list(c config, stdout io.Writer) error {
 		for _, cand := range cands {
 			if cand.Rejected != "" {
 				fmt.Fprintf(stdout, "rejected %s: %s\n", cand.ID(), oneLine(cand.Rejected))
+			}
+		}
+		// The families of the problem's op that decline it, with their
+		// reason (a family that computes another op is left out).
+		for _, f := range kernels.Families() {
+			if err := f.Serves(c.problem); err != nil && !errors.Is(err, family.ErrOtherOp) {
+				fmt.Fprintf(stdout, "declined %s: %s\n", f.Name(), oneLine(err.Error()))
 			}
 		}
 		fmt.Fprintf(stdout, "%s for %s: %d candidates, %d kept, %d rejected statically\n", c.problem, arch, len(cands), kept, len(cands)-kept)

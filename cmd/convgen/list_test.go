@@ -56,6 +56,14 @@ func TestList(t *testing.T) {
 	if !strings.Contains(v.stdout, "rejected statically") {
 		t.Errorf("-list -v lacks the counts line")
 	}
+	// The families of the op that decline the problem, with their reason
+	// (fp16: direct, winograd and mma), and none of another op.
+	if !strings.Contains(v.stdout, "\ndeclined direct: direct serves only fp32") || !strings.Contains(v.stdout, "\ndeclined mma: ") {
+		t.Errorf("-list -v lacks the declining families:\n%s", v.stdout)
+	}
+	if strings.Contains(v.stdout, "declined dgrad") || strings.Contains(v.stdout, "declined wgrad") || strings.Contains(v.stdout, "computes only op") {
+		t.Errorf("-list -v lists families of another op as declining")
+	}
 	if entries, _ := os.ReadDir("."); len(entries) != 0 {
 		t.Errorf("-list wrote %d entries in the working directory", len(entries))
 	}

@@ -72,6 +72,9 @@ type Declined struct {
 // Error implements error.
 func (d *Declined) Error() string { return d.Reason.Message }
 
+// Is matches family.ErrOtherOp where the refusal is of the problem's op.
+func (d *Declined) Is(target error) bool { return target == family.ErrOtherOp && d.Reason.Rule == "op" }
+
 // decline is a *Declined error by rule.
 func decline(rule, format string, args ...any) error {
 	return &Declined{Reason: family.Hard(rule, format, args...)}

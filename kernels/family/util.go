@@ -1,6 +1,7 @@
 package family
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 
@@ -104,10 +105,27 @@ func PrecisionTag(p problem.Precision) string {
 	return string(p)
 }
 
+// ErrOtherOp matches (errors.Is) a family's refusal of a problem whose op
+// it does not compute (OnlyOp, Forward, OtherOp), as against a refusal of
+// the shape, precision or layout: listings leave those out.
+var ErrOtherOp = errors.New("the family computes another op")
+
+// opRefusal is an ErrOtherOp with its own message.
+type opRefusal struct{ msg string }
+
+func (e opRefusal) Error() string        { return e.msg }
+func (e opRefusal) Is(target error) bool { return target == ErrOtherOp }
+
+// OtherOp is a refusal of p's op, with the message format gives
+// (errors.Is(err, ErrOtherOp)).
+func OtherOp(format string, args ...any) error {
+	return opRefusal{fmt.Sprintf(format, args...)}
+}
+
 // OnlyOp is a gradient family's refusal of every op but its own.
 func OnlyOp(family string, op problem.Op, p problem.Problem) error {
 	if p.Op != op {
-		return fmt.Errorf("%s computes only op=%s, not op=%s", family, op, p.Op)
+		return OtherOp("%s computes only op=%s, not op=%s", family, op, p.Op)
 	}
 	return nil
 }
@@ -117,7 +135,7 @@ func OnlyOp(family string, op problem.Op, p problem.Problem) error {
 // dgrad and wgrad families serve the gradients.
 func Forward(family string, p problem.Problem) error {
 	if p.Op != problem.OpFprop {
-		return fmt.Errorf("%s computes only op=fprop, not op=%s (the %s family serves it)", family, p.Op, p.Op)
+		return OtherOp("%s computes only op=fprop, not op=%s (the %s family serves it)", family, p.Op, p.Op)
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func (Family) Serves(p problem.Problem) error {
 			return fmt.Errorf("igemm dgrad: %w", err)
 		}
 	default:
-		return fmt.Errorf("igemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
+		return family.OtherOp("igemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
 	}
 	if err := family.OneGroup("igemm", p.Shape); err != nil {
 		return err

@@ -216,7 +216,7 @@ func (Family) Serves(p problem.Problem) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("wgmmaigemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
+		return family.OtherOp("wgmmaigemm computes op=fprop and op=dgrad, not op=%s (the %s family serves it)", p.Op, p.Op)
 	}
 	if err := family.OneGroup("wgmmaigemm", s); err != nil {
 		return err
