@@ -358,12 +358,12 @@ func randShape(rng *rand.Rand) problem.Shape {
 
 // TestEmulatedKernel emulates (emulate) the kernels of random served
 // problems (tf32 and fp16, both layouts) for up to four of their kept
-// configurations and one arbitrary one: 100 problems by default, 1500 with
+// configurations and one arbitrary one: 50 problems by default, 1500 with
 // CONVGEN_FULL_SWEEP=1.
 func TestEmulatedKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	precs := []problem.Precision{problem.TF32, problem.FP16}
-	n := 100
+	n := 50
 	if os.Getenv("CONVGEN_FULL_SWEEP") == "1" {
 		n = 1500
 	}
