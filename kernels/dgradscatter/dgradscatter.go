@@ -110,9 +110,9 @@ type knobs struct {
 
 // axis is the tiling of one spatial axis of TP (or TQ) dY positions a
 // tile: tile t's dX range starts at t·Tile − Shift; the dY positions whose
-// taps reach it start at t·TP + Off
-// and span Span positions; a product of the window's position i and tap r
-// lands at the tile's position i·stride + r·dilation + Local.
+// taps reach it start at t·TP + Off and span Span positions; a product of
+// the window's position i and tap r lands at the tile's position
+// i·stride + r·dilation + Local; Tiles tiles cover the axis.
 type axis struct {
 	Tile, Shift, Off, Span, Local, Tiles int
 	// Taps are the tile's stride phases: phase a's taps and the window
@@ -128,8 +128,8 @@ func floorDiv(a, b int) int {
 	return -((-a + b - 1) / b)
 }
 
-// tileAxis tiles an axis of dX size x (dY size y) with t dY positions per
-// tile at stride st, padding pad, r taps at dilation d: of the st shifts,
+// tileAxis tiles an axis of dX size x with t dY positions per tile at
+// stride st, padding pad, r taps at dilation d: of the st shifts,
 // the one with the fewest window positions over all tiles (then the
 // narrowest window).
 func tileAxis(x, t, st, pad, r, d int) axis {
