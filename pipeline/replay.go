@@ -93,8 +93,8 @@ func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) 
 		if _, err := os.Stat(c.Cache); errors.Is(err, os.ErrNotExist) {
 			where += " (no such file)"
 		}
-		return tunecache.Record{}, mark(ErrNoRecord, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s",
-			gpu.ErrNoCUDA, where, c.Problem, nearMisses(cache, q)))
+		return tunecache.Record{}, mark(ErrNoRecord, fmt.Errorf("%w; no record in %s for %s that the current kernels match%s%s",
+			gpu.ErrNoCUDA, where, c.Problem, nearMisses(cache, q), otherBias(cache, q)))
 	case 1:
 		logf(c.Log, "no GPU in this build: replaying the record tuned on %s (%s) from %s\n", recs[0].Key.Device, recs[0].Arch, c.Cache)
 		return recs[0], nil
@@ -105,6 +105,25 @@ func recordOffline(c Request, cache *tunecache.Cache) (tunecache.Record, error) 
 	}
 	return tunecache.Record{}, mark(ErrInvalid, fmt.Errorf("%d records in %s match %s: pick one with -device and -arch: %s",
 		len(recs), c.Cache, c.Problem, strings.Join(devs, ", ")))
+}
+
+// otherBias says, for the error of a failed offline replay of a data
+// gradient, that the cache holds the same data gradient with the other
+// bias (which a data gradient ignores), or "".
+func otherBias(cache *tunecache.Cache, q tunecache.Query) string {
+	if q.Op != problem.OpDgrad.String() {
+		return ""
+	}
+	alt := q
+	for _, b := range [][2]string{{",bias=true", ",bias=false"}, {",bias=false", ",bias=true"}} {
+		if strings.HasSuffix(q.Shape, b[0]) {
+			alt.Shape = strings.TrimSuffix(q.Shape, b[0]) + b[1]
+			if n := len(cache.Replay(alt)); n > 0 {
+				return fmt.Sprintf("; the cache holds this data gradient with %s (%d record(s)), which serves it (a data gradient ignores the bias): give %s", b[1][1:], n, b[1][1:])
+			}
+		}
+	}
+	return ""
 }
 
 // nearMisses explains, for the error of a failed offline replay, why the

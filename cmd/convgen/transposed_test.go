@@ -42,3 +42,21 @@ func TestTransposedOp(t *testing.T) {
 		oneErrorLine(t, r, c.want...)
 	}
 }
+
+// TestDgradOtherBiasHint: offline, a data gradient whose cache holds the
+// same problem with the other bias only (bench/grad-cache.json's
+// flagship, bias=true) fails with exit code 3 and says which bias to give,
+// since a data gradient ignores it; the bias it names replays.
+func TestDgradOtherBiasHint(t *testing.T) {
+	const cache = "../../bench/grad-cache.json"
+	const shape = "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+	args := []string{"-op", "dgrad", "-precision", "fp16", "-layout", "nhwc", "-cache", cache, "-device", "NVIDIA H100 80GB HBM3"}
+	r := runConvgen(t, append(args, "-shape", shape+",bias=false", "-o", t.TempDir()+"/x")...)
+	if r.code != 3 {
+		t.Fatalf("exit code %d, want 3 (stderr %q)", r.code, r.stderr)
+	}
+	oneErrorLine(t, r, "no record", "with bias=true", "give bias=true")
+	if r := runConvgen(t, append(args, "-shape", shape+",bias=true", "-o", t.TempDir()+"/y", "-q")...); r.code != 0 {
+		t.Errorf("bias=true: exit code %d, stderr %q", r.code, r.stderr)
+	}
+}
