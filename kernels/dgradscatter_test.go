@@ -97,16 +97,11 @@ func rankedKept(t *testing.T, p problem.Problem, lim Limits, f Family) []Candida
 	if !ok {
 		t.Fatalf("%s has no cost model", f.Name())
 	}
-	var kept []Candidate
-	for _, c := range family.AdmitSoft(f.Space(p, lim)) {
-		if c.Rejected == "" {
-			kept = append(kept, c)
-		}
-	}
-	slices.SortStableFunc(kept, func(a, b Candidate) int {
+	ranked := kept(family.AdmitSoft(f.Space(p, lim)))
+	slices.SortStableFunc(ranked, func(a, b Candidate) int {
 		return cmp.Compare(cm.Cost(p, a.Config, lim), cm.Cost(p, b.Config, lim))
 	})
-	return kept
+	return ranked
 }
 
 // TestDgradScatterGoldenSource keeps the CUDA source of two dgradscatter
