@@ -80,4 +80,7 @@ package autotune
 //   - 24: a new data-gradient family, dgradscatter (strided, C ≤ 32: a
 //     dY window in shared memory, each stride phase's taps a dense GEMM,
 //     the sums gathered; session 26).
-const SearchRevision = 24
+//   - 25: wgradmma's Stage=5 for first layers (C ≤ 8; tf32, fp16, bf16):
+//     bands of input rows staged whole, the taps gathered into wgmma's A
+//     registers (session 27).
+const SearchRevision = 25

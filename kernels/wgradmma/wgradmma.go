@@ -21,7 +21,7 @@ import (
 
 // templateFS holds the family's template.
 //
-//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl wgmmatf32.cu.tmpl reduce.tmpl hopper.tmpl
+//go:embed wgradmma.cu.tmpl pipeline.cu.tmpl rows.cu.tmpl wgmma.cu.tmpl wgmmatf32.cu.tmpl window.cu.tmpl reduce.tmpl hopper.tmpl
 var templateFS embed.FS
 
 // Family is the tensor-core wgrad family (wgradmma.cu.tmpl). It serves
@@ -128,6 +128,7 @@ type knobs struct {
 	Planes                               int `knob:",optional"`
 	BiasSum                              int `knob:",optional"`
 	PrefetchL2                           int `knob:",optional"`
+	Band                                 int `knob:",optional"`
 }
 
 // planesRule says why Planes=1 (both operands read straight from the NCHW
@@ -215,6 +216,7 @@ type geometry struct {
 	Staging                           gradmma.Staging // Stage=1
 	Pipe                              pipe            // Stage=2
 	Rows                              rows            // Stage=3
+	Win                               window          // Stage=5
 }
 
 // rows is a Stage=3 configuration's staging geometry (rows.cu.tmpl).
@@ -392,6 +394,10 @@ func geom(p problem.Problem, k knobs) geometry {
 	if k.Stage == 3 {
 		g.Rows = newRows(p, k)
 		g.SharedBytes = max(g.SharedBytes, g.Rows.Bytes)
+	}
+	if k.Stage == 5 {
+		g.Win = newWindow(p, k, g.Threads)
+		g.SharedBytes = max(g.SharedBytes, g.Win.Bytes)
 	}
 	if k.BN > 0 && k.BM > 0 {
 		g.TilesN, g.TilesM = family.CeilDiv(g.NG, k.BN), family.CeilDiv(s.K, k.BM)
@@ -618,6 +624,11 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		}
 	}
 	out = append(out, wgmmaCands...)
+	if rowStaged(p) && windowRule(p) == "" {
+		for _, k := range windowSpace(p) {
+			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+		}
+	}
 	if rowStaged(p) {
 		for _, tile := range spaceRowTiles {
 			for _, sp := range spaceRowSplit {
@@ -666,8 +677,11 @@ func vectorPipe(p problem.Problem, k knobs) bool {
 
 // check says what is wrong with a configuration's knobs, or "".
 func check(k knobs) string {
-	if k.Stage < 0 || k.Stage > 4 {
-		return "Stage 0 to 4"
+	if k.Stage < 0 || k.Stage > 5 {
+		return "Stage 0 to 5"
+	}
+	if k.Band != 0 && k.Stage != 5 {
+		return "Band is Stage=5's"
 	}
 	if k.Clusters < 0 || k.Clusters > 64 {
 		return "Clusters 1 to 64"
@@ -677,6 +691,9 @@ func check(k knobs) string {
 	}
 	if k.PrefetchL2 < 0 || k.PrefetchL2 > 8 || k.PrefetchL2 > 0 && k.Stage != 4 {
 		return "PrefetchL2 0 to 8, above 0 only with Stage=4"
+	}
+	if k.Stage == 5 {
+		return windowCheck(k)
 	}
 	if k.Stage == 4 {
 		switch {
@@ -785,8 +802,25 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 			return family.Hard("shared memory", "%d B per block > %d", g.SharedBytes, lim.MaxSharedPerBlock)
 		}
 	}
+	if k.Stage == 5 {
+		if msg := windowRule(p); msg != "" {
+			return family.Hard("precision", "%s", msg)
+		}
+		if !lim.SM90a {
+			return family.Hard("arch", "Stage=5 (wgmma) needs an sm_90 device and NVRTC 12 or newer (sm_90a)")
+		}
+		if regs, most := windowRegs(k, g.Win), min(200, 65536/g.Threads-32); regs > most {
+			return family.Hard("registers", "%d registers of accumulators, A fragments and the tile in flight per thread > %d", regs, most)
+		}
+		if g.SharedBytes > lim.MaxSharedPerBlock {
+			return family.Hard("shared memory", "%d B per block (window %d rows of %d elements) > %d", g.SharedBytes, g.Win.Units, g.Win.WB, lim.MaxSharedPerBlock)
+		}
+		if g.Parts > g.Win.Bands {
+			return family.Soft("waste", "Split=%d·Clusters=%d leaves a block without bands (%d)", k.Split, g.NClusters, g.Win.Bands)
+		}
+	}
 	maxAcc := 96
-	if k.Stage == 4 {
+	if k.Stage == 4 || k.Stage == 5 {
 		maxAcc = 128 // wgmma m64n256: 128 per thread, in a block of few warps
 	}
 	switch {
@@ -858,8 +892,13 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if k.Stage < 2 && g.SharedBytes > 48*1024 {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > 48 KiB (no opt-in)", cfg, g.SharedBytes)
 	}
-	if k.Stage == 3 && g.SharedBytes > maxShared {
+	if (k.Stage == 3 || k.Stage == 5) && g.SharedBytes > maxShared {
 		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %d B of shared memory per block > %d", cfg, g.SharedBytes, maxShared)
+	}
+	if k.Stage == 5 {
+		if msg := windowRule(p); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
+		}
 	}
 	if k.Stage == 4 {
 		if msg := wgmmaRule(p); msg != "" {
@@ -921,13 +960,15 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		if p.Precision == problem.TF32 {
 			file = "wgmmatf32.cu.tmpl"
 		}
+	case 5:
+		file = "window.cu.tmpl"
 	}
 	src, err := family.Render(templateFS, file, data, "reduce.tmpl", "hopper.tmpl")
 	if err != nil {
 		return family.Kernel{}, err
 	}
 	arch := ""
-	if k.Stage == 4 {
+	if k.Stage >= 4 {
 		arch = "a" // wgmma: sm_90a
 	}
 	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: arch,
@@ -980,6 +1021,9 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 	sms := lim.SMs
 	if sms <= 0 {
 		sms = 132 // an H100's or H200's
+	}
+	if k.Stage == 5 {
+		return windowCost(k, g, sms)
 	}
 	m := costModel{effExp: 0.2, bp64: 1.2, sums: 1}
 	if k.Stage == 4 && p.Precision == problem.TF32 {

@@ -1,0 +1,129 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// windowCandidates is p's wgradmma Stage=5 candidates that no hard rule
+// rejects.
+func windowCandidates(t *testing.T, p problem.Problem, lim kernels.Limits) []kernels.Candidate {
+	t.Helper()
+	cands, err := kernels.Enumerate(p, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w []kernels.Candidate
+	for _, c := range cands {
+		if c.Family == "wgradmma" && c.Config["Stage"] == 5 && (c.Rejected == "" || c.Rejection.Soft) {
+			w = append(w, c)
+		}
+	}
+	return w
+}
+
+// TestWGradMMAWindow tunes first layers' filter gradients through
+// wgradmma's Stage=5 alone (the band's input rows staged whole, the taps
+// gathered into wgmma's A registers): of each problem's Stage=5
+// configurations that no hard rule rejects, the first, middle and last and
+// the first with one sub-tile, with Clusters > 1, with Band=8 and with
+// Split=8, each checked against the float64 reference, in tf32, fp16 and
+// bf16 and both layouts: C=3 with K=20 (wgmma's N 24), per-axis stride,
+// padding and dilation; C=1 without a bias; C=5 with K=40 at stride 2; a
+// flagship at N=2.
+func TestWGradMMAWindow(t *testing.T) {
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("no sm_90a")
+	}
+	specs := []string{
+		"N=2,C=3,H=19,W=23,K=20,R=5,S=3,stride_h=2,stride_w=3,pad_h=2,pad_w=1,dilation_h=2",
+		"N=3,C=1,H=17,W=13,K=12,R=3,S=3,stride=1,pad=1,bias=false",
+		"N=2,C=5,H=15,W=14,K=40,R=4,S=4,stride=2,pad=1",
+		"N=2,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2",
+	}
+	for si, spec := range specs {
+		for pi, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+			for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
+				if si == 3 && pi == 2 {
+					continue // the flagship's bf16: fp16's kernel with another type
+				}
+				p := (relayoutCase{spec, prec, "", ""}).problem(t)
+				p.Layout, p.Op = lay, problem.OpWgrad
+				t.Run(p.String(), func(t *testing.T) {
+					w := windowCandidates(t, p, lim)
+					if len(w) == 0 {
+						t.Fatal("no wgradmma Stage=5 candidate")
+					}
+					pins := firstMiddleLast(w)
+					for _, pick := range []func(kernels.Candidate) bool{
+						func(c kernels.Candidate) bool { return c.Config["BN"] == 64*c.Config["WM"]/4 },
+						func(c kernels.Candidate) bool { return c.Config["Clusters"] > 1 },
+						func(c kernels.Candidate) bool { return c.Config["Band"] == 8 },
+						func(c kernels.Candidate) bool { return c.Config["Split"] == 8 },
+					} {
+						if i := slices.IndexFunc(w, pick); i >= 0 && !slices.Contains(pins, w[i].ID()) {
+							pins = append(pins, w[i].ID())
+						}
+					}
+					res := tunePins(t, lib, worker, p, pins, nil, 23)
+					for _, tr := range res.Trials {
+						if slices.Contains(pins, tr.ID) {
+							t.Logf("%s: %s %.4f ms, error %.2e", tr.ID, tr.Status, tr.MedianMS, tr.RelError)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestWGradMMAWindowTimes (CONVGEN_WINDOW_TIMES=1) times Stage=5 on the
+// flagship and ResNet-50's stem beside the Stage=3 kernel that won them
+// (the committed records' configurations), in one process: the Stage=5
+// candidates kept by the rules with bands of 4 or 8 rows in 128 blocks a
+// tile, and those pins, each verified.
+func TestWGradMMAWindowTimes(t *testing.T) {
+	if os.Getenv("CONVGEN_WINDOW_TIMES") != "1" {
+		t.Skip("CONVGEN_WINDOW_TIMES=1 times the flagship and the stem")
+	}
+	lib, worker, lim := gpuSetup(t)
+	if !lim.SM90a {
+		t.Skip("no sm_90a")
+	}
+	for _, c := range []struct {
+		spec  string
+		prec  problem.Precision
+		lay   problem.Layout
+		stage string // the committed record's winner
+	}{
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, problem.NCHW, "wgradmma/BM=96,BN=128,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=4"},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.FP16, problem.NHWC, "wgradmma/BM=96,BN=128,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=4"},
+		{"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NHWC, "wgradmma/BM=64,BN=64,Clusters=16,Split=8,Stage=3,Unroll=1,WM=2,WN=2"},
+		{"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NHWC, "wgradmma/BM=64,BN=64,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=2"},
+	} {
+		p := (relayoutCase{c.spec, c.prec, "", ""}).problem(t)
+		p.Layout, p.Op = c.lay, problem.OpWgrad
+		t.Run(p.String(), func(t *testing.T) {
+			var pins []string
+			for _, k := range windowCandidates(t, p, lim) {
+				if k.Rejected == "" && k.Config["Band"] >= 4 && k.Config["Split"]*k.Config["Clusters"] == 128 {
+					pins = append(pins, k.ID())
+				}
+			}
+			pins = append(pins, c.stage)
+			res := tunePins(t, lib, worker, p, pins, nil, 29)
+			for _, tr := range res.Trials {
+				if slices.Contains(pins, tr.ID) {
+					t.Logf("%s: %s %.4f ms, error %.2e", tr.ID, tr.Status, tr.MedianMS, tr.RelError)
+				}
+			}
+		})
+	}
+}

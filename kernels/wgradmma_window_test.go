@@ -1,0 +1,82 @@
+package kernels
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/problem"
+)
+
+// windowSpecs are first layers Stage=5 of wgradmma serves: the flagship,
+// ResNet-50's stem, and odd ones (K not a multiple of 8, per-axis stride,
+// dilation and padding, a band past the map's last row, C=1 and 5).
+var windowSpecs = []string{
+	flagshipSpec,
+	"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3",
+	"N=2,C=3,H=19,W=23,K=20,R=5,S=3,stride_h=2,stride_w=3,pad_h=2,pad_w=1,dilation_h=2",
+	"N=3,C=1,H=17,W=13,K=12,R=3,S=3,stride=1,pad=1,bias=false",
+	"N=2,C=5,H=15,W=14,K=40,R=4,S=4,stride=2,pad=1",
+}
+
+// windowConfigs are Stage=5 configurations across the knobs: one and two
+// sub-tiles, two to four warpgroups, bands of 1 to 8 rows, splits with
+// and without clusters.
+var windowConfigs = []Config{
+	{"BN": 384, "WM": 12, "WN": 1, "Split": 8, "Clusters": 16, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 4},
+	{"BN": 128, "WM": 8, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 2},
+	{"BN": 256, "WM": 8, "WN": 1, "Split": 4, "Clusters": 2, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 8},
+	{"BN": 192, "WM": 12, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 1},
+}
+
+// windowConfig is cfg with BM, wgmma's N, for p: K rounded up to 8.
+func windowConfig(p problem.Problem, cfg Config) Config {
+	out := Config{"BM": (p.Shape.K + 7) / 8 * 8}
+	for k, v := range cfg {
+		out[k] = v
+	}
+	return out
+}
+
+// TestWGradMMAWindowCompile renders Stage=5 of wgradmma (windowSpecs in
+// tf32, fp16 and bf16, both layouts; a sample of them by default, all
+// under the full sweep) and compiles it to PTX for compute_90: its PTX holds the
+// register-A wgmma of its type and N, the cluster's reduction where
+// Split > 1 and the workspace's where Clusters > 1.
+func TestWGradMMAWindowCompile(t *testing.T) {
+	t.Parallel()
+	lib := nvrtctest.Open(t) // PTX only (the front end, for compute_90: NVRTC 11.8 cannot target sm_90a; ptxas runs on the GPU machine's)
+	turn, n := 0, 0
+	for si, spec := range windowSpecs {
+		for pi, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+			for li, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
+				n++
+				if !fullSweep() && (si*6+pi*2+li)%7 != 0 {
+					continue // 5 of the 30 by default
+				}
+				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
+				for _, cfg := range sampleConfigs(windowConfigs, &turn) {
+					cfg = windowConfig(p, cfg)
+					k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
+					typ := map[problem.Precision]string{problem.TF32: "k8.f32.tf32.tf32", problem.FP16: "k16.f32.f16.f16", problem.BF16: "k16.f32.bf16.bf16"}[prec]
+					want := []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%d%s", cfg["BM"], typ), "wgmma.wait_group.sync.aligned", "fence.proxy.async"}
+					if cfg["Split"] > 1 {
+						want = append(want, "barrier.cluster.arrive", "ld.shared::cluster", ".reqnctapercluster")
+					}
+					if cfg["Clusters"] > 1 {
+						want = append(want, "atom.global.add.u32")
+					}
+					for _, w := range want {
+						if !strings.Contains(ptx, w) {
+							t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	if n != 30 {
+		t.Fatalf("%d problems, want 30", n)
+	}
+}
