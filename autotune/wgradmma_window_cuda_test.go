@@ -87,8 +87,8 @@ func TestWGradMMAWindow(t *testing.T) {
 // TestWGradMMAWindowTimes (CONVGEN_WINDOW_TIMES=1) times Stage=5 on the
 // flagship and ResNet-50's stem beside the Stage=3 kernel that won them
 // (the committed records' configurations), in one process: the Stage=5
-// candidates kept by the rules with bands of 4 or 8 rows in 128 blocks a
-// tile, and those pins, each verified.
+// candidates kept by the rules with 128 blocks a tile, and those pins,
+// each verified (registers and spills logged).
 func TestWGradMMAWindowTimes(t *testing.T) {
 	if os.Getenv("CONVGEN_WINDOW_TIMES") != "1" {
 		t.Skip("CONVGEN_WINDOW_TIMES=1 times the flagship and the stem")
@@ -113,7 +113,7 @@ func TestWGradMMAWindowTimes(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			var pins []string
 			for _, k := range windowCandidates(t, p, lim) {
-				if k.Rejected == "" && k.Config["Band"] >= 4 && k.Config["Split"]*k.Config["Clusters"] == 128 {
+				if k.Rejected == "" && k.Config["Split"]*k.Config["Clusters"] == 128 {
 					pins = append(pins, k.ID())
 				}
 			}
@@ -121,7 +121,7 @@ func TestWGradMMAWindowTimes(t *testing.T) {
 			res := tunePins(t, lib, worker, p, pins, nil, 29)
 			for _, tr := range res.Trials {
 				if slices.Contains(pins, tr.ID) {
-					t.Logf("%s: %s %.4f ms, error %.2e", tr.ID, tr.Status, tr.MedianMS, tr.RelError)
+					t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores)
 				}
 			}
 		})

@@ -21,12 +21,12 @@ var windowSpecs = []string{
 }
 
 // windowConfigs are Stage=5 configurations across the knobs: one and two
-// sub-tiles, two to four warpgroups, bands of 1 to 8 rows, splits with
+// sub-tiles, two to four warpgroups, bands of 1 to 6 rows, splits with
 // and without clusters.
 var windowConfigs = []Config{
 	{"BN": 384, "WM": 12, "WN": 1, "Split": 8, "Clusters": 16, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 4},
 	{"BN": 128, "WM": 8, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 2},
-	{"BN": 256, "WM": 8, "WN": 1, "Split": 4, "Clusters": 2, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 8},
+	{"BN": 256, "WM": 8, "WN": 1, "Split": 4, "Clusters": 2, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 6},
 	{"BN": 192, "WM": 12, "WN": 1, "Split": 1, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 1},
 }
 

@@ -31,8 +31,8 @@ type window struct {
 	DQ int
 	// Fetch is a thread's dY elements of a tile, ⌈BM·KT/threads⌉.
 	Fetch int
-	// TableOff is the pixel table's byte offset in shared memory (after
-	// the stages and the window), Bytes the stages, window and table.
+	// TableOff is the pixel tables' byte offset in shared memory (after
+	// the stages and two windows), Bytes the stages, windows and tables.
 	TableOff, Bytes int
 	// The wgmma's inline-assembly operands: ACC accumulators d[i] (%0 ..),
 	// then A's four registers, B's descriptor and the scale-d flag; WGType
@@ -79,8 +79,8 @@ func newWindow(p problem.Problem, k knobs, threads int) window {
 		w.Fetch = family.CeilDiv(k.BM*w.KT, threads)
 	}
 	winOff := windowStages * k.BM * 128
-	w.TableOff = winOff + family.RoundUp(w.Units*w.WB*eb, 16)
-	w.Bytes = w.TableOff + 4*w.Tiles*w.KT
+	w.TableOff = winOff + 2*family.RoundUp(w.Units*w.WB*eb, 16)
+	w.Bytes = w.TableOff + 2*4*w.Tiles*w.KT
 	acc := k.BM / 2
 	regs := make([]string, acc)
 	cons := make([]string, acc)
@@ -185,11 +185,11 @@ func windowCheck(k knobs) string {
 }
 
 // windowRegs is the registers a Stage=5 thread holds through its main
-// loop: the accumulators, two register sets of A fragments, the tile in
-// flight and the rows' offsets.
+// loop: the accumulators, two register sets of A fragments, two of the
+// tiles in flight and the rows' offsets.
 func windowRegs(k knobs, w window) int {
 	sub := k.BN / (16 * k.WM)
-	return sub*k.BM/2 + 8*sub + w.Fetch + 2*sub
+	return sub*k.BM/2 + 8*sub + 2*w.Fetch + 2*sub
 }
 
 // The knob values Stage=5's space takes: (warpgroups, sub-tiles), bands,
@@ -225,8 +225,10 @@ func windowSpace(p problem.Problem) []knobs {
 // windowCost is Cost's model for Stage=5: the waves of blocks (one an SM)
 // times a block's bands times a band's work — its padded tensor-core work
 // (k-tiles × KT × BN × BM) plus its copies (the window's elements and the
-// dY tiles', 64 multiply-adds' worth each) — with clusters costing 20% a
-// doubling and the partial tiles' sums over the SMs. Not fitted to sweeps.
+// dY tiles', 64 multiply-adds' worth each) — slowed by (16/warps)^0.35, with
+// clusters costing 20% a doubling and the partial tiles' sums over the
+// SMs. Set by hand from one H100 run of 10–15 configurations on each of
+// four first layers (docs/performance.md), not fitted to sweeps.
 func windowCost(k knobs, g geometry, sms int) float64 {
 	const sharedPerSM = 233472
 	resident := max(1, min(2, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
@@ -236,6 +238,7 @@ func windowCost(k knobs, g geometry, sms int) float64 {
 	bands := family.CeilDiv(w.Bands, g.Parts)
 	band := float64(w.Tiles*w.KT)*float64(k.BN*k.BM) + 64*float64(w.Units*w.WB+k.BM*w.Tiles*w.KT)
 	t := float64(waves*resident*bands) * band
+	t *= math.Pow(16/float64(k.WM), 0.35) // fewer warps hide less of the gathers' latency (H100: 16 warps won the stem, 12 the flagship)
 	if g.NClusters > 1 {
 		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
 	}
