@@ -80,3 +80,29 @@ func TestWGradMMAWindowCompile(t *testing.T) {
 		t.Fatalf("%d problems, want 30", n)
 	}
 }
+
+// TestWGradMMAWindowCostSweeps holds Stage=5's cost model (windowCost) to
+// measured data: testdata/wgradmma-window-h100.csv has the Stage=5
+// candidates of 128 blocks a tile timed on an H100 for the flagship (tf32
+// NCHW, fp16 NHWC) and ResNet-50's stem (fp16 and tf32 NHWC), each
+// verified (TestWGradMMAWindowTimes, session 27), and the tuner's own
+// trials of a suite run (Clusters=8 among them). Among the kept Stage=5
+// candidates, the 3 cheapest must hold one within 5% of the fastest.
+func TestWGradMMAWindowCostSweeps(t *testing.T) {
+	sweeps := readSweeps(t, "testdata/wgradmma-window-h100.csv", 4)
+	lim := h100Limits()
+	for _, sw := range sweeps {
+		p := gradProblem(t, sw.shape, sw.precision, sw.layout, problem.OpWgrad)
+		var cands []Candidate
+		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
+			if c.Config["Stage"] == 5 {
+				cands = append(cands, c)
+			}
+		}
+		top := sw.topRatio(p, cands, lim)
+		t.Logf("%s %s: the 1, 3 and 6 cheapest of %d: %.2f, %.2f, %.2f of the fastest", sw.precision, sw.layout, len(cands), top(1), top(3), top(6))
+		if r := top(3); r > 1.05 {
+			t.Errorf("%s: the 3 cheapest of %d Stage=5 candidates are %.1f%% slower than the fastest", p, len(cands), 100*(r-1))
+		}
+	}
+}

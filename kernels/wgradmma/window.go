@@ -3,6 +3,7 @@ package wgradmma
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/convgen/convgen/kernels/family"
@@ -40,6 +41,19 @@ type window struct {
 	AccOperands, AccConstrs, AOperands, WGType string
 	DescOp, ScaleOp                            int
 }
+
+// windowCost's constants, set by hand against testdata/wgradmma-window-h100.csv
+// (TestWGradMMAWindowCostSweeps): a copied element's and a band's
+// overhead in multiply-adds, the exponent of the slowdown of blocks of few
+// warps (16/WM), and the slowdown where the registers' cap leaves fewer
+// than windowRegsSpare beside windowRegs (ptxas spilled there).
+const (
+	windowLoadCost  = 64.0
+	windowBandCost  = 64.0
+	windowWarpsExp  = 0.75
+	windowRegsSpare = 50
+	windowTightRegs = 1.3
+)
 
 // windowStages is Stage=5's dY stages: one read by a step's wgmmas, one by
 // the last tile's still in flight, one being written.
@@ -193,11 +207,15 @@ func windowRegs(k knobs, w window) int {
 }
 
 // The knob values Stage=5's space takes: (warpgroups, sub-tiles), bands,
-// and (Split, Clusters).
+// and (Split, Clusters): 128 blocks a tile, in clusters of 8 or 4 (on the
+// H100, 64 blocks a tile in clusters of 8 were 1.29× and 1.30× slower
+// than 128 on the flagship in fp16 and tf32, 1.49× on the stem in tf32),
+// and fewer where the bands are few (spaceWindowFewSplits, below 256).
 var (
-	spaceWindowTiles  = [][2]int{{2, 1}, {3, 1}, {4, 1}, {2, 2}, {3, 2}}
-	spaceWindowBands  = []int{2, 4, 8}
-	spaceWindowSplits = [][2]int{{8, 4}, {8, 8}, {8, 16}, {4, 32}}
+	spaceWindowTiles     = [][2]int{{2, 1}, {3, 1}, {4, 1}, {2, 2}, {3, 2}}
+	spaceWindowBands     = []int{2, 4, 8}
+	spaceWindowSplits    = [][2]int{{8, 16}, {4, 32}}
+	spaceWindowFewSplits = [][2]int{{8, 1}, {8, 2}, {8, 4}, {8, 8}}
 )
 
 // windowSpace is Stage=5's configurations for p: the channel tile wgmma's
@@ -212,9 +230,17 @@ func windowSpace(p problem.Problem) []knobs {
 	for _, bm := range bms {
 		for _, tile := range spaceWindowTiles {
 			for _, band := range spaceWindowBands {
-				for _, sp := range spaceWindowSplits {
-					ks = append(ks, knobs{BM: bm, BN: tile[0] * tile[1] * 64, WM: 4 * tile[0], WN: 1, Split: sp[0], Clusters: sp[1],
-						Unroll: 1, Stage: 5, Stages: windowStages, Band: band})
+				splits := spaceWindowSplits
+				if p.Shape.N*family.CeilDiv(p.Shape.P(), band) < 256 {
+					splits = append(slices.Clone(spaceWindowFewSplits), splits...)
+				}
+				for _, sp := range splits {
+					k := knobs{BM: bm, BN: tile[0] * tile[1] * 64, WM: 4 * tile[0], WN: 1, Split: sp[0], Clusters: sp[1],
+						Unroll: 1, Stage: 5, Stages: windowStages, Band: band}
+					if k.Clusters == 1 {
+						k.Clusters = 0
+					}
+					ks = append(ks, k)
 				}
 			}
 		}
@@ -222,23 +248,27 @@ func windowSpace(p problem.Problem) []knobs {
 	return ks
 }
 
-// windowCost is Cost's model for Stage=5: the waves of blocks (one an SM)
-// times a block's bands times a band's work — its padded tensor-core work
-// (k-tiles × KT × BN × BM) plus its copies (the window's elements and the
-// dY tiles', 64 multiply-adds' worth each) — slowed by (16/warps)^0.35, with
+// windowCost is Cost's model for Stage=5: the waves of blocks (those an SM
+// holds: shared memory, threads, registers) times a block's bands times a
+// band's work — its padded tensor-core work (k-tiles × KT × BN × BM), its
+// copies (the window's elements and the dY tiles') and a fixed cost —
+// slowed for blocks of few warps and where registers are tight, with
 // clusters costing 20% a doubling and the partial tiles' sums over the
-// SMs. Set by hand from one H100 run of 10–15 configurations on each of
-// four first layers (docs/performance.md), not fitted to sweeps.
+// SMs (windowCost's constants).
 func windowCost(k knobs, g geometry, sms int) float64 {
 	const sharedPerSM = 233472
-	resident := max(1, min(2, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
+	w := g.Win
+	regs := min(255, windowRegs(k, w)+windowRegsSpare)
+	resident := max(1, min(2, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads, 65536/(regs*g.Threads)))
 	blocks := g.TilesM * g.TilesN * g.Parts
 	waves := family.CeilDiv(blocks, sms*resident)
-	w := g.Win
 	bands := family.CeilDiv(w.Bands, g.Parts)
-	band := float64(w.Tiles*w.KT)*float64(k.BN*k.BM) + 64*float64(w.Units*w.WB+k.BM*w.Tiles*w.KT)
+	band := float64(w.Tiles*w.KT)*float64(k.BN*k.BM) + windowLoadCost*float64(w.Units*w.WB+k.BM*w.Tiles*w.KT) + windowBandCost*float64(k.BN*k.BM)
 	t := float64(waves*resident*bands) * band
-	t *= math.Pow(16/float64(k.WM), 0.35) // fewer warps hide less of the gathers' latency (H100: 16 warps won the stem, 12 the flagship)
+	t *= math.Pow(16/float64(k.WM), windowWarpsExp) // fewer warps hide less of the gathers' latency
+	if windowRegs(k, w)+windowRegsSpare > 65536/g.Threads {
+		t *= windowTightRegs // the registers' cap leaves ptxas too few beside the accumulators: spills
+	}
 	if g.NClusters > 1 {
 		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
 	}
