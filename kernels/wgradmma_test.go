@@ -209,6 +209,13 @@ func TestWGradMMAGoldenSource(t *testing.T) {
 			Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3, "Clusters": 4}},
 		"wgradmma_fp16_nhwc_s2_clusters": {gradProblem(t, odd, problem.FP16, problem.NHWC, problem.OpWgrad),
 			Config{"BM": 64, "BN": 64, "WM": 2, "WN": 2, "Split": 1, "Unroll": 1, "Stage": 2, "BP": 32, "Stages": 4, "Clusters": 3}},
+		// Stage=5: the window's gathers into wgmma's A registers, with
+		// clusters and the workspace (tf32 NCHW, two sub-tiles) and an odd
+		// first layer in fp16 NHWC (K=20: wgmma's N 24) with one cluster.
+		"wgradmma_tf32_nchw_s5_clusters": {gradProblem(t, flagshipSpec, problem.TF32, problem.NCHW, problem.OpWgrad),
+			Config{"BM": 96, "BN": 384, "WM": 12, "WN": 1, "Split": 8, "Clusters": 16, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 4}},
+		"wgradmma_fp16_nhwc_s5": {gradProblem(t, "N=2,C=3,H=19,W=23,K=20,R=5,S=3,stride_h=2,stride_w=3,pad_h=2,pad_w=1,dilation_h=2", problem.FP16, problem.NHWC, problem.OpWgrad),
+			Config{"BM": 24, "BN": 192, "WM": 12, "WN": 1, "Split": 2, "Unroll": 1, "Stage": 5, "Stages": 3, "Band": 2}},
 		// 3xTF32: each k step's three mma summed from zero, added in FP32.
 		"wgradmma_3xtf32_nchw_s3": {gradProblem(t, flagshipSpec, problem.TF32x3, problem.NCHW, problem.OpWgrad),
 			Config{"BM": 48, "BN": 128, "WM": 1, "WN": 4, "Split": 8, "Unroll": 1, "Stage": 3}},

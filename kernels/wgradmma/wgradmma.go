@@ -69,7 +69,15 @@ var templateFS embed.FS
 //     operands, the tiles are loaded into registers, 16 bytes a thread,
 //     and stored transposed into the K-major 128-byte swizzle, rounded to
 //     TF32, one tile ahead of the wgmmas m64nBNk8 (wgmmatf32.cu.tmpl);
+//     5, for first layers (searched where C ≤ 8; tf32, fp16, bf16, both
+//     layouts, sm_90a), the GEMM turned around: the BN taps are wgmma's
+//     rows, the BM output channels its N (a multiple of 8); the block
+//     stages per band of Band output rows the input rows they read, whole
+//     (the window), and each thread reads its A fragments from there into
+//     wgmma's registers; dY is B, K-major (window.cu.tmpl, window.go);
+//   - Band: Stage=5's output rows a band;
 //   - BP, Stages: Stage=2's and 4's pixels per tile and tiles in flight
+//     (Stage=5: Stages = 3, its dY stages, and no BP)
 //     (absent, 0, for Stage 0 and 1, so that their IDs are as before);
 //   - BiasSum: 1, Stage=4 with a bias only: dBias is summed from the
 //     staged dY tiles, each column tile's blocks summing their share of
