@@ -36,10 +36,9 @@ type window struct {
 	// the stages and two windows), Bytes the stages, windows and tables.
 	TableOff, Bytes int
 	// The wgmma's inline-assembly operands: ACC accumulators d[i] (%0 ..),
-	// then A's four registers, B's descriptor and the scale-d flag; WGType
-	// the operand type ("tf32", "f16", "bf16").
-	AccOperands, AccConstrs, AOperands, WGType string
-	DescOp, ScaleOp                            int
+	// then A's four registers, B's descriptor and the scale-d flag.
+	AccOperands, AccConstrs, AOperands string
+	DescOp, ScaleOp                    int
 }
 
 // windowCost's constants, set by hand against testdata/wgradmma-window-h100.csv
@@ -106,14 +105,6 @@ func newWindow(p problem.Problem, k knobs, threads int) window {
 	w.AccConstrs = strings.Join(cons, ", ")
 	w.AOperands = fmt.Sprintf("{%%%d, %%%d, %%%d, %%%d}", acc, acc+1, acc+2, acc+3)
 	w.DescOp, w.ScaleOp = acc+4, acc+5
-	switch p.Precision {
-	case problem.FP16:
-		w.WGType = "f16"
-	case problem.BF16:
-		w.WGType = "bf16"
-	default:
-		w.WGType = "tf32"
-	}
 	return w
 }
 
