@@ -41,16 +41,22 @@ type window struct {
 	DescOp, ScaleOp                    int
 }
 
+// windowRegsSpare is the registers a thread needs beside windowRegs, in
+// tf32 (false) and 16-bit (true: the gathers' halves and their packing):
+// below it ptxas spilled (H100 builds: tf32's 384-tap tiles fit 168
+// registers with 132 counted, fp16's 256-tap tiles of 16 warps spilled at
+// 128 with 82).
+var windowRegsSpare = map[bool]int{false: 36, true: 50}
+
 // windowCost's constants, set by hand against testdata/wgradmma-window-h100.csv
 // (TestWGradMMAWindowCostSweeps): a copied element's and a band's
 // overhead in multiply-adds, the exponent of the slowdown of blocks of few
 // warps (16/WM), and the slowdown where the registers' cap leaves fewer
-// than windowRegsSpare beside windowRegs (ptxas spilled there).
+// than windowRegsSpare beside windowRegs.
 const (
 	windowLoadCost  = 64.0
 	windowBandCost  = 64.0
 	windowWarpsExp  = 0.75
-	windowRegsSpare = 50
 	windowTightRegs = 1.3
 )
 
@@ -198,14 +204,19 @@ func windowRegs(k knobs, w window) int {
 }
 
 // The knob values Stage=5's space takes: (warpgroups, sub-tiles), bands,
-// and (Split, Clusters): 128 blocks a tile, in clusters of 8 or 4 (on the
-// H100, 64 blocks a tile in clusters of 8 were 1.29× and 1.30× slower
-// than 128 on the flagship in fp16 and tf32, 1.49× on the stem in tf32),
+// and (Split, Clusters): about 128 blocks a tile, in clusters of 8 or 4,
 // and fewer where the bands are few (spaceWindowFewSplits, below 256).
+// On the H100, 64 blocks a tile in clusters of 8 were 1.29× and 1.30×
+// slower than 128 on the flagship in fp16 and tf32, 1.28× on the stem,
+// and ncu found the SMs idle a third of the time: what follows if only
+// some 14 clusters of 8 of these one-block-an-SM kernels run at once (16
+// clusters in two waves, 32 in three). 14 and 7 clusters of 8 (29 and 15
+// of 4), one wave by that count, are searched beside 16 and 32; not yet
+// timed (docs/performance.md), the cost model does not assume it.
 var (
 	spaceWindowTiles     = [][2]int{{2, 1}, {3, 1}, {4, 1}, {2, 2}, {3, 2}}
 	spaceWindowBands     = []int{2, 4, 8}
-	spaceWindowSplits    = [][2]int{{8, 16}, {4, 32}}
+	spaceWindowSplits    = [][2]int{{8, 16}, {8, 14}, {8, 7}, {4, 32}, {4, 29}, {4, 15}}
 	spaceWindowFewSplits = [][2]int{{8, 1}, {8, 2}, {8, 4}, {8, 8}}
 )
 
@@ -249,7 +260,7 @@ func windowSpace(p problem.Problem) []knobs {
 func windowCost(k knobs, g geometry, sms int) float64 {
 	const sharedPerSM = 233472
 	w := g.Win
-	regs := min(255, windowRegs(k, w)+windowRegsSpare)
+	regs := min(255, windowRegs(k, w)+windowRegsSpare[g.KStep == 16])
 	resident := max(1, min(2, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads, 65536/(regs*g.Threads)))
 	blocks := g.TilesM * g.TilesN * g.Parts
 	waves := family.CeilDiv(blocks, sms*resident)
@@ -257,7 +268,7 @@ func windowCost(k knobs, g geometry, sms int) float64 {
 	band := float64(w.Tiles*w.KT)*float64(k.BN*k.BM) + windowLoadCost*float64(w.Units*w.WB+k.BM*w.Tiles*w.KT) + windowBandCost*float64(k.BN*k.BM)
 	t := float64(waves*resident*bands) * band
 	t *= math.Pow(16/float64(k.WM), windowWarpsExp) // fewer warps hide less of the gathers' latency
-	if windowRegs(k, w)+windowRegsSpare > 65536/g.Threads {
+	if windowRegs(k, w)+windowRegsSpare[g.KStep == 16] > 65536/g.Threads {
 		t *= windowTightRegs // the registers' cap leaves ptxas too few beside the accumulators: spills
 	}
 	if g.NClusters > 1 {
