@@ -107,3 +107,44 @@ func TestWGradMMAWindowCostSweeps(t *testing.T) {
 		}
 	}
 }
+
+// TestWGradMMAWindowSpace: Stage=5 keeps candidates for first layers of
+// every channel count — K ≤ 8 (wgmma's N of 8, whose blocks of 256
+// threads once made Render divide by zero), K from 129 to 256 in 16 bits
+// and K=256 in tf32 (whose one channel tile's accumulators leave too few
+// registers: an even split into tiles of at most 128 is offered too), K
+// past 256 — and every kept candidate renders; its bands are at most P
+// rows (a map of 5 rows).
+func TestWGradMMAWindowSpace(t *testing.T) {
+	lim := h100Limits()
+	for _, c := range []struct {
+		spec string
+		prec problem.Precision
+		lay  problem.Layout
+	}{
+		{"N=8,C=3,H=64,W=64,K=8,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NCHW},
+		{"N=8,C=3,H=64,W=64,K=4,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NHWC},
+		{"N=8,C=3,H=64,W=64,K=192,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NHWC},
+		{"N=8,C=3,H=64,W=64,K=256,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NCHW},
+		{"N=8,C=3,H=64,W=64,K=300,R=7,S=7,stride=2,pad=3", problem.BF16, problem.NCHW},
+		{"N=64,C=3,H=9,W=40,K=32,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NHWC},
+	} {
+		p := gradProblem(t, c.spec, c.prec, c.lay, problem.OpWgrad)
+		n := 0
+		for _, cand := range kept(WgradMMA{}.Space(p, lim)) {
+			if cand.Config["Stage"] != 5 {
+				continue
+			}
+			n++
+			if band := cand.Config["Band"]; band > p.Shape.P() {
+				t.Errorf("%s %s: Band=%d past P=%d", p, cand.ID(), band, p.Shape.P())
+			}
+			if _, err := (WgradMMA{}).Render(p, cand.Config); err != nil {
+				t.Errorf("%s %s: %v", p, cand.ID(), err)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no Stage=5 candidate kept", p)
+		}
+	}
+}

@@ -850,7 +850,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		return family.Hard("workspace", "%d B of partial tiles > %d", 4*g.WorkspaceFloats, maxWorkspace)
 	case k.Stage == 3 && g.Parts > g.Rows.Rows:
 		return family.Soft("waste", "Split=%d·Clusters=%d leaves a block without output rows (N·P=%d)", k.Split, g.NClusters, g.Rows.Rows)
-	case g.Parts > 1 && g.Chunk*(g.Parts-1) >= g.L:
+	case k.Stage != 5 && g.Parts > 1 && g.Chunk*(g.Parts-1) >= g.L: // (Stage=5 splits bands: its own rule above)
 		return family.Soft("waste", "Split=%d·Clusters=%d leaves a block without pixels (L=%d)", k.Split, g.NClusters, g.L)
 	case k.BM > 32 && 2*p.Shape.K <= k.BM:
 		return family.Soft("waste", "BM=%d is more than twice K=%d", k.BM, p.Shape.K)
@@ -934,6 +934,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	mm := gradmma.For(p, "dW")
 	mm.Doc += ", dBias FP32"
+	minBlocks := 0 // wgmmatf32.cu.tmpl's alone (its tiles' rows: BM ≥ 64)
+	if k.Stage == 4 && p.Precision == problem.TF32 {
+		minBlocks = wgmmaTF32MinBlocks(k, g.SharedBytes)
+	}
 	name := fmt.Sprintf("convgen_wgradmma_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
 	data := struct {
 		family.ShapeData
@@ -956,7 +960,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		MinBlocks int
 	}{family.NewShapeData(p), g, k, name, cfg.String(), mm.Doc, mm.TypeName, mm.Shape, mm.Split3, mm.Split3,
 		orig.Shape.C, orig.Shape.K, g.TilesN * g.TilesM * g.Parts, orig.Shape.String(), launch.PrologueBlocks, launch.PrologueThreads,
-		newWGMMAOperands(g.Acc), wgmmaTF32MinBlocks(k, g.SharedBytes)}
+		newWGMMAOperands(g.Acc), minBlocks}
 	file := f.Template()
 	switch k.Stage {
 	case 2:

@@ -221,17 +221,30 @@ var (
 )
 
 // windowSpace is Stage=5's configurations for p: the channel tile wgmma's
-// N (K rounded up to 8, or 256 and 128 past 256), each tile of taps, band
-// and split.
+// N (K rounded up to 8 where that is at most 128, else up to 256 and the
+// even split into tiles of at most 128, whose accumulators leave room for
+// the rest), each tile of taps, band (at most P rows) and split.
 func windowSpace(p problem.Problem) []knobs {
-	bms := []int{family.RoundUp(p.Shape.K, 8)}
-	if bms[0] > 256 {
-		bms = []int{256, 128}
+	k8 := family.RoundUp(p.Shape.K, 8)
+	var bms []int
+	if k8 <= 256 {
+		bms = append(bms, k8)
+	}
+	if k8 > 128 {
+		if even := family.RoundUp(family.CeilDiv(p.Shape.K, family.CeilDiv(p.Shape.K, 128)), 8); !slices.Contains(bms, even) {
+			bms = append(bms, even)
+		}
+	}
+	var bands []int
+	for _, b := range spaceWindowBands {
+		if b <= p.Shape.P() || len(bands) == 0 {
+			bands = append(bands, min(b, p.Shape.P()))
+		}
 	}
 	var ks []knobs
 	for _, bm := range bms {
 		for _, tile := range spaceWindowTiles {
-			for _, band := range spaceWindowBands {
+			for _, band := range bands {
 				splits := spaceWindowSplits
 				if p.Shape.N*family.CeilDiv(p.Shape.P(), band) < 256 {
 					splits = append(slices.Clone(spaceWindowFewSplits), splits...)
