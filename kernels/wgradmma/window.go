@@ -13,6 +13,9 @@ import (
 // window is a Stage=5 configuration's geometry (window.cu.tmpl): bands of
 // Band output rows, the input rows they read staged whole (the window),
 // the taps' im2col operand gathered from there into wgmma's A registers.
+// window_emulate_test.go runs the template's data movement on the CPU
+// against float64 gradients: a change to the template's indexing goes
+// there too.
 type window struct {
 	// Band is the output rows a band; BandsPerImage ⌈P/Band⌉; Bands the
 	// reduction's bands, N·BandsPerImage, split over a tile's blocks.
