@@ -41,6 +41,9 @@ type request struct {
 	Seed   uint32 `json:"seed,omitempty"`
 	Warmup int    `json:"warmup,omitempty"`
 	Runs   int    `json:"runs,omitempty"`
+	// Clusters says the kernel has compiled cluster dimensions: the worker
+	// asks the driver how many of its clusters run at once.
+	Clusters bool `json:"clusters,omitempty"`
 	// CutoffMS, when positive, ends the timed runs early once three of
 	// them are all slower than it: the candidate cannot win (the tuner
 	// passes twice the best median so far).
@@ -53,9 +56,12 @@ type response struct {
 	Error string   `json:"error,omitempty"`
 	Info  gpu.Info `json:"info,omitempty"`
 
-	Status      Status    `json:"status,omitempty"`
-	Registers   int       `json:"registers,omitempty"`
-	LocalBytes  int       `json:"local_bytes,omitempty"`
+	Status     Status `json:"status,omitempty"`
+	Registers  int    `json:"registers,omitempty"`
+	LocalBytes int    `json:"local_bytes,omitempty"`
+	// MaxClusters is how many of a cluster kernel's clusters the driver
+	// says run at once (0: no cluster dimensions, or not asked).
+	MaxClusters int       `json:"max_clusters,omitempty"`
 	RelError    float64   `json:"rel_error,omitempty"`    // vs the GPU reference, every output
 	SampleError float64   `json:"sample_error,omitempty"` // vs float64 on the CPU, sampled outputs
 	RefError    float64   `json:"ref_error,omitempty"`    // GPU reference vs CPU, sampled outputs

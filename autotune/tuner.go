@@ -79,6 +79,10 @@ type Trial struct {
 	StackBytes  int            `json:"stack_bytes,omitempty"`
 	SharedBytes int            `json:"shared_bytes,omitempty"` // dynamic + static
 	Threads     int            `json:"threads,omitempty"`
+	// MaxClusters is, for a kernel of thread-block clusters, how many of
+	// them the driver says run at once with its launch (a launch of more
+	// takes waves); 0 otherwise.
+	MaxClusters int `json:"max_clusters,omitempty"`
 	// Warnings is what the compiler said besides the resource report, e.g.
 	// ptxas serialising wgmma instructions.
 	Warnings    string  `json:"warnings,omitempty"`
@@ -818,6 +822,7 @@ func (s *search) apply(t *Trial, r response) {
 	if r.Registers > 0 {
 		t.Registers = r.Registers
 	}
+	t.MaxClusters = r.MaxClusters
 	t.RelError, t.SampleError = r.RelError, r.SampleError
 	if r.Status == StatusOK {
 		sorted := sortedFloats(r.TimesMS)

@@ -88,7 +88,8 @@ func TestWGradMMAWindow(t *testing.T) {
 // flagship and ResNet-50's stem beside the Stage=3 kernel that won them
 // (the committed records' configurations), in one process: the Stage=5
 // candidates kept by the rules with 128 blocks a tile, and those pins,
-// each verified (registers and spills logged).
+// each verified (registers, spills and the clusters the driver says run
+// at once logged).
 func TestWGradMMAWindowTimes(t *testing.T) {
 	if os.Getenv("CONVGEN_WINDOW_TIMES") != "1" {
 		t.Skip("CONVGEN_WINDOW_TIMES=1 times the flagship and the stem")
@@ -121,7 +122,7 @@ func TestWGradMMAWindowTimes(t *testing.T) {
 			res := tunePins(t, lib, worker, p, pins, nil, 29)
 			for _, tr := range res.Trials {
 				if slices.Contains(pins, tr.ID) {
-					t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores)
+					t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled, %d clusters at once (the driver)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores, tr.MaxClusters)
 				}
 			}
 		})

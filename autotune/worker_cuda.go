@@ -475,6 +475,9 @@ func (wk *worker) measure(req request) response {
 	defer fn.Unload()
 	var resp response
 	resp.Registers, resp.LocalBytes, _ = fn.Attributes()
+	if req.Clusters {
+		resp.MaxClusters, _ = fn.MaxActiveClusters(req.Grid, req.Block, req.Shared) // best effort: facts for the report
+	}
 	launch := func() error {
 		return wk.dev.Launch(fn, req.Grid, req.Block, req.Shared, wk.args(wk.out)...)
 	}

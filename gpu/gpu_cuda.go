@@ -3,10 +3,30 @@
 package gpu
 
 // #include <cuda.h>
+// #include <string.h>
 // #cgo LDFLAGS: -lcuda
 //
 // static CUresult convgen_set_max_dynamic_shared(CUfunction fn, int bytes) {
 //     return cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+// }
+//
+// // convgen_max_active_clusters asks the driver how many clusters of fn,
+// // launched with this grid, block and dynamic shared memory, can run at
+// // once (fn's cluster dimensions are compiled in). The entry point is found
+// // at run time: CUDA 11.8's driver stub, which builds link against, lacks it.
+// typedef CUresult (*convgen_max_clusters_fn)(int *, CUfunction, const CUlaunchConfig *);
+// static CUresult convgen_max_active_clusters(CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
+//                                             unsigned bx, unsigned by, unsigned bz, unsigned shared, int *out) {
+//     void *p = 0;
+//     CUresult r = cuGetProcAddress("cuOccupancyMaxActiveClusters", &p, 11080, CU_GET_PROC_ADDRESS_DEFAULT);
+//     if (r != CUDA_SUCCESS) return r;
+//     if (!p) return CUDA_ERROR_NOT_FOUND;
+//     CUlaunchConfig cfg;
+//     memset(&cfg, 0, sizeof cfg);
+//     cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
+//     cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
+//     cfg.sharedMemBytes = shared;
+//     return ((convgen_max_clusters_fn)p)(out, fn, &cfg);
 // }
 import "C"
 
@@ -148,6 +168,22 @@ func (f Function) Attributes() (registers, localBytes int, err error) {
 		return 0, 0, fmt.Errorf("local memory size: %w", err)
 	}
 	return registers, localBytes, nil
+}
+
+// MaxActiveClusters returns how many clusters of f (a kernel compiled with
+// cluster dimensions), launched with this grid, block and dynamic shared
+// memory, the driver says can run on the device at once
+// (cuOccupancyMaxActiveClusters): a launch of more takes waves. Kernels
+// without compiled cluster dimensions return an error.
+func (f Function) MaxActiveClusters(grid, block [3]int, shared int) (int, error) {
+	raw := *(*C.CUfunction)(unsafe.Pointer(&f.fn))
+	var n C.int
+	r := C.convgen_max_active_clusters(raw, C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
+		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(shared), &n)
+	if r != C.CUDA_SUCCESS {
+		return 0, fmt.Errorf("max active clusters: CUresult %d", int(r))
+	}
+	return int(n), nil
 }
 
 // Launch launches f on the device's stream, after its prologue where it
