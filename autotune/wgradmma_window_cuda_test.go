@@ -3,9 +3,11 @@
 package autotune
 
 import (
+	"context"
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/convgen/convgen/kernels"
 	"github.com/convgen/convgen/problem"
@@ -119,7 +121,14 @@ func TestWGradMMAWindowTimes(t *testing.T) {
 				}
 			}
 			pins = append(pins, c.stage)
-			res := tunePins(t, lib, worker, p, pins, nil, 29)
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+				Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second, ClusterFacts: true})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+				t.Errorf("%d of %d kernels passed", passed, len(pins))
+			}
 			for _, tr := range res.Trials {
 				if slices.Contains(pins, tr.ID) {
 					t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled, %d clusters at once (the driver)", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores, tr.MaxClusters)
