@@ -45,11 +45,16 @@ type window struct {
 }
 
 // windowRegsSpare is the registers a thread needs beside windowRegs, in
-// tf32 (false) and 16-bit (true: the gathers' halves and their packing):
-// below it ptxas spilled (H100 builds: tf32's 384-tap tiles fit 168
-// registers with 132 counted, fp16's 256-tap tiles of 16 warps spilled at
-// 128 with 82).
-var windowRegsSpare = map[bool]int{false: 36, true: 50}
+// tf32 and in 16 bits (half: the gathers' halves and their packing): below
+// it ptxas spilled (H100 builds: tf32's 384-tap tiles fit 168 registers
+// with 132 counted, fp16's 256-tap tiles of 16 warps spilled at 128 with
+// 82).
+func windowRegsSpare(half bool) int {
+	if half {
+		return 50
+	}
+	return 36
+}
 
 // windowCost's constants, set by hand against testdata/wgradmma-window-h100.csv
 // (TestWGradMMAWindowCostSweeps): a copied element's and a band's
@@ -276,7 +281,7 @@ func windowSpace(p problem.Problem) []knobs {
 func windowCost(k knobs, g geometry, sms int) float64 {
 	const sharedPerSM = 233472
 	w := g.Win
-	regs := min(255, windowRegs(k, w)+windowRegsSpare[g.KStep == 16])
+	regs := min(255, windowRegs(k, w)+windowRegsSpare(g.KStep == 16))
 	resident := max(1, min(2, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads, 65536/(regs*g.Threads)))
 	blocks := g.TilesM * g.TilesN * g.Parts
 	waves := family.CeilDiv(blocks, sms*resident)
@@ -284,7 +289,7 @@ func windowCost(k knobs, g geometry, sms int) float64 {
 	band := float64(w.Tiles*w.KT)*float64(k.BN*k.BM) + windowLoadCost*float64(w.Units*w.WB+k.BM*w.Tiles*w.KT) + windowBandCost*float64(k.BN*k.BM)
 	t := float64(waves*resident*bands) * band
 	t *= math.Pow(16/float64(k.WM), windowWarpsExp) // fewer warps hide less of the gathers' latency
-	if windowRegs(k, w)+windowRegsSpare[g.KStep == 16] > 65536/g.Threads {
+	if windowRegs(k, w)+windowRegsSpare(g.KStep == 16) > 65536/g.Threads {
 		t *= windowTightRegs // the registers' cap leaves ptxas too few beside the accumulators: spills
 	}
 	if g.NClusters > 1 {
