@@ -42,10 +42,7 @@ func (Family) Template() string { return "dgrad.cu.tmpl" }
 
 // Serves implements family.Family: every valid problem of op dgrad.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.OnlyOp("dgrad", problem.OpDgrad, p); err != nil {
-		return err
-	}
-	return p.Validate()
+	return family.Gradient("dgrad", problem.OpDgrad, p)
 }
 
 // The values the knobs take.
@@ -117,17 +114,15 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 
 // Render implements family.Family.
 func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
-	if err := f.Serves(p); err != nil {
-		return family.Kernel{}, err
-	}
-	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	k, cfg, err := family.RenderKnobs(f.Name(), f.Serves, p, cfg, func(k knobs) string {
+		if k.Threads < 32 || k.Threads > 1024 || k.Threads%32 != 0 || k.Elems < 1 || k.Elems > 16 {
+			return "Threads must be a multiple of 32 up to 1024 and Elems 1 to 16"
+		}
+		return ""
+	})
 	if err != nil {
 		return family.Kernel{}, err
 	}
-	if k.Threads < 32 || k.Threads > 1024 || k.Threads%32 != 0 || k.Elems < 1 || k.Elems > 16 {
-		return family.Kernel{}, fmt.Errorf("dgrad: config %s: Threads must be a multiple of 32 up to 1024 and Elems 1 to 16", cfg)
-	}
-	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	name := "convgen_dgrad_" + family.KernelSuffix(cfg)
 	data := struct {

@@ -47,10 +47,7 @@ func (Family) Template() string { return "dgradmma.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.OnlyOp("dgradmma", problem.OpDgrad, p); err != nil {
-		return err
-	}
-	if err := p.Validate(); err != nil {
+	if err := family.Gradient("dgradmma", problem.OpDgrad, p); err != nil {
 		return err
 	}
 	if err := dgradphase.Foldable(p.Shape); err != nil {
@@ -163,17 +160,10 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 
 // Render implements family.Family.
 func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
-	if err := f.Serves(p); err != nil {
-		return family.Kernel{}, err
-	}
-	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	k, cfg, err := family.RenderKnobs(f.Name(), f.Serves, p, cfg, check)
 	if err != nil {
 		return family.Kernel{}, err
 	}
-	if msg := check(k); msg != "" {
-		return family.Kernel{}, fmt.Errorf("dgradmma: config %s: %s", cfg, msg)
-	}
-	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	s := p.Shape
 	if g.SharedBytes > 48*1024 {

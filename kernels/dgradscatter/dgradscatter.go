@@ -68,10 +68,7 @@ func (Family) Template() string { return "dgradscatter.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.OnlyOp("dgradscatter", problem.OpDgrad, p); err != nil {
-		return err
-	}
-	if err := p.Validate(); err != nil {
+	if err := family.Gradient("dgradscatter", problem.OpDgrad, p); err != nil {
 		return err
 	}
 	if err := gradmma.Serves("dgradscatter", p); err != nil {
@@ -310,17 +307,10 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 
 // Render implements family.Family.
 func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
-	if err := f.Serves(p); err != nil {
-		return family.Kernel{}, err
-	}
-	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	k, cfg, err := family.RenderKnobs(f.Name(), f.Serves, p, cfg, check)
 	if err != nil {
 		return family.Kernel{}, err
 	}
-	if msg := check(k); msg != "" {
-		return family.Kernel{}, fmt.Errorf("dgradscatter: config %s: %s", cfg, msg)
-	}
-	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	s := p.Shape
 	if g.AH.Tiles > 65535 || s.N > 65535 {

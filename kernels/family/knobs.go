@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/convgen/convgen/problem"
 )
 
 // A family's knobs are one Go struct (directKnobs, igemmKnobs, ...): every
@@ -109,4 +111,26 @@ func ParseKnobs[K any](family string, cfg Config) (K, error) {
 // NewCandidate is a family's candidate of knobs k with verdict r.
 func NewCandidate[K any](family string, k K, r Rejection) Candidate {
 	return Candidate{Family: family, Config: KnobsConfig(k), Rejected: r.String(), Rejection: r}
+}
+
+// RenderKnobs is how a family's Render starts: serves must accept p, cfg
+// must parse into the knob struct K, and check (nil: none) must find
+// nothing wrong with the knobs ("" when fine; its message is reported as
+// "FAMILY: config CFG: MESSAGE"). It returns the knobs and their Config in
+// canonical form (KnobsConfig: the kernel's ID).
+func RenderKnobs[K any](family string, serves func(problem.Problem) error, p problem.Problem, cfg Config, check func(K) string) (K, Config, error) {
+	var zero K
+	if err := serves(p); err != nil {
+		return zero, nil, err
+	}
+	k, err := ParseKnobs[K](family, cfg)
+	if err != nil {
+		return zero, nil, err
+	}
+	if check != nil {
+		if msg := check(k); msg != "" {
+			return zero, nil, fmt.Errorf("%s: config %s: %s", family, cfg, msg)
+		}
+	}
+	return k, KnobsConfig(k), nil
 }

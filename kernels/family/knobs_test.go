@@ -1,9 +1,12 @@
 package family
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/convgen/convgen/problem"
 )
 
 // exampleTile is an embedded knob struct.
@@ -74,5 +77,41 @@ func TestAdmitSoftTyped(t *testing.T) {
 	kept := AdmitSoft([]Candidate{mk(Soft("waste", "a")), mk(Rejection{})})
 	if kept[0].Rejected == "" {
 		t.Error("AdmitSoft lifted a soft rejection although a candidate was kept")
+	}
+}
+
+// TestRenderKnobs: a family's Render start passes Serves' refusal on as it
+// is, refuses unparsable knobs, reports check's message as "FAMILY: config
+// CFG: MESSAGE", and returns the knobs with their canonical Config (an
+// optional knob at 0 left out).
+func TestRenderKnobs(t *testing.T) {
+	refuse := errors.New("not served")
+	serves := func(p problem.Problem) error {
+		if p.Shape.N == 0 {
+			return refuse
+		}
+		return nil
+	}
+	check := func(k exampleKnobs) string {
+		if k.Stages < 1 {
+			return "Stages ≥ 1"
+		}
+		return ""
+	}
+	p := problem.Problem{Shape: problem.Shape{N: 1}}
+	cfg := Config{"TileP": 8, "TileQ": 16, "TileK": 96, "Stages": 2, "Extra": 0}
+	k, got, err := RenderKnobs("x", serves, p, cfg, check)
+	if err != nil || k.Stages != 2 || !reflect.DeepEqual(got, Config{"TileP": 8, "TileQ": 16, "TileK": 96, "Stages": 2}) {
+		t.Fatalf("RenderKnobs = %+v, %v, %v", k, got, err)
+	}
+	if _, _, err := RenderKnobs("x", serves, problem.Problem{}, cfg, check); !errors.Is(err, refuse) {
+		t.Errorf("unserved problem: %v, want Serves' error", err)
+	}
+	if _, _, err := RenderKnobs("x", serves, p, Config{"TileP": 8}, check); err == nil {
+		t.Error("missing knobs: no error")
+	}
+	bad := Config{"TileP": 8, "TileQ": 16, "TileK": 96, "Stages": 0}
+	if _, _, err := RenderKnobs("x", serves, p, bad, check); err == nil || err.Error() != "x: config "+bad.String()+": Stages ≥ 1" {
+		t.Errorf("failed check: %v", err)
 	}
 }

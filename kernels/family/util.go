@@ -130,6 +130,15 @@ func OnlyOp(family string, op problem.Op, p problem.Problem) error {
 	return nil
 }
 
+// Gradient is a gradient family's first test in Serves: p asks for its op
+// (OnlyOp) and is a valid problem.
+func Gradient(family string, op problem.Op, p problem.Problem) error {
+	if err := OnlyOp(family, op, p); err != nil {
+		return err
+	}
+	return p.Validate()
+}
+
 // Forward is the forward families' refusal of a gradient op
 // (problem.Op): their kernels compute the forward convolution only; the
 // dgrad and wgrad families serve the gradients.

@@ -46,10 +46,7 @@ func (Family) Template() string { return "wgrad.cu.tmpl" }
 
 // Serves implements family.Family: every valid problem of op wgrad.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.OnlyOp("wgrad", problem.OpWgrad, p); err != nil {
-		return err
-	}
-	return p.Validate()
+	return family.Gradient("wgrad", problem.OpWgrad, p)
 }
 
 // The values the knobs take.
@@ -148,17 +145,15 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 
 // Render implements family.Family.
 func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
-	if err := f.Serves(p); err != nil {
-		return family.Kernel{}, err
-	}
-	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	k, cfg, err := family.RenderKnobs(f.Name(), f.Serves, p, cfg, func(k knobs) string {
+		if k.Threads < 32 || k.Threads > 1024 || k.Threads&(k.Threads-1) != 0 || k.Outs < 1 || k.Outs > 32 {
+			return "Threads must be a power of two from 32 to 1024 and Outs 1 to 32"
+		}
+		return ""
+	})
 	if err != nil {
 		return family.Kernel{}, err
 	}
-	if k.Threads < 32 || k.Threads > 1024 || k.Threads&(k.Threads-1) != 0 || k.Outs < 1 || k.Outs > 32 {
-		return family.Kernel{}, fmt.Errorf("wgrad: config %s: Threads must be a power of two from 32 to 1024 and Outs 1 to 32", cfg)
-	}
-	cfg = family.KnobsConfig(k)
 	g := geom(p, k)
 	name := "convgen_wgrad_" + family.KernelSuffix(cfg)
 	data := struct {

@@ -117,10 +117,7 @@ func (Family) Template() string { return "wgradmma.cu.tmpl" }
 
 // Serves implements family.Family.
 func (Family) Serves(p problem.Problem) error {
-	if err := family.OnlyOp("wgradmma", problem.OpWgrad, p); err != nil {
-		return err
-	}
-	if err := p.Validate(); err != nil {
+	if err := family.Gradient("wgradmma", problem.OpWgrad, p); err != nil {
 		return err
 	}
 	return gradmma.Serves("wgradmma", p)
@@ -868,20 +865,14 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 
 // Render implements family.Family.
 func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
-	if err := f.Serves(p); err != nil {
-		return family.Kernel{}, err
-	}
-	k, err := family.ParseKnobs[knobs](f.Name(), cfg)
+	k, cfg, err := family.RenderKnobs(f.Name(), f.Serves, p, cfg, check)
 	if err != nil {
 		return family.Kernel{}, err
 	}
-	if msg := check(k); msg != "" {
-		return family.Kernel{}, fmt.Errorf("wgradmma: config %s: %s", cfg, msg)
-	}
 	if k.Clusters == 1 {
 		k.Clusters = 0 // one cluster is the kernel without a workspace, under its ID
+		cfg = family.KnobsConfig(k)
 	}
-	cfg = family.KnobsConfig(k)
 	orig := p
 	p, msg := inputRule(p, k)
 	if msg != "" {
