@@ -1,7 +1,10 @@
 package kernels
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,6 +148,59 @@ func TestWGradMMAWindowSpace(t *testing.T) {
 		}
 		if n == 0 {
 			t.Errorf("%s: no Stage=5 candidate kept", p)
+		}
+	}
+}
+
+// TestWGradMMAWindowRandom renders random first layers' Stage=5 kernels
+// (C ≤ 8, odd sizes, per-axis stride, padding and dilation, every
+// precision and layout, with and without a bias) and compiles them to PTX
+// for compute_90: the kernel's static_asserts hold for whatever the space
+// keeps. The cheapest kept candidate of 3 shapes by default, of 24 and a
+// random second one under the full sweep.
+func TestWGradMMAWindowRandom(t *testing.T) {
+	t.Parallel()
+	lib := nvrtctest.Open(t)
+	lim := h100Limits()
+	rng := rand.New(rand.NewPCG(27, 11))
+	shapes, picks := 3, 1
+	if fullSweep() {
+		shapes, picks = 24, 2
+	}
+	for done := 0; done < shapes; {
+		s := problem.Shape{N: 1 + rng.IntN(8), C: 1 + rng.IntN(8), H: 8 + rng.IntN(120), W: 8 + rng.IntN(120), K: 1 + rng.IntN(200),
+			R: 1 + rng.IntN(11), S: 1 + rng.IntN(11), StrideH: 1 + rng.IntN(4), StrideW: 1 + rng.IntN(4),
+			DilationH: 1 + rng.IntN(2), DilationW: 1 + rng.IntN(2), Groups: 1, Bias: rng.IntN(2) == 0}
+		s.PadH, s.PadW = rng.IntN(s.R), rng.IntN(s.S)
+		p := problem.Problem{Shape: s, Precision: []problem.Precision{problem.TF32, problem.FP16, problem.BF16}[rng.IntN(3)],
+			Layout: []problem.Layout{problem.NCHW, problem.NHWC}[rng.IntN(2)], Op: problem.OpWgrad}
+		if p.Validate() != nil {
+			continue
+		}
+		var cands []Candidate
+		for _, c := range kept(WgradMMA{}.Space(p, lim)) {
+			if c.Config["Stage"] == 5 {
+				cands = append(cands, c)
+			}
+		}
+		if len(cands) == 0 {
+			continue // Stage=5 declines (few taps, few bands): other stages serve
+		}
+		done++
+		slices.SortStableFunc(cands, func(a, b Candidate) int {
+			ca, _ := PredictedCost(p, a, lim)
+			cb, _ := PredictedCost(p, b, lim)
+			return cmp.Compare(ca, cb)
+		})
+		for i := range picks {
+			c := cands[0]
+			if i > 0 {
+				c = cands[rng.IntN(len(cands))]
+			}
+			k, ptx := renderPTX(t, lib, WgradMMA{}, p, c.Config, "sm_90a")
+			if !strings.Contains(ptx, ".entry "+k.Name) || !strings.Contains(ptx, "wgmma.mma_async") {
+				t.Errorf("%s %s: PTX lacks the entry or a wgmma", p, c.ID())
+			}
 		}
 	}
 }
