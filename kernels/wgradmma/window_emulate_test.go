@@ -228,9 +228,9 @@ func TestWindowEmulated(t *testing.T) {
 		return knobs{BM: bm, BN: bn, WM: wm, WN: 1, Split: split, Clusters: clusters, Unroll: 1, Stage: 5, Stages: windowStages, Band: band}
 	}
 	cases := []tc{
-		{"N=2,C=8,H=21,W=19,K=200,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NCHW, kn(96, 384, 12, 8, 16, 4)},
-		{"N=2,C=8,H=21,W=19,K=200,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NHWC, kn(96, 256, 8, 4, 2, 16)},
-		{"N=3,C=5,H=33,W=31,K=97,R=4,S=6,stride_h=3,stride_w=1,pad_h=1,pad_w=4,dilation_w=2", problem.TF32, problem.NHWC, kn(96, 192, 12, 1, 4, 9)},
+		{"N=1,C=8,H=21,W=19,K=200,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NCHW, kn(96, 384, 12, 8, 16, 4)},
+		{"N=1,C=8,H=13,W=19,K=200,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NHWC, kn(96, 256, 8, 4, 2, 16)},
+		{"N=1,C=5,H=33,W=31,K=97,R=4,S=6,stride_h=3,stride_w=1,pad_h=1,pad_w=4,dilation_w=2", problem.TF32, problem.NHWC, kn(96, 192, 12, 1, 4, 9)},
 		{"N=2,C=3,H=17,W=13,K=60,R=5,S=3,stride_w=2,pad_h=2,pad_w=1,dilation_w=2", problem.FP16, problem.NCHW, kn(24, 128, 8, 1, 0, 3)},
 		{"N=2,C=8,H=16,W=16,K=60,R=4,S=4,pad=1", problem.BF16, problem.NHWC, kn(24, 128, 8, 8, 0, 5)},
 		{"N=3,C=1,H=30,W=30,K=44,R=3,S=3,pad=1,bias=false", problem.FP16, problem.NCHW, kn(48, 128, 4, 2, 0, 7)},
@@ -239,7 +239,7 @@ func TestWindowEmulated(t *testing.T) {
 	}
 	fixed := len(cases)
 	rng := rand.New(rand.NewPCG(27, 5))
-	for range 8 {
+	for range 5 {
 		spec := problem.Shape{N: 1 + rng.IntN(3), C: 1 + rng.IntN(4), H: 6 + rng.IntN(20), W: 6 + rng.IntN(20), K: 1 + rng.IntN(70),
 			R: 1 + rng.IntN(6), S: 1 + rng.IntN(6), StrideH: 1 + rng.IntN(3), StrideW: 1 + rng.IntN(3),
 			DilationH: 1 + rng.IntN(2), DilationW: 1 + rng.IntN(2), Groups: 1, Bias: rng.IntN(2) == 0}
