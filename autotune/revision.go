@@ -83,4 +83,7 @@ package autotune
 //   - 25: wgradmma's Stage=5 for first layers (C ≤ 8; tf32, fp16, bf16):
 //     bands of input rows staged whole, the taps gathered into wgmma's A
 //     registers (session 27).
-const SearchRevision = 25
+//   - 26: Stage=5's splits are one wave of clusters on the H100 (15 of 8,
+//     30 of 4: Limits.ClusterSMs), ranked by the waves of whole clusters
+//     (session 28).
+const SearchRevision = 26

@@ -315,8 +315,8 @@ func Limits(info gpu.Info, nvrtc string) kernels.Limits {
 	if info.SharedOptin > 0 {
 		lim.MaxSharedPerBlock = info.SharedOptin
 	}
-	if info.SMs > 0 {
-		lim.SMs = info.SMs
+	if info.SMs > 0 && info.SMs != lim.SMs {
+		lim.SMs, lim.ClusterSMs = info.SMs, 0 // how this GPU's SMs group is unknown
 	}
 	major, _, _ := strings.Cut(nvrtc, ".")
 	if m, err := strconv.Atoi(major); err == nil && m >= 12 && arch == launch.SM(90) {

@@ -105,18 +105,24 @@ func TestWGradMMAWindowTimes(t *testing.T) {
 		prec  problem.Precision
 		lay   problem.Layout
 		stage string // the committed record's winner
+		tile  [3]int // BN, WM, Band: the tile whose every split is timed
 	}{
-		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, problem.NCHW, "wgradmma/BM=96,BN=128,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=4"},
-		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.FP16, problem.NHWC, "wgradmma/BM=96,BN=128,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=4"},
-		{"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NHWC, "wgradmma/BM=64,BN=64,Clusters=16,Split=8,Stage=3,Unroll=1,WM=2,WN=2"},
-		{"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NHWC, "wgradmma/BM=64,BN=64,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=2"},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, problem.NCHW, "wgradmma/BM=96,BN=128,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=4", [3]int{384, 12, 4}},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.FP16, problem.NHWC, "wgradmma/BM=96,BN=128,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=4", [3]int{192, 12, 8}},
+		{"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NHWC, "wgradmma/BM=64,BN=64,Clusters=16,Split=8,Stage=3,Unroll=1,WM=2,WN=2", [3]int{256, 16, 8}},
+		{"N=32,C=3,H=224,W=224,K=64,R=7,S=7,stride=2,pad=3", problem.TF32, problem.NHWC, "wgradmma/BM=64,BN=64,Clusters=8,Split=8,Stage=3,Unroll=1,WM=2,WN=2", [3]int{256, 16, 4}},
 	} {
 		p := (relayoutCase{c.spec, c.prec, "", ""}).problem(t)
 		p.Layout, p.Op = c.lay, problem.OpWgrad
 		t.Run(p.String(), func(t *testing.T) {
+			// Every tile at 15 clusters of 8 (one wave on the H100), and
+			// every split of c.tile.
 			var pins []string
 			for _, k := range windowCandidates(t, p, lim) {
-				if k.Rejected == "" && k.Config["Split"]*k.Config["Clusters"] == 128 {
+				cf := k.Config
+				wave := cf["Split"] == 8 && cf["Clusters"] == 15
+				tile := cf["BN"] == c.tile[0] && cf["WM"] == c.tile[1] && cf["Band"] == c.tile[2]
+				if k.Rejected == "" && (wave || tile) {
 					pins = append(pins, k.ID())
 				}
 			}

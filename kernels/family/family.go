@@ -38,6 +38,12 @@ type Limits struct {
 	RegistersPerSM     int // 65536
 	MaxRegsPerThread   int // 255
 	SMs                int // multiprocessors, for grids of one block per SM (132 on H100/H200 SXM)
+	// ClusterSMs is how many SMs thread-block clusters of 4 or 8 blocks
+	// fill at once, the rest of the GPU's SMs left out by how they group
+	// (GPCs); 0 when unknown (read as SMs). The H100 SXM's driver
+	// (cuOccupancyMaxActiveClusters) runs 15 clusters of 8 or 30 of 4
+	// one-block-an-SM blocks at once: 120 of its 132 SMs.
+	ClusterSMs int
 	// Arch is the target's compute capability times ten (80, 90); 0 when
 	// unknown. The mma.sync families need 80 or more.
 	Arch int
@@ -48,11 +54,22 @@ type Limits struct {
 
 // DefaultLimits are sm_80/sm_90 limits, used when no GPU is attached.
 func DefaultLimits(arch int) Limits {
-	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 132, Arch: arch}
+	l := Limits{MaxThreadsPerBlock: 1024, MaxSharedPerBlock: 232448, RegistersPerSM: 65536, MaxRegsPerThread: 255, SMs: 132, ClusterSMs: 120, Arch: arch}
 	if arch == 80 {
 		l.MaxSharedPerBlock = 166912
 	}
 	return l
+}
+
+// BlockSlots is how many blocks of a kernel in clusters of clusterSize
+// blocks (1: no clusters) run at once where each SM holds resident of
+// them: whole clusters on ClusterSMs, or blocks on every SM.
+func (l Limits) BlockSlots(clusterSize, resident int) int {
+	sms := max(1, l.SMs)
+	if clusterSize > 1 && l.ClusterSMs > 0 {
+		sms = l.ClusterSMs
+	}
+	return max(1, sms/max(1, clusterSize)*max(1, clusterSize)*max(1, resident))
 }
 
 // Candidate is a configuration with the static verdict on it: Rejected is

@@ -1026,7 +1026,10 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 		sms = 132 // an H100's or H200's
 	}
 	if k.Stage == 5 {
-		return windowCost(k, g, sms)
+		if lim.SMs <= 0 {
+			lim = family.DefaultLimits(90)
+		}
+		return windowCost(k, g, lim)
 	}
 	m := costModel{effExp: 0.2, bp64: 1.2, sums: 1}
 	if k.Stage == 4 && p.Precision == problem.TF32 {

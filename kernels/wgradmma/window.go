@@ -64,7 +64,7 @@ func windowRegsSpare(half bool) int {
 const (
 	windowLoadCost  = 64.0
 	windowBandCost  = 64.0
-	windowWarpsExp  = 0.75
+	windowWarpsExp  = 1.1
 	windowTightRegs = 1.3
 )
 
@@ -212,19 +212,17 @@ func windowRegs(k knobs, w window) int {
 }
 
 // The knob values Stage=5's space takes: (warpgroups, sub-tiles), bands,
-// and (Split, Clusters): about 128 blocks a tile, in clusters of 8 or 4,
-// and fewer where the bands are few (spaceWindowFewSplits, below 256).
-// On the H100, 64 blocks a tile in clusters of 8 were 1.29× and 1.30×
-// slower than 128 on the flagship in fp16 and tf32, 1.28× on the stem,
-// and ncu found the SMs idle a third of the time: what follows if only
-// some 14 clusters of 8 of these one-block-an-SM kernels run at once (16
-// clusters in two waves, 32 in three). 14 and 7 clusters of 8 (29 and 15
-// of 4), one wave by that count, are searched beside 16 and 32; not yet
-// timed (docs/performance.md), the cost model does not assume it.
+// and (Split, Clusters): about one wave of blocks a tile, in clusters of 8
+// or 4, and fewer where the bands are few (spaceWindowFewSplits, below
+// 256). On the H100 the driver runs 15 clusters of 8 (30 of 4) of these
+// one-block-an-SM kernels at once: 16 clusters of 8 took 1.6–1.9× as long
+// as 15 on the flagship and the stem, 32 or 31 of 4 as long as 16 of 8
+// (docs/performance.md). 16 and 32 stay for GPUs whose SMs all take
+// clusters; the cost model counts the waves by Limits.ClusterSMs.
 var (
 	spaceWindowTiles     = [][2]int{{2, 1}, {3, 1}, {4, 1}, {2, 2}, {3, 2}}
 	spaceWindowBands     = []int{2, 4, 8}
-	spaceWindowSplits    = [][2]int{{8, 16}, {8, 14}, {8, 7}, {4, 32}, {4, 29}, {4, 15}}
+	spaceWindowSplits    = [][2]int{{8, 16}, {8, 15}, {8, 14}, {8, 7}, {4, 32}, {4, 30}, {4, 29}, {4, 15}}
 	spaceWindowFewSplits = [][2]int{{8, 1}, {8, 2}, {8, 4}, {8, 8}}
 )
 
@@ -278,13 +276,13 @@ func windowSpace(p problem.Problem) []knobs {
 // slowed for blocks of few warps and where registers are tight, with
 // clusters costing 20% a doubling and the partial tiles' sums over the
 // SMs (windowCost's constants).
-func windowCost(k knobs, g geometry, sms int) float64 {
+func windowCost(k knobs, g geometry, lim family.Limits) float64 {
 	const sharedPerSM = 233472
 	w := g.Win
 	regs := min(255, windowRegs(k, w)+windowRegsSpare(g.KStep == 16))
 	resident := max(1, min(2, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads, 65536/(regs*g.Threads)))
 	blocks := g.TilesM * g.TilesN * g.Parts
-	waves := family.CeilDiv(blocks, sms*resident)
+	waves := family.CeilDiv(blocks, lim.BlockSlots(k.Split, resident)) // whole clusters of Split blocks
 	bands := family.CeilDiv(w.Bands, g.Parts)
 	band := float64(w.Tiles*w.KT)*float64(k.BN*k.BM) + windowLoadCost*float64(w.Units*w.WB+k.BM*w.Tiles*w.KT) + windowBandCost*float64(k.BN*k.BM)
 	t := float64(waves*resident*bands) * band
@@ -295,5 +293,5 @@ func windowCost(k knobs, g geometry, sms int) float64 {
 	if g.NClusters > 1 {
 		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
 	}
-	return t + 64*float64(k.BM*k.BN)*float64(blocks)/float64(sms)
+	return t + 64*float64(k.BM*k.BN)*float64(blocks)/float64(lim.SMs)
 }
