@@ -111,7 +111,7 @@ func (m *measurer) measure(t *Trial, opt Options, seed uint32, runs int, cutoffM
 	k := t.kernel
 	resp, err := m.w.call(request{Op: "measure", Image: path, Kernel: k.Name, Grid: k.Grid, Block: k.Block,
 		Shared: k.SharedBytes, Seed: seed, Warmup: opt.Warmup, Runs: runs, CutoffMS: cutoffMS, Samples: 1024,
-		Clusters: opt.ClusterFacts && strings.Contains(k.Source, "__cluster_dims__")}, opt.Timeout)
+		Clusters: strings.Contains(k.Source, "__cluster_dims__")}, opt.Timeout)
 	if err != nil {
 		if errors.Is(err, errWorkerTimeout) {
 			_ = m.w.cmd.Process.Kill() // a hung kernel: no grace period

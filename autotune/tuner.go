@@ -41,10 +41,6 @@ type Options struct {
 	Retime  int // how many of the best are timed again before choosing
 	// Timeout bounds one candidate's check and timing in the worker.
 	Timeout time.Duration
-	// ClusterFacts has the worker ask the driver how many clusters of each
-	// cluster kernel run at once (Trial.MaxClusters). Off by default until
-	// it has run on a GPU (TestWGradMMAWindowTimes sets it).
-	ClusterFacts bool
 	// CompileTimeout bounds one candidate's NVRTC compile (0: 3 minutes).
 	// NVRTC cannot be interrupted: a compile still running then is
 	// recorded as a compile failure and left to finish in the background.

@@ -128,7 +128,7 @@ func TestWGradMMAWindowTimes(t *testing.T) {
 			}
 			pins = append(pins, c.stage)
 			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
-				Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second, ClusterFacts: true})
+				Trials: 0, Runs: 10, Seed: 29, Timeout: 60 * time.Second})
 			if err != nil {
 				t.Fatalf("tune: %v", err)
 			}
