@@ -86,4 +86,7 @@ package autotune
 //   - 26: Stage=5's splits are one wave of clusters on the H100 (15 of 8,
 //     30 of 4: Limits.ClusterSMs), ranked by the waves of whole clusters
 //     (session 28).
-const SearchRevision = 26
+//   - 27: wgmmaigemm's folded tf32 data gradient aligns its phases' rows
+//     (Fold=2) where that shortens the reduction: the flagship's 3 × 3
+//     offsets instead of 4 × 4 (session 28).
+const SearchRevision = 27

@@ -2,11 +2,13 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/convgen/convgen/internal/nvrtctest"
 	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -63,10 +65,22 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 			}
 			cf := activePhases(s) * s.C // the phases that meet a tap
 			hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
+			// Aligned (Fold=2) where every phase meets a tap and the
+			// phases' aligned offsets span fewer than their union.
+			rows, cols := dgradphase.Rows(s), dgradphase.Cols(s)
+			shH, _, ar := rows.Aligned()
+			shW, _, ac := cols.Aligned()
+			_, nr := rows.OffsetSpan()
+			_, nc := cols.OffsetSpan()
+			fold := 1
+			if cf == s.StrideH*s.StrideW*s.C && ar*ac < nr*nc {
+				fold = 2
+				hp, wp = hp+slices.Max(shH), wp+slices.Max(shW)
+			}
 			bns := map[int]bool{}
 			for _, c := range f.Space(p, lim) {
-				if c.Config["Fold"] != 1 {
-					t.Errorf("%s %s: a foldable problem's candidate without Fold=1", p, c.ID())
+				if c.Config["Fold"] != fold && (c.Config["PhaseTiles"] != 1 || c.Config["Fold"] != 1) { // PhaseTiles: Fold=1
+					t.Errorf("%s %s: a foldable problem's candidate without Fold=%d", p, c.ID(), fold)
 				}
 				bns[c.Config["BN"]] = true
 			}
@@ -89,8 +103,10 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 			if i == 0 {
 				src := keep[0]
 				k, _ := RenderCandidate(p, src)
-				for _, d := range []string{"#define CF 48", "#define DP_MIN -2", "#define NDP 4", "#define DQ_MIN -2", "#define NDQ 4",
-					"#define HP 56", "#define WP 56", fmt.Sprintf("#define KRED %d", 4*4*96)} {
+				// Aligned: the row and column phases 2 and 3 shifted by one,
+				// 3 × 3 offsets instead of the union's 4 × 4.
+				for _, d := range []string{"#define CF 48", "#define DP_MIN -2", "#define NDP 3", "#define DQ_MIN -2", "#define NDQ 3",
+					"#define HP 57", "#define WP 57", fmt.Sprintf("#define KRED %d", 3*3*96), "SHIFT_H[STRIDE_H] = {0, 0, 1, 1}"} {
 					if !strings.Contains(k.Source, d) {
 						t.Errorf("flagship %s: source lacks %q", lay, d)
 					}

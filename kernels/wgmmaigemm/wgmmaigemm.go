@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/convgen/convgen/epilogue"
@@ -146,7 +147,12 @@ var templateFS embed.FS
 //   - Fold (strided dgrad, tf32 NCHW dgrad; optional): 1, the folded data
 //     gradient above, with BN (tf32) also the folded columns rounded up
 //     to 8; required where the stride is above 1 or (tf32) the layout
-//     NCHW, refused elsewhere.
+//     NCHW, refused elsewhere. 2 (tf32 and 3xtf32, where every phase
+//     meets a tap and it shortens the reduction): the same, each phase's
+//     rows shifted so that the phases' offsets share their top
+//     (dgradphase's Aligned): the reduction spans the widest phase's
+//     offsets instead of their union (the flagship's 3 × 3 instead of 4 ×
+//     4), the phase grid a row or column longer.
 //   - FlipFilter (NHWC dgrad at stride 1; optional): 1, the data gradient
 //     computed as the forward of dY by the filter flipped and transposed,
 //     W'[c][R−1−r][S−1−s][k] (flipped), padded dilation·(R−1) − pad, which
@@ -507,6 +513,35 @@ func servesDgrad(p problem.Problem) error {
 	return nil
 }
 
+// aligns says why p's folded data gradient is not computed aligned
+// (Fold=2), or "": tf32 and 3xtf32 whose every phase meets a tap and
+// whose phases' aligned offsets span fewer than their union.
+func aligns(p problem.Problem) string {
+	s := p.Shape
+	_, nr := dgradphase.Rows(s).OffsetSpan()
+	_, nc := dgradphase.Cols(s).OffsetSpan()
+	_, _, ar := dgradphase.Rows(s).Aligned()
+	_, _, ac := dgradphase.Cols(s).Aligned()
+	switch _, idle := phases(s); {
+	case !folds(p) || !tf32Like(p.Precision):
+		return fmt.Sprintf("aligned phases (Fold=2) are a folded tf32 data gradient's, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+	case len(idle) > 0:
+		return fmt.Sprintf("aligned phases (Fold=2) need every phase to meet a tap (%d meet none)", len(idle))
+	case ar*ac >= nr*nc:
+		return fmt.Sprintf("aligned phases (Fold=2) span %d×%d offsets, no fewer than the union's %d×%d", ar, ac, nr, nc)
+	}
+	return ""
+}
+
+// cInts is v as a C initialiser ("0, 0, 1, 1").
+func cInts(v []int) string {
+	b := make([]string, len(v))
+	for i, x := range v {
+		b[i] = strconv.Itoa(x)
+	}
+	return strings.Join(b, ", ")
+}
+
 // folds says whether p is computed folded (Fold=1): a tf32 data gradient
 // at a stride above 1 or in NCHW, and a 16-bit one at a stride above 1
 // (NHWC, C a multiple of 8: servesDgrad).
@@ -550,13 +585,13 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: Warpgroups must be 1 to 4", cfg)
 	case c.BM < 64 || c.BM%(64*c.Warpgroups) != 0 || c.BM/(64*c.Warpgroups) > 2:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BM must be 64 × Warpgroups × (1 or 2)", cfg)
-	case c.Fold < 0 || c.Fold > 1:
-		return c, fmt.Errorf("wgmmaigemm: config %s: Fold must be 0 or 1", cfg)
-	case c.Fold == 1 && (c.BN < 8 || c.BN > 256 || c.BN%8 != 0):
+	case c.Fold < 0 || c.Fold > 2:
+		return c, fmt.Errorf("wgmmaigemm: config %s: Fold must be 0, 1 or 2", cfg)
+	case c.Fold >= 1 && (c.BN < 8 || c.BN > 256 || c.BN%8 != 0):
 		return c, fmt.Errorf("wgmmaigemm: config %s: a folded BN must be a multiple of 8 up to 256", cfg)
 	case c.Fold == 0 && c.BN != 64 && c.BN != 128 && c.BN != 256:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BN must be 64, 128 or 256", cfg)
-	case c.Fold == 1 && c.SplitK > 1:
+	case c.Fold >= 1 && c.SplitK > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Fold does not split K", cfg)
 	case c.BK < 16 || c.BK%16 != 0:
 		return c, fmt.Errorf("wgmmaigemm: config %s: BK must be a positive multiple of 16", cfg)
@@ -574,7 +609,7 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: SplitK needs Producer=0", cfg)
 	case c.StoreRows < 0 || c.StoreRows > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows must be 0 or 1", cfg)
-	case c.StoreRows == 1 && (c.SplitK > 1 || c.Fold == 1 && c.PhaseTiles == 0 || c.Producer != 0):
+	case c.StoreRows == 1 && (c.SplitK > 1 || c.Fold >= 1 && c.PhaseTiles == 0 || c.Producer != 0):
 		return c, fmt.Errorf("wgmmaigemm: config %s: StoreRows stores an unsplit, unfolded tile (or a PhaseTiles one) with Producer=0", cfg)
 	case c.Relayout < 0 || c.Relayout > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: Relayout must be 0 or 1", cfg)
@@ -596,7 +631,7 @@ func parseConfig(cfg family.Config) (knobs, error) {
 		return c, fmt.Errorf("wgmmaigemm: config %s: HeavyFirst orders the tiles of a phase-tiled data gradient (PhaseTiles=1)", cfg)
 	case c.FlipFilter < 0 || c.FlipFilter > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: FlipFilter must be 0 or 1", cfg)
-	case c.FlipFilter == 1 && (c.Relayout == 1 || c.PlaneA == 1 || c.Fold == 1):
+	case c.FlipFilter == 1 && (c.Relayout == 1 || c.PlaneA == 1 || c.Fold >= 1):
 		return c, fmt.Errorf("wgmmaigemm: config %s: FlipFilter computes an NHWC data gradient at stride 1 as a forward (no Relayout, PlaneA or Fold)", cfg)
 	case c.ARegs < 0 || c.ARegs > 1:
 		return c, fmt.Errorf("wgmmaigemm: config %s: ARegs must be 0 or 1", cfg)
@@ -643,6 +678,13 @@ type geometry struct {
 	// DQMin+NDQ).
 	Folded                             bool
 	HP, WP, CF, DPMin, NDP, DQMin, NDQ int
+	// Aligned (Fold=2): the phases' rows shifted (dgradphase's Aligned):
+	// ShiftH and ShiftW the shifts per row and column phase as C
+	// initialisers, ShiftHMax and ShiftWMax the largest; HP and WP are
+	// then the phase grid with the largest shift added.
+	Aligned              bool
+	ShiftH, ShiftW       string
+	ShiftHMax, ShiftWMax int
 	// Phases: where some phase meets no tap (a 1x1 at stride 2), the
 	// columns hold only the NA phases that do (Active, in (a, b) order)
 	// and the stores write zeros to the others' dX pixels (Idle); both
@@ -674,12 +716,21 @@ func geom(p problem.Problem, c knobs) geometry {
 	if p.Op == problem.OpDgrad {
 		g.M, g.KRed, cols = s.N*s.H*s.W, s.K*s.R*s.S, s.C
 	}
-	if c.Fold == 1 {
+	if c.Fold >= 1 {
 		g.Folded = true
 		g.HP, g.WP = family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
 		g.CF = s.StrideH * s.StrideW * s.C
 		g.DPMin, g.NDP = dgradphase.Rows(s).OffsetSpan()
 		g.DQMin, g.NDQ = dgradphase.Cols(s).OffsetSpan()
+		if c.Fold == 2 {
+			var sh, sw []int
+			sh, g.DPMin, g.NDP = dgradphase.Rows(s).Aligned()
+			sw, g.DQMin, g.NDQ = dgradphase.Cols(s).Aligned()
+			g.Aligned, g.ShiftH, g.ShiftW = true, cInts(sh), cInts(sw)
+			g.ShiftHMax, g.ShiftWMax = slices.Max(sh), slices.Max(sw)
+			g.HP += g.ShiftHMax
+			g.WP += g.ShiftWMax
+		}
 		if act, idle := phases(s); len(idle) > 0 {
 			g.Active, g.Idle = act, idle
 			g.CF = len(act) * s.C
@@ -887,7 +938,7 @@ func threeWarpgroupsRule(orig problem.Problem, c knobs) string {
 		return ""
 	}
 	tf32 := tf32Like(orig.Precision)
-	if orig.Layout != problem.NHWC || c.Fold == 1 || c.Producer != 0 || c.Relayout == 1 || c.PlaneA == 1 ||
+	if orig.Layout != problem.NHWC || c.Fold >= 1 || c.Producer != 0 || c.Relayout == 1 || c.PlaneA == 1 ||
 		tf32 && (c.ARegs != 1 || c.BN > 128 || orig.Op == problem.OpDgrad && c.FlipFilter != 1) {
 		return fmt.Sprintf("three warpgroups (BM=%d) serve NHWC tiles, unfolded, every thread copying, B read in place (tf32: ARegs=1, BN ≤ 128, a data gradient FlipFilter=1), not %s %s op=%s with BN=%d Fold=%d Producer=%d Relayout=%d PlaneA=%d ARegs=%d FlipFilter=%d",
 			c.BM, orig.Precision, orig.Layout, orig.Op, c.BN, c.Fold, c.Producer, c.Relayout, c.PlaneA, c.ARegs, c.FlipFilter)
@@ -987,8 +1038,12 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	bns, fold := spaceBN, 0
 	if folds(p) {
 		// Folded: in tf32 also the folded columns, rounded up to 8, as one
-		// tile (16-bit B tiles are whole 64-channel atoms: BN 64, 128, 256).
+		// tile (16-bit B tiles are whole 64-channel atoms: BN 64, 128, 256);
+		// aligned where that shortens the reduction.
 		fold = 1
+		if aligns(p) == "" {
+			fold = 2
+		}
 		act, _ := phases(p.Shape)
 		if cf := family.CeilDiv(len(act)*p.Shape.C, 8) * 8; tf32Like(p.Precision) && (cf < 64 || (cf < 256 && cf%64 != 0)) {
 			bns = append([]int{cf}, spaceBN...)
@@ -1029,7 +1084,8 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 									out = append(out, family.NewCandidate(f.Name(), tw, f.reject(orig, tw, lim)))
 								}
 							}
-							if pt := c; fold == 1 {
+							if pt := c; fold >= 1 {
+								pt.Fold = 1 // PhaseTiles runs only the offsets a phase meets: never aligned
 								// Folded: also tiled by phase, where it applies.
 								if pt.PhaseTiles = 1; phaseTilesRule(orig, pt) == "" {
 									// tf32: its filter gathered per phase too (PhaseFilter);
@@ -1080,7 +1136,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 			for _, ar := range aregs {
 				for _, md := range modes {
 					c := knobs{BM: t[0], Warpgroups: t[1], BN: t[2], BK: bk, BlocksPerSM: t[3], Stages: t[4], Swizzle: 1, SplitK: sk, ARegs: ar, Relayout: md[0], PlaneA: md[1], FlipFilter: md[2]}
-					if g := geomOf(orig, c); fold == 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
+					if g := geomOf(orig, c); fold >= 1 || !splitWorth(g.TilesM*g.TilesN, c.BlocksPerSM, lim) || g.KTiles < 4*sk {
 						continue
 					}
 					out = append(out, family.NewCandidate(f.Name(), c, f.reject(orig, c, lim)))
@@ -1217,15 +1273,17 @@ func (Family) reject(p problem.Problem, c knobs, lim family.Limits) family.Rejec
 		return family.Hard("swizzle", "dgrad's MN-major filter tile needs the 128-byte swizzle (Swizzle=1)")
 	case g.Folded && c.BN*c.BK%g.loaders(c) != 0:
 		return family.Hard("fold", "BN=%d x BK=%d filter elements do not split over %d copying threads", c.BN, c.BK, g.loaders(c))
-	case c.Fold == 1 && !folds(p):
+	case c.Fold == 2 && aligns(p) != "":
+		return family.Hard("fold", "%s", aligns(p))
+	case c.Fold >= 1 && !folds(p):
 		return family.Hard("fold", "Fold folds a data gradient at a stride above 1 (or tf32 in NCHW), not %s op=%s %s", p.Precision, p.Op, p.Layout)
 	case c.Fold == 0 && folds(p):
 		return family.Hard("fold", "a %s data gradient at stride %dx%d in %s is computed folded (Fold=1)", p.Precision, p.Shape.StrideH, p.Shape.StrideW, p.Layout)
 	case p.Op == problem.OpDgrad && g.ElemBytes == 2 && c.BN%64 != 0:
 		return family.Hard("shape", "a 16-bit dgrad's MN-major B tile is whole 64-channel atoms: BN=%d", c.BN)
-	case c.Fold == 1 && c.BN > 64 && 2*g.CF <= c.BN:
+	case c.Fold >= 1 && c.BN > 64 && 2*g.CF <= c.BN:
 		return family.Soft("waste", "BN=%d is more than twice the %d folded columns", c.BN, g.CF)
-	case c.Fold == 1 && g.ElemBytes == 4 && c.BN == 64 && g.CF <= 56:
+	case c.Fold >= 1 && g.ElemBytes == 4 && c.BN == 64 && g.CF <= 56:
 		// The flagship's 48 columns: BN=64 never won against BN=48 (H100).
 		// (16-bit B tiles are whole 64-channel atoms: BN=64 is their least.)
 		return family.Soft("waste", "BN=64 for %d folded columns: the tile of BN=%d holds them", g.CF, family.CeilDiv(g.CF, 8)*8)
@@ -1400,7 +1458,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Folded && c.BN*c.BK%g.loaders(c) != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: BN=%d x BK=%d filter elements do not split over %d copying threads", cfg, c.BN, c.BK, g.loaders(c))
 	}
-	if (c.Fold == 1) != folds(p) {
+	if c.Fold == 2 && aligns(p) != "" {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, aligns(p))
+	}
+	if (c.Fold >= 1) != folds(p) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a data gradient at a stride above 1 or a tf32 one in NCHW (%s op=%s %s, stride %dx%d)",
 			cfg, p.Precision, p.Op, p.Layout, p.Shape.StrideH, p.Shape.StrideW)
 	}

@@ -11,6 +11,7 @@ package dgradphase
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/convgen/convgen/problem"
@@ -85,6 +86,41 @@ func (ts Taps) OffsetSpan() (lo, n int) {
 		return 0, 1
 	}
 	return lo, hi - lo + 1
+}
+
+// Aligned shifts each phase's rows of the fold so that the phases'
+// offsets share their top: phase ph's dX index ph + stride·(m − Shift[ph])
+// sits on fold row m, and meets output index m + o − Shift[ph] for each of
+// its offsets o, so that the offsets as the fold sees them (o − Shift[ph])
+// span [Lo, Lo+N), N the widest phase's span rather than the union's (the
+// flagship's 11-tap rows at stride 4 and padding 2: 3 instead of 4). The
+// shifts are at least 0, the smallest 0; a phase without taps gets 0.
+func (ts Taps) Aligned() (shift []int, lo, n int) {
+	tops := make([]int, len(ts.Off))
+	least, any := 0, false
+	for ph, offs := range ts.Off {
+		if len(offs) == 0 {
+			continue
+		}
+		tops[ph] = slices.Max(offs)
+		if !any || tops[ph] < least {
+			least = tops[ph]
+		}
+		any = true
+	}
+	if !any {
+		return make([]int, len(ts.Off)), 0, 1
+	}
+	shift = make([]int, len(ts.Off))
+	lo = least
+	for ph, offs := range ts.Off {
+		if len(offs) == 0 {
+			continue
+		}
+		shift[ph] = tops[ph] - least
+		lo = min(lo, slices.Min(offs)-shift[ph])
+	}
+	return shift, lo, least - lo + 1
 }
 
 // Count is the C initialiser of the taps per phase ("3, 2, 3, 3").

@@ -2,6 +2,7 @@ package dgradphase
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/convgen/convgen/problem"
@@ -58,6 +59,38 @@ func TestFoldable(t *testing.T) {
 		err := Foldable(problem.Shape{StrideH: c.sh, StrideW: c.sw})
 		if (err == nil) != c.ok {
 			t.Errorf("stride %dx%d: %v, want ok %v", c.sh, c.sw, err, c.ok)
+		}
+	}
+}
+
+// TestAligned: the flagship's rows (11 taps, stride 4, padding 2) span 4
+// offsets unaligned and 3 aligned, the phases with the higher top shifted
+// by one; every phase's aligned offsets lie in the span; a 7×7 at stride 2
+// (its phases' tops differ too: 1 and 2) gains nothing in span; a phase
+// without taps shifts by 0.
+func TestAligned(t *testing.T) {
+	for _, c := range []struct {
+		n, stride, pad, dil int
+		shift               []int
+		lo, span, union     int
+	}{
+		{11, 4, 2, 1, []int{0, 0, 1, 1}, -2, 3, 4},
+		{7, 2, 3, 1, []int{0, 1}, -2, 4, 4},
+		{1, 2, 0, 1, []int{0, 0}, 0, 1, 1},
+		{3, 1, 1, 1, []int{0}, -1, 3, 3},
+	} {
+		ts := Axis(c.n, c.stride, c.pad, c.dil)
+		shift, lo, span := ts.Aligned()
+		_, union := ts.OffsetSpan()
+		if !slices.Equal(shift, c.shift) || lo != c.lo || span != c.span || union != c.union {
+			t.Errorf("n=%d stride=%d pad=%d: Aligned = %v, %d, %d (union %d), want %v, %d, %d (union %d)", c.n, c.stride, c.pad, shift, lo, span, union, c.shift, c.lo, c.span, c.union)
+		}
+		for ph, offs := range ts.Off {
+			for _, o := range offs {
+				if a := o - shift[ph]; a < lo || a >= lo+span {
+					t.Errorf("n=%d stride=%d pad=%d: phase %d offset %d aligned to %d, outside [%d, %d)", c.n, c.stride, c.pad, ph, o, a, lo, lo+span)
+				}
+			}
 		}
 	}
 }
