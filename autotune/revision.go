@@ -89,4 +89,7 @@ package autotune
 //   - 27: wgmmaigemm's folded tf32 data gradient aligns its phases' rows
 //     (Fold=2) where that shortens the reduction: the flagship's 3 × 3
 //     offsets instead of 4 × 4 (session 28).
-const SearchRevision = 27
+//   - 28: wgradmma's Stage=4 tiles in clusters also take the clusters per
+//     tile that fill one wave (waveTwins), and Stage 0–4's cost model
+//     counts waves of whole clusters of 4 or more (session 28).
+const SearchRevision = 28

@@ -63,10 +63,11 @@ func DefaultLimits(arch int) Limits {
 
 // BlockSlots is how many blocks of a kernel in clusters of clusterSize
 // blocks (1: no clusters) run at once where each SM holds resident of
-// them: whole clusters on ClusterSMs, or blocks on every SM.
+// them: clusters of 4 or more whole on ClusterSMs, smaller ones (not
+// measured) and blocks on every SM.
 func (l Limits) BlockSlots(clusterSize, resident int) int {
 	sms := max(1, l.SMs)
-	if clusterSize > 1 && l.ClusterSMs > 0 {
+	if clusterSize >= 4 && l.ClusterSMs > 0 {
 		sms = l.ClusterSMs
 	}
 	return max(1, sms/max(1, clusterSize)*max(1, clusterSize)*max(1, resident))

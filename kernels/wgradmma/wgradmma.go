@@ -584,6 +584,34 @@ func appendSplits(ks []knobs, base knobs, splits []int) []knobs {
 	return ks
 }
 
+// waveTwins is ks with, after each tile's clusters (Split=8, Clusters >
+// 0), its twin of the clusters that fill one wave (waveClusters) where
+// spaceClusters lacks that count: on the H100 only 15 clusters of 8
+// one-block-an-SM blocks run at once (Limits.ClusterSMs), and 16 took
+// 1.6–1.9× as long as 15 on Stage=5's first layers.
+func waveTwins(p problem.Problem, ks []knobs, lim family.Limits) []knobs {
+	var out []knobs
+	for i, k := range ks {
+		out = append(out, k)
+		last := i+1 == len(ks) || ks[i+1].Clusters == 0 || !sameTile(k, ks[i+1])
+		if k.Clusters == 0 || !last {
+			continue
+		}
+		if cw := waveClusters(p, k, lim); cw > 0 && !slices.Contains(spaceClusters, cw) {
+			tw := k
+			tw.Clusters = cw
+			out = append(out, tw)
+		}
+	}
+	return out
+}
+
+// sameTile says whether a and b differ at most in Split and Clusters.
+func sameTile(a, b knobs) bool {
+	a.Split, a.Clusters, b.Split, b.Clusters = 0, 0, 0, 0
+	return a == b
+}
+
 // rowStaged says whether Stage=3 (input rows staged whole) is searched:
 // few input channels (C ≤ 8), where an im2col copy per tap costs more
 // than the math.
@@ -599,7 +627,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	// tf32 both are searched (Stage=2 wins the 64-channel 1×1s on 56²).
 	var wgmmaCands []family.Candidate
 	if wgmmaRule(p) == "" {
-		for _, k := range wgmmaSpace(p) {
+		for _, k := range waveTwins(p, wgmmaSpace(p), lim) {
 			wgmmaCands = append(wgmmaCands, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 		}
 	}
@@ -1021,25 +1049,25 @@ func (Family) Cost(p problem.Problem, cfg family.Config, lim family.Limits) floa
 		return math.Inf(1)
 	}
 	g := geom(p, k)
-	sms := lim.SMs
-	if sms <= 0 {
-		sms = 132 // an H100's or H200's
+	if lim.SMs <= 0 {
+		lim = family.DefaultLimits(90) // an H100's or H200's
 	}
 	if k.Stage == 5 {
-		if lim.SMs <= 0 {
-			lim = family.DefaultLimits(90)
-		}
 		return windowCost(k, g, lim)
 	}
-	m := costModel{effExp: 0.2, bp64: 1.2, sums: 1}
-	if k.Stage == 4 && p.Precision == problem.TF32 {
-		m = tf32Cost(k, g)
-	}
-	c := m.cost(k, g, sms)
+	c := modelOf(p, k, g).cost(k, g, lim)
 	if k.BiasSum == 1 {
 		c *= 1.01 // the sums from shared memory: 2–3% on equal tiles (H100), so that the ones column ranks first where it costs no wave
 	}
 	return c
+}
+
+// modelOf is Cost's model for k (Stage 0 to 4).
+func modelOf(p problem.Problem, k knobs, g geometry) costModel {
+	if k.Stage == 4 && p.Precision == problem.TF32 {
+		return tf32Cost(k, g)
+	}
+	return costModel{effExp: 0.2, bp64: 1.2, sums: 1}
 }
 
 // costModel is what Cost's models differ in: the tile efficiency's
@@ -1054,14 +1082,11 @@ type costModel struct {
 
 // cost is the model's predicted time of configuration k (geometry g) on
 // sms SMs (see Cost).
-func (m costModel) cost(k knobs, g geometry, sms int) float64 {
-	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
-	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
-	if m.regs > 0 {
-		resident = max(1, min(resident, 65536/(m.regs*g.Threads)))
-	}
+func (m costModel) cost(k knobs, g geometry, lim family.Limits) float64 {
+	sms := lim.SMs
+	resident := m.resident(g)
 	blocks := g.TilesM * g.TilesN * g.Parts
-	waves := family.CeilDiv(blocks, sms*resident)
+	waves := family.CeilDiv(blocks, lim.BlockSlots(max(1, k.Split), resident)) // whole clusters of Split blocks
 	tile := float64(k.BM * k.BN)
 	eff := math.Pow(tile/8192, m.effExp)
 	if k.BP == 64 {
@@ -1072,6 +1097,32 @@ func (m costModel) cost(k knobs, g geometry, sms int) float64 {
 		t *= 1 + 0.2*math.Log2(float64(g.NClusters))
 	}
 	return t + m.sums*tile*float64(blocks)/float64(sms)
+}
+
+// resident is the blocks of geometry g an SM holds by the model: shared
+// memory, threads and (where the model counts them) registers, at most 3.
+func (m costModel) resident(g geometry) int {
+	const sharedPerSM = 233472 // sm_90: 228 KiB, 1 KiB of it reserved per block
+	resident := max(1, min(3, sharedPerSM/(g.SharedBytes+1024), 2048/g.Threads))
+	if m.regs > 0 {
+		resident = max(1, min(resident, 65536/(m.regs*g.Threads)))
+	}
+	return resident
+}
+
+// waveClusters is the clusters per tile (Clusters) with which k's tiles,
+// in clusters of 8 (Split=8), fill one wave of the GPU by the cost model's
+// count of the blocks an SM holds (Limits.BlockSlots), or 0 where that is
+// at most 1 or more than 64.
+func waveClusters(p problem.Problem, k knobs, lim family.Limits) int {
+	k.Split, k.Clusters = 8, 2
+	g := geom(p, k)
+	tiles := g.TilesM * g.TilesN
+	cw := lim.BlockSlots(8, modelOf(p, k, g).resident(g)) / 8 / max(1, tiles)
+	if cw <= 1 || cw > 64 {
+		return 0
+	}
+	return cw
 }
 
 // tf32Cost is Cost's model for tf32's Stage=4, whose copies through registers
