@@ -65,7 +65,7 @@ func summarize(trials []autotune.Trial, winner string) tunecache.Summary {
 		if t.Status == autotune.StatusOK {
 			measured = append(measured, tunecache.Measured{ID: t.ID, MedianMS: t.MedianMS, P10MS: t.P10MS, P90MS: t.P90MS,
 				Runs: t.Runs, RelError: t.RelError, Registers: t.Registers, SpillStores: t.SpillStores, SpillLoads: t.SpillLoads,
-				SharedBytes: t.SharedBytes, Threads: t.Threads})
+				SharedBytes: t.SharedBytes, Threads: t.Threads, MaxClusters: t.MaxClusters})
 		}
 	}
 	for _, st := range []autotune.Status{autotune.StatusOK, autotune.StatusRejected, autotune.StatusCompile,

@@ -247,6 +247,9 @@ func (d Data) Markdown() []byte {
 		fmt.Fprintf(&b, "- winner: `%s`: median %.3f ms (p10 %.3f, p90 %.3f, %d runs), %.1f TFLOP/s, %.0f%% of roofline, rel. error %.2e (bound %.0e), %d registers, %d B spills, %d B shared memory\n",
 			w.ID, w.MedianMS, w.P10MS, w.P90MS, w.Runs, w.GFLOPS/1e3, 100*w.Roofline, w.RelError,
 			d.errorBound(), w.Registers, w.SpillStores, w.SharedBytes)
+		if w.MaxClusters > 0 {
+			fmt.Fprintf(&b, "- the winner runs in thread-block clusters: the driver runs %d of them at once on this GPU (a launch of more takes waves)\n", w.MaxClusters)
+		}
 	}
 	var runners []string
 	for _, r := range d.Top {

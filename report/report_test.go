@@ -189,3 +189,18 @@ func TestFP32PointsTo3xTF32(t *testing.T) {
 		t.Errorf("tf32 report names 3xtf32")
 	}
 }
+
+// TestMarkdownClusters: a winner in thread-block clusters says how many
+// of them the driver runs at once; a winner without clusters says nothing
+// of clusters.
+func TestMarkdownClusters(t *testing.T) {
+	rec := flagshipRecord()
+	if md := string(New(rec, flagship(t), "convgen").Markdown()); strings.Contains(md, "clusters") {
+		t.Errorf("a winner without clusters mentions them:\n%s", md)
+	}
+	rec.Summary.Top[0].MaxClusters = 15
+	md := string(New(rec, flagship(t), "convgen").Markdown())
+	if !strings.Contains(md, "the driver runs 15 of them at once") {
+		t.Errorf("the report lacks the winner's 15 clusters at once:\n%s", md)
+	}
+}

@@ -105,6 +105,11 @@ type Measured struct {
 	SpillLoads  int     `json:"spill_loads"`  // bytes
 	SharedBytes int     `json:"shared_bytes"` // dynamic + static
 	Threads     int     `json:"threads"`      // per block
+	// MaxClusters is, for a kernel of thread-block clusters, how many of
+	// its clusters the driver runs at once (cuOccupancyMaxActiveClusters;
+	// a grid of more takes waves); 0 otherwise and in records tuned before
+	// convgen asked.
+	MaxClusters int `json:"max_clusters,omitempty"`
 }
 
 // Family is the family part of the candidate's ID.

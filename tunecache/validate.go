@@ -269,7 +269,7 @@ func checkMeasured(field string, m Measured) error {
 		name string
 		v    int
 	}{{"runs", m.Runs}, {"registers", m.Registers}, {"spill_stores", m.SpillStores}, {"spill_loads", m.SpillLoads},
-		{"shared_bytes", m.SharedBytes}, {"threads", m.Threads}} {
+		{"shared_bytes", m.SharedBytes}, {"threads", m.Threads}, {"max_clusters", m.MaxClusters}} {
 		if n.v < 0 || n.v > 1<<24 {
 			return fieldErr(field+"."+n.name, "%d is out of range 0..%d", n.v, 1<<24)
 		}
