@@ -92,4 +92,7 @@ package autotune
 //   - 28: wgradmma's Stage=4 tiles in clusters also take the clusters per
 //     tile that fill one wave (waveTwins), and Stage 0–4's cost model
 //     counts waves of whole clusters of 4 or more (session 28).
-const SearchRevision = 28
+//   - 29: a new data-gradient family, dgradwin (the aligned folded GEMM
+//     on wgmma, A read in place from a dY window), listed but
+//     soft-rejected until it has run on a GPU (session 28).
+const SearchRevision = 29

@@ -13,6 +13,7 @@ import (
 	"github.com/convgen/convgen/kernels/dgrad"
 	"github.com/convgen/convgen/kernels/dgradmma"
 	"github.com/convgen/convgen/kernels/dgradscatter"
+	"github.com/convgen/convgen/kernels/dgradwin"
 	"github.com/convgen/convgen/kernels/direct"
 	"github.com/convgen/convgen/kernels/family"
 	"github.com/convgen/convgen/kernels/generic"
@@ -105,12 +106,16 @@ type (
 	// tensor cores: a dY window's products with each stride phase's taps,
 	// each dX element's summed from shared memory.
 	DgradScatter = dgradscatter.Family
+	// DgradWin is the strided data gradient as one folded GEMM on wgmma
+	// whose A, a dY window in shared memory, is read in place through
+	// descriptors (not yet run on a GPU: soft-rejected unless pinned).
+	DgradWin = dgradwin.Family
 )
 
 // Families lists every kernel family in a stable order: the forward
 // families, then the gradients' (each serves one op).
 func Families() []Family {
-	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, DgradMMA{}, DgradScatter{}, Dgrad{}, WgradMMA{}, Wgrad{}}
+	return []Family{Direct{}, Winograd{}, MMA{}, MMAHalf{}, WGMMA{}, WGMMAHalf{}, WGMMARow{}, WGMMAIGEMM{}, IGEMM{}, Depthwise{}, Generic{}, DgradMMA{}, DgradScatter{}, DgradWin{}, Dgrad{}, WgradMMA{}, Wgrad{}}
 }
 
 // FamilyByName finds a family by its name.

@@ -66,14 +66,14 @@ func TestWGMMAIGEMMDgradFold(t *testing.T) {
 			cf := activePhases(s) * s.C // the phases that meet a tap
 			hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
 			// Aligned (Fold=2) where every phase meets a tap and the
-			// phases' aligned offsets span fewer than their union.
+			// aligned GEMM (offsets × the longer phase grid) is smaller.
 			rows, cols := dgradphase.Rows(s), dgradphase.Cols(s)
 			shH, _, ar := rows.Aligned()
 			shW, _, ac := cols.Aligned()
 			_, nr := rows.OffsetSpan()
 			_, nc := cols.OffsetSpan()
 			fold := 1
-			if cf == s.StrideH*s.StrideW*s.C && ar*ac < nr*nc {
+			if cf == s.StrideH*s.StrideW*s.C && ar*ac < nr*nc && (hp+slices.Max(shH))*(wp+slices.Max(shW))*ar*ac < hp*wp*nr*nc {
 				fold = 2
 				hp, wp = hp+slices.Max(shH), wp+slices.Max(shW)
 			}
@@ -335,4 +335,40 @@ func activePhases(s problem.Shape) int {
 		}
 	}
 	return n
+}
+
+// TestWGMMAIGEMMAlignedWork: aligned phases (Fold=2) are searched where
+// they make the GEMM smaller, not only its reduction: the flagship (3 × 3
+// offsets instead of 4 × 4 over a 57² grid instead of 56²) is aligned; a
+// 7×7 map with the flagship's filter (the grid 2×2 → 3×3 outweighs 4×4 →
+// 3×3 offsets) stays Fold=1.
+func TestWGMMAIGEMMAlignedWork(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	for _, c := range []struct {
+		spec string
+		fold int
+	}{
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", 2},
+		{"N=8,C=16,H=7,W=7,K=32,R=11,S=11,stride=4,pad=2", 1},
+	} {
+		s, err := problem.ParseShape(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: problem.NCHW, Op: problem.OpDgrad}
+		n := 0
+		for _, cand := range (WGMMAIGEMM{}).Space(p, lim) {
+			if cand.Config["PhaseTiles"] == 1 {
+				continue
+			}
+			if n++; cand.Config["Fold"] != c.fold {
+				t.Errorf("%s %s: want Fold=%d", p, cand.ID(), c.fold)
+				break
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no candidate", p)
+		}
+	}
 }

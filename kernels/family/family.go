@@ -68,7 +68,7 @@ func DefaultLimits(arch int) Limits {
 func (l Limits) BlockSlots(clusterSize, resident int) int {
 	sms := max(1, l.SMs)
 	if clusterSize >= 4 && l.ClusterSMs > 0 {
-		sms = l.ClusterSMs
+		sms = min(sms, l.ClusterSMs)
 	}
 	return max(1, sms/max(1, clusterSize)*max(1, clusterSize)*max(1, resident))
 }

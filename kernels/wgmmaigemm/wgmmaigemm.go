@@ -514,14 +514,17 @@ func servesDgrad(p problem.Problem) error {
 }
 
 // aligns says why p's folded data gradient is not computed aligned
-// (Fold=2), or "": tf32 and 3xtf32 whose every phase meets a tap and
-// whose phases' aligned offsets span fewer than their union.
+// (Fold=2), or "": tf32 and 3xtf32 whose every phase meets a tap and whose
+// GEMM aligned is smaller — the phases' aligned offsets span fewer than
+// their union, over a phase grid longer by the largest shift (on small
+// maps the longer grid can outweigh the shorter reduction).
 func aligns(p problem.Problem) string {
 	s := p.Shape
 	_, nr := dgradphase.Rows(s).OffsetSpan()
 	_, nc := dgradphase.Cols(s).OffsetSpan()
-	_, _, ar := dgradphase.Rows(s).Aligned()
-	_, _, ac := dgradphase.Cols(s).Aligned()
+	sh, _, ar := dgradphase.Rows(s).Aligned()
+	sw, _, ac := dgradphase.Cols(s).Aligned()
+	hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
 	switch _, idle := phases(s); {
 	case !folds(p) || !tf32Like(p.Precision):
 		return fmt.Sprintf("aligned phases (Fold=2) are a folded tf32 data gradient's, not %s op=%s %s", p.Precision, p.Op, p.Layout)
@@ -529,6 +532,8 @@ func aligns(p problem.Problem) string {
 		return fmt.Sprintf("aligned phases (Fold=2) need every phase to meet a tap (%d meet none)", len(idle))
 	case ar*ac >= nr*nc:
 		return fmt.Sprintf("aligned phases (Fold=2) span %d×%d offsets, no fewer than the union's %d×%d", ar, ac, nr, nc)
+	case (hp+slices.Max(sh))*(wp+slices.Max(sw))*ar*ac >= hp*wp*nr*nc:
+		return fmt.Sprintf("aligned phases (Fold=2) shorten the reduction from %d×%d to %d×%d offsets but lengthen the %d×%d phase grid to %d×%d: no less work", nr, nc, ar, ac, hp, wp, hp+slices.Max(sh), wp+slices.Max(sw))
 	}
 	return ""
 }
@@ -1462,7 +1467,7 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, aligns(p))
 	}
 	if (c.Fold >= 1) != folds(p) {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold=1 is for, and only for, a data gradient at a stride above 1 or a tf32 one in NCHW (%s op=%s %s, stride %dx%d)",
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold (1 or 2) is for, and only for, a data gradient at a stride above 1 or a tf32 one in NCHW (%s op=%s %s, stride %dx%d)",
 			cfg, p.Precision, p.Op, p.Layout, p.Shape.StrideH, p.Shape.StrideW)
 	}
 	if p.Op == problem.OpDgrad && g.ElemBytes == 2 && c.BN%64 != 0 {

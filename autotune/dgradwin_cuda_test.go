@@ -1,0 +1,104 @@
+//go:build cuda
+
+package autotune
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/problem"
+)
+
+// dgradWinShapes are strided data gradients dgradwin serves: the
+// flagship's geometry at a small size (11×11, stride 4: aligned 3 × 3
+// offsets), a map wider than one 64-column tile, ResNet's stem (7×7,
+// stride 2), per-axis strides with dilation and odd channel counts (K not
+// a multiple of 4: a chunk past K), and 256 folded columns (C=64 at
+// stride 2).
+var dgradWinShapes = []string{
+	"N=2,C=3,H=61,W=67,K=24,R=11,S=11,stride=4,pad=2",
+	"N=2,C=3,H=21,W=290,K=20,R=11,S=11,stride=4,pad=2",
+	"N=2,C=3,H=32,W=30,K=64,R=7,S=7,stride=2,pad=3,bias=false",
+	"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2",
+	"N=2,C=64,H=20,W=21,K=40,R=3,S=3,stride=2,pad=1",
+}
+
+// dgradWinCandidates is p's dgradwin candidates that no hard rule
+// rejects (the family's are soft-rejected until it has run on a GPU).
+func dgradWinCandidates(t *testing.T, p problem.Problem, lim kernels.Limits) []kernels.Candidate {
+	t.Helper()
+	cands, err := kernels.Enumerate(p, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w []kernels.Candidate
+	for _, c := range cands {
+		if c.Family == "dgradwin" && (c.Rejected == "" || c.Rejection.Soft) {
+			w = append(w, c)
+		}
+	}
+	return w
+}
+
+// TestDgradWin tunes dgradwin alone on dgradWinShapes in tf32, both
+// layouts, pinned to its first, middle and last configurations that no
+// hard rule rejects: each must pass the float64 checks within tf32's
+// bound.
+func TestDgradWin(t *testing.T) {
+	lib, worker, lim := sm90aSetup(t)
+	eachProblem(t, dgradWinShapes, []problem.Precision{problem.TF32}, func(p problem.Problem) {
+		p.Op = problem.OpDgrad
+		t.Run(p.String(), func(t *testing.T) {
+			w := dgradWinCandidates(t, p, lim)
+			if len(w) == 0 {
+				t.Fatal("no dgradwin candidate")
+			}
+			pins := firstMiddleLast(w)
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+				Trials: 0, Runs: 10, Seed: 28, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
+				t.Errorf("%d of %d pinned dgradwin candidates passed", passed, len(pins))
+			}
+		})
+	})
+}
+
+// TestDgradWinTimes (CONVGEN_DGRADWIN_TIMES=1) times every dgradwin
+// configuration on the flagship's data gradient in tf32, both layouts,
+// beside the committed record's wgmmaigemm kernel (Fold=2), in one
+// process, each verified against float64.
+func TestDgradWinTimes(t *testing.T) {
+	if os.Getenv("CONVGEN_DGRADWIN_TIMES") != "1" {
+		t.Skip("CONVGEN_DGRADWIN_TIMES=1 times the flagship's data gradient")
+	}
+	lib, worker, lim := sm90aSetup(t)
+	for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
+		p := (relayoutCase{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, "", ""}).problem(t)
+		p.Layout, p.Op, p.Shape.Bias = lay, problem.OpDgrad, false
+		t.Run(p.String(), func(t *testing.T) {
+			var pins []string
+			for _, c := range dgradWinCandidates(t, p, lim) {
+				pins = append(pins, c.ID())
+			}
+			pins = append(pins, "wgmmaigemm/ARegs=1,BK=32,BM=256,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2")
+			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
+				Trials: 0, Runs: 10, Seed: 28, Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("tune: %v", err)
+			}
+			checkTrials(t, p, res.Trials)
+			for _, tr := range res.Trials {
+				if slices.Contains(pins, tr.ID) {
+					t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,283 @@
+// Package dgradwin is a data-gradient (dgrad) kernel family for strided
+// layers on Hopper tensor cores whose A operand is never copied per tap: a
+// block stages a window of dY in shared memory with 4 channels of a pixel
+// side by side, and each wgmma reads its A straight from that window
+// through a matrix descriptor, the offset (dp, dq) of the folded GEMM an
+// address offset. Rendered through package kernels/family from
+// dgradwin.cu.tmpl.
+package dgradwin
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/convgen/convgen/kernels/family"
+	"github.com/convgen/convgen/kernels/internal/dgradphase"
+	"github.com/convgen/convgen/kernels/internal/hopper"
+	"github.com/convgen/convgen/problem"
+)
+
+// templateFS holds the family's template.
+//
+//go:embed dgradwin.cu.tmpl
+var templateFS embed.FS
+
+// TileCols is the fold columns a block's tile spans: one m64 wgmma tile.
+const TileCols = 64
+
+// Family is the windowed folded dgrad family (dgradwin.cu.tmpl). It
+// serves op=dgrad in tf32, both layouts, groups=1, a stride above 1 whose
+// every phase meets a filter tap, CF = stride_h·stride_w·C ≤ 256 folded
+// columns, on sm_90a.
+//
+// The GEMM is wgmmaigemm's folded one with aligned phases (Fold=2;
+// dgradphase.Taps.Aligned): phase pixel (n, m, j) and column (a, b, c) is
+// dX pixel (a + stride_h·(m − ShiftH[a]), b + stride_w·(j − ShiftW[b]))
+// channel c, the sum over offsets (dp, dq) and channels k of dY[n, k, m +
+// dp, j + dq] times the tap phase (a, b) meets there: a stride-1
+// correlation of dY with a folded filter of NDP × NDQ taps. wgmmaigemm
+// copies A per reduction entry (each dY value NDP·NDQ times); here a block
+// copies each dY value of its window once per chunk of KC channels, and
+// the descriptors do the rest.
+//
+// Knobs:
+//   - TM: fold rows per block (its tile: TM rows × 64 fold columns);
+//   - WG: warpgroups, each TM/WG of the rows (one m64 × NB accumulator
+//     tile a row);
+//   - KC: dY channels per chunk (the window's and the folded filter's
+//     depth in shared memory, two chunks in flight).
+type Family struct{}
+
+// Name implements family.Family.
+func (Family) Name() string { return "dgradwin" }
+
+// Template implements family.Family.
+func (Family) Template() string { return "dgradwin.cu.tmpl" }
+
+// Serves implements family.Family.
+func (Family) Serves(p problem.Problem) error {
+	if err := family.Gradient("dgradwin", problem.OpDgrad, p); err != nil {
+		return err
+	}
+	s := p.Shape
+	switch {
+	case p.Precision != problem.TF32:
+		return fmt.Errorf("dgradwin is tf32 (its window holds FP32 values read as TF32), not %s", p.Precision)
+	case s.Groups != 1:
+		return fmt.Errorf("dgradwin serves groups=1, not groups=%d", s.Groups)
+	case s.StrideH*s.StrideW == 1:
+		return fmt.Errorf("dgradwin folds a strided data gradient's phases (at stride 1 there is one)")
+	case s.StrideH*s.StrideW > dgradphase.MaxPhases:
+		return fmt.Errorf("dgradwin takes at most %d stride phases, not %d", dgradphase.MaxPhases, s.StrideH*s.StrideW)
+	case s.StrideH*s.StrideW*s.C > 256:
+		return fmt.Errorf("dgradwin's folded columns stride_h·stride_w·C are one wgmma's N: at most 256, not %d", s.StrideH*s.StrideW*s.C)
+	case s.N > 65535:
+		return fmt.Errorf("dgradwin takes an image a grid layer (gridDim.z ≤ 65535), not N=%d", s.N)
+	}
+	for a, taps := range dgradphase.Rows(s).Tap {
+		if len(taps) == 0 {
+			return fmt.Errorf("dgradwin needs every stride phase to meet a tap: row phase %d meets none (wgmmaigemm's Fold=1 stores its zeros)", a)
+		}
+	}
+	for b, taps := range dgradphase.Cols(s).Tap {
+		if len(taps) == 0 {
+			return fmt.Errorf("dgradwin needs every stride phase to meet a tap: column phase %d meets none (wgmmaigemm's Fold=1 stores its zeros)", b)
+		}
+	}
+	return nil
+}
+
+// knobs are a configuration's knobs (see Family).
+type knobs struct {
+	TM, WG, KC int
+}
+
+// geometry holds a configuration's derived sizes; the template asserts
+// each one it uses.
+type geometry struct {
+	// The fold: phase grid HP × WP (the largest shifts added), folded
+	// columns CF and NB (CF rounded up to 8: wgmma's N), offsets DPMin..
+	// DPMin+NDP−1 and DQMin..DQMin+NDQ−1 (NT = NDP·NDQ of them), the
+	// phases' shifts as C initialisers.
+	HP, WP, CF, NB, DPMin, NDP, DQMin, NDQ, NT int
+	ShiftH, ShiftW                             string
+	ShiftHMax, ShiftWMax                       int
+	// SUB fold rows a warpgroup; the window WR rows × WC columns; KCH
+	// chunks of KC channels; floats of a chunk's window and folded
+	// filter; copies (4 floats each) a thread makes of each per chunk.
+	SUB, WR, WC, KCH          int
+	WinFloats, BFloats        int
+	WinCopies, BCopies        int
+	Threads, Acc, TableBytes  int
+	SharedBytes               int
+	TilesM, TilesN            int // grid: fold row tiles, fold column tiles
+	LBOA, LBOB, SBOA, SBOB    int // descriptor byte offsets
+	RegsPrefetch, RegsNeeded  int // the copies in flight and an estimate of a thread's registers
+	GridY                     int
+	Aligned, UnalignedEntries int // reduction entries per channel aligned (NT) and as the union of offsets
+}
+
+func cInts(v []int) string {
+	b := make([]string, len(v))
+	for i, x := range v {
+		b[i] = strconv.Itoa(x)
+	}
+	return strings.Join(b, ", ")
+}
+
+func geom(p problem.Problem, k knobs) geometry {
+	s := p.Shape
+	rows, cols := dgradphase.Rows(s), dgradphase.Cols(s)
+	var g geometry
+	var sh, sw []int
+	sh, g.DPMin, g.NDP = rows.Aligned()
+	sw, g.DQMin, g.NDQ = cols.Aligned()
+	g.ShiftH, g.ShiftW = cInts(sh), cInts(sw)
+	g.ShiftHMax, g.ShiftWMax = slices.Max(sh), slices.Max(sw)
+	g.HP = family.CeilDiv(s.H, s.StrideH) + g.ShiftHMax
+	g.WP = family.CeilDiv(s.W, s.StrideW) + g.ShiftWMax
+	g.CF = s.StrideH * s.StrideW * s.C
+	g.NB = family.RoundUp(g.CF, 8)
+	g.NT = g.NDP * g.NDQ
+	_, ur := rows.OffsetSpan()
+	_, uc := cols.OffsetSpan()
+	g.Aligned, g.UnalignedEntries = g.NT, ur*uc
+	if k.WG > 0 {
+		g.SUB = k.TM / k.WG
+	}
+	g.WR = k.TM + g.NDP - 1
+	g.WC = TileCols + g.NDQ - 1
+	if k.KC > 0 {
+		g.KCH = family.CeilDiv(s.K, k.KC)
+	}
+	g.WinFloats = k.KC * g.WR * g.WC
+	g.BFloats = g.NT * k.KC * g.NB
+	g.Threads = 128 * k.WG
+	if g.Threads > 0 {
+		g.WinCopies = family.CeilDiv(g.WinFloats/4, g.Threads)
+		g.BCopies = family.CeilDiv(g.BFloats/4, g.Threads)
+	}
+	g.Acc = g.NB / 2
+	g.TableBytes = family.RoundUp(4*g.NT*g.NB, 16)
+	g.SharedBytes = 2*4*(g.WinFloats+g.BFloats) + g.TableBytes
+	if k.TM > 0 {
+		g.TilesM = family.CeilDiv(g.HP, k.TM)
+	}
+	g.TilesN = family.CeilDiv(g.WP, TileCols)
+	g.GridY = g.TilesM
+	g.LBOA, g.SBOA = 16*g.WR*g.WC, 128
+	g.LBOB, g.SBOB = 16*g.NB, 128
+	g.RegsPrefetch = 4 * (g.WinCopies + g.BCopies)
+	g.RegsNeeded = g.SUB*g.Acc + g.RegsPrefetch + 40
+	return g
+}
+
+// The knob values the space takes.
+var (
+	spaceTM = []int{2, 4, 8}
+	spaceWG = []int{1, 2, 4}
+	spaceKC = []int{8, 16, 32}
+)
+
+// Space implements family.Family. Without Limits.SM90a every
+// configuration is listed as rejected.
+func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
+	var out []family.Candidate
+	for _, tm := range spaceTM {
+		for _, wg := range spaceWG {
+			if wg > tm {
+				continue
+			}
+			for _, kc := range spaceKC {
+				k := knobs{TM: tm, WG: wg, KC: kc}
+				out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
+			}
+		}
+	}
+	return out
+}
+
+// check says what is wrong with a configuration's knobs, or "".
+func check(k knobs) string {
+	switch {
+	case k.WG < 1 || k.WG > 4:
+		return "WG 1 to 4 warpgroups"
+	case k.TM < k.WG || k.TM%k.WG != 0 || k.TM/k.WG > 4:
+		return "TM a multiple of WG, at most 4 rows a warpgroup"
+	case k.KC < 8 || k.KC%8 != 0 || k.KC > 64:
+		return "KC a multiple of 8 from 8 to 64"
+	}
+	return ""
+}
+
+// unverified is the soft rule that keeps the family out of the search
+// until its kernels have passed the GPU tests: a pin (-pin) lifts it.
+const unverified = "dgradwin has not run on a GPU yet (autotune's TestDgradWin): pin it to measure it"
+
+// reject returns why a configuration is not worth compiling, or the zero
+// Rejection.
+func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
+	if msg := check(k); msg != "" {
+		return family.Hard("shape", "%s", msg)
+	}
+	g := geom(p, k)
+	s := p.Shape
+	if r := hopper.ResourceReject(g.NB, g.Threads, g.SUB*g.Acc, lim); r.Rule != "" {
+		return r
+	}
+	regs := lim.RegistersPerSM
+	if regs == 0 {
+		regs = 65536
+	}
+	switch {
+	case !lim.SM90a:
+		return family.Hard("arch", "dgradwin needs wgmma (sm_90a with NVRTC 12 or newer)")
+	case g.RegsNeeded > min(255, regs/g.Threads):
+		return family.Hard("registers", "about %d registers a thread (%d accumulators, %d in flight) in blocks of %d threads", g.RegsNeeded, g.SUB*g.Acc, g.RegsPrefetch, g.Threads)
+	case lim.MaxSharedPerBlock > 0 && g.SharedBytes > lim.MaxSharedPerBlock:
+		return family.Hard("shared memory", "%d B per block (two chunks of window %d and folded filter %d floats, the table %d B) > %d", g.SharedBytes, g.WinFloats, g.BFloats, g.TableBytes, lim.MaxSharedPerBlock)
+	case g.WR*g.WC >= 1<<14:
+		return family.Hard("shape", "the window's channel-group pitch (%d × %d pixels) past the descriptor's 14-bit offset", g.WR, g.WC)
+	case g.TilesM > 65535 || s.N > 65535:
+		return family.Hard("grid", "%d fold row tiles by %d images is past CUDA's grid", g.TilesM, s.N)
+	case k.KC > family.RoundUp(s.K, 8):
+		return family.Soft("waste", "KC=%d channels a chunk for K=%d", k.KC, s.K)
+	}
+	return family.Soft("unverified", "%s", unverified)
+}
+
+// Render implements family.Family.
+func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, error) {
+	k, cfg, err := family.RenderKnobs(f.Name(), f.Serves, p, cfg, check)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	g := geom(p, k)
+	s := p.Shape
+	if g.TilesM > 65535 || s.N > 65535 {
+		return family.Kernel{}, fmt.Errorf("dgradwin: config %s: a grid of %d fold row tiles by %d images is past CUDA's limits", cfg, g.TilesM, s.N)
+	}
+	if g.NB > 256 {
+		return family.Kernel{}, fmt.Errorf("dgradwin: config %s: %d folded columns past wgmma's N of 256", cfg, g.CF)
+	}
+	name := fmt.Sprintf("convgen_dgradwin_tf32_%s", family.KernelSuffix(cfg))
+	accOps, accCons := hopper.AccOperands(g.Acc)
+	data := struct {
+		family.ShapeData
+		geometry
+		knobs
+		Name, Config             string
+		AccOperands, AccConstrs  string
+		DescAOperand, ScaleOp    int
+		DescBOperand, TileColsIn int
+	}{family.NewShapeData(p), g, k, name, cfg.String(), accOps, accCons, g.Acc, g.Acc + 2, g.Acc + 1, TileCols}
+	src, err := family.Render(templateFS, f.Template(), data)
+	if err != nil {
+		return family.Kernel{}, err
+	}
+	return family.Kernel{Family: f.Name(), Config: cfg, Name: name, Source: src, ArchSuffix: "a",
+		Launch: family.Launch{Grid: [3]int{g.TilesN, g.TilesM, s.N}, Block: [3]int{g.Threads, 1, 1}, SharedBytes: g.SharedBytes}}, nil
+}

@@ -1,0 +1,233 @@
+package dgradwin
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/convgen/convgen/convrt"
+	"github.com/convgen/convgen/kernels/internal/dgradphase"
+	"github.com/convgen/convgen/problem"
+)
+
+// foldTap is the template's fold_tap: the filter position (r, s) phase
+// (a, b) meets at dY offsets (dp, dq), or false.
+func foldTap(s problem.Shape, a, b, dp, dq int) (r, t int, ok bool) {
+	xr, xs := a+s.PadH-s.StrideH*dp, b+s.PadW-s.StrideW*dq
+	if xr < 0 || xs < 0 {
+		return 0, 0, false
+	}
+	r, t = xr/s.DilationH, xs/s.DilationW
+	return r, t, xr == r*s.DilationH && xs == t*s.DilationW && r < s.R && t < s.S
+}
+
+// emulate runs the kernel's data movement and arithmetic on the CPU in
+// float64, block by block as the template does: the fold table, each
+// chunk's window and folded filter copies (copy i at float 4i of its part),
+// the wgmmas as the tensor cores read their operands through the
+// descriptors (core matrix (row/8, k/4) at start + (row/8)·SBO +
+// (k/4)·LBO, row%8 16 bytes and k%4 4 bytes into it), and the epilogue's
+// stores. It fails t where a descriptor reads past its part or a dX
+// element is stored twice, and returns dX and how often each element was
+// stored.
+func emulate(t *testing.T, p problem.Problem, k knobs, dy, w []float32) ([]float64, []int) {
+	t.Helper()
+	s := p.Shape
+	g := geom(p, k)
+	shH, shW := shifts(s)
+	nhwc := p.Layout == problem.NHWC
+	P, Q := s.P(), s.Q()
+	crs := s.C * s.R * s.S
+	// The fold table.
+	tbl := make([]int, g.NT*g.NB)
+	for idx := range tbl {
+		tt, col := idx/g.NB, idx%g.NB
+		ab, c := col/s.C, col%s.C
+		a, b := ab/s.StrideW, ab%s.StrideW
+		tbl[idx] = -1
+		if col >= g.CF {
+			continue
+		}
+		if r, sc, ok := foldTap(s, a, b, g.DPMin+tt/g.NDQ+shH[a], g.DQMin+tt%g.NDQ+shW[b]); ok {
+			if nhwc {
+				tbl[idx] = (r*s.S+sc)*s.C + c
+			} else {
+				tbl[idx] = (c*s.R+r)*s.S + sc
+			}
+		}
+	}
+	dx := make([]float64, s.N*s.C*s.H*s.W)
+	stored := make([]int, len(dx))
+	for n := range s.N {
+		for by := range g.TilesM {
+			for bx := range g.TilesN {
+				m0, j0 := by*k.TM, bx*TileCols
+				acc := make([]float64, k.TM*64*g.NB)
+				for ch := range g.KCH {
+					win := make([]float64, g.WinFloats)
+					bf := make([]float64, g.BFloats)
+					for i := range g.WinFloats / 4 {
+						col, row, kg := i%g.WC, i/g.WC%g.WR, i/(g.WC*g.WR)
+						pp, q, kk := m0+g.DPMin+row, j0+g.DQMin+col, ch*k.KC+4*kg
+						for e := range 4 {
+							if pp < 0 || pp >= P || q < 0 || q >= Q || kk+e >= s.K {
+								continue
+							}
+							var at int
+							if nhwc {
+								at = ((n*P+pp)*Q+q)*s.K + kk + e
+							} else {
+								at = ((n*s.K+kk+e)*P+pp)*Q + q
+							}
+							win[4*i+e] = float64(dy[at])
+						}
+					}
+					for i := range g.BFloats / 4 {
+						col, kg, tt := i%g.NB, i/g.NB%(k.KC/4), i/(g.NB*(k.KC/4))
+						kk := ch*k.KC + 4*kg
+						off := tbl[tt*g.NB+col]
+						for e := range 4 {
+							if off >= 0 && kk+e < s.K {
+								bf[4*i+e] = float64(w[(kk+e)*crs+off])
+							}
+						}
+					}
+					for rr := range k.TM {
+						for tt := range g.NT {
+							dpi, dqi := tt/g.NDQ, tt%g.NDQ
+							for ks := range k.KC / 8 {
+								aStart := ((2*ks*g.WR+rr+dpi)*g.WC + dqi) * 4
+								bStart := (tt*(k.KC/4) + 2*ks) * g.NB * 4
+								for row := range 64 {
+									for col := range g.NB {
+										sum := 0.0
+										for kk := range 8 {
+											ai := aStart + row/8*g.SBOA/4 + kk/4*g.LBOA/4 + row%8*4 + kk%4
+											bi := bStart + col/8*g.SBOB/4 + kk/4*g.LBOB/4 + col%8*4 + kk%4
+											if ai >= len(win) || bi >= len(bf) {
+												t.Fatalf("%s %+v: a descriptor reads past its part (A %d of %d, B %d of %d)", p, k, ai, len(win), bi, len(bf))
+											}
+											sum += win[ai] * bf[bi]
+										}
+										acc[(rr*64+row)*g.NB+col] += sum
+									}
+								}
+							}
+						}
+					}
+				}
+				for rr := range k.TM {
+					m := m0 + rr
+					if m >= g.HP {
+						continue
+					}
+					for col := range g.CF {
+						ab, c := col/s.C, col%s.C
+						a, b := ab/s.StrideW, ab%s.StrideW
+						h := a + s.StrideH*(m-shH[a])
+						if h < 0 || h >= s.H {
+							continue
+						}
+						for row := range 64 {
+							j := j0 + row
+							x := b + s.StrideW*(j-shW[b])
+							if j >= g.WP || x < 0 || x >= s.W {
+								continue
+							}
+							var at int
+							if nhwc {
+								at = ((n*s.H+h)*s.W+x)*s.C + c
+							} else {
+								at = ((n*s.C+c)*s.H+h)*s.W + x
+							}
+							if stored[at]++; stored[at] > 1 {
+								t.Fatalf("%s %+v: dX element %d stored twice", p, k, at)
+							}
+							dx[at] = acc[(rr*64+row)*g.NB+col]
+						}
+					}
+				}
+			}
+		}
+	}
+	return dx, stored
+}
+
+// shifts are s's aligned phase shifts along the rows and columns.
+func shifts(s problem.Shape) (h, w []int) {
+	h, _, _ = rowsOf(s).Aligned()
+	w, _, _ = colsOf(s).Aligned()
+	return h, w
+}
+
+// TestEmulated: the kernel's data movement, descriptors and stores,
+// emulated on the CPU in float64, give convrt's float64 data gradient
+// (within rounding of the sums' order) at every dX element, each stored
+// exactly once: the flagship's geometry at a small size in both layouts,
+// asymmetric strides with dilation, a 7×7 stride-2 stem, a map wider
+// than one 64-column tile, odd K (a chunk past K) and several knobs.
+func TestEmulated(t *testing.T) {
+	cases := []struct {
+		spec string
+		lay  problem.Layout
+		k    knobs
+	}{
+		{"N=1,C=3,H=31,W=29,K=20,R=11,S=11,stride=4,pad=2", problem.NCHW, knobs{TM: 4, WG: 2, KC: 16}},
+		{"N=2,C=3,H=27,W=33,K=13,R=11,S=11,stride=4,pad=2", problem.NHWC, knobs{TM: 2, WG: 1, KC: 8}},
+		{"N=2,C=2,H=19,W=23,K=13,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.NCHW, knobs{TM: 4, WG: 4, KC: 8}},
+		{"N=1,C=3,H=40,W=40,K=9,R=7,S=7,stride=2,pad=3", problem.NHWC, knobs{TM: 8, WG: 2, KC: 16}},
+		{"N=1,C=4,H=10,W=150,K=8,R=3,S=3,stride=2,pad=1", problem.NCHW, knobs{TM: 2, WG: 2, KC: 8}},
+		{"N=1,C=1,H=17,W=9,K=36,R=4,S=2,stride_h=3,stride_w=2,pad_h=2,pad_w=1", problem.NHWC, knobs{TM: 4, WG: 1, KC: 32}},
+	}
+	rng := rand.New(rand.NewPCG(28, 1))
+	for _, c := range cases {
+		s, err := problem.ParseShape(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bias = false
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: c.lay, Op: problem.OpDgrad}
+		if err := (Family{}).Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if msg := check(c.k); msg != "" {
+			t.Fatalf("%+v: %s", c.k, msg)
+		}
+		dy := make([]float32, s.N*s.K*s.P()*s.Q())
+		w := make([]float32, s.K*s.C*s.R*s.S)
+		for i := range dy {
+			dy[i] = float32(rng.NormFloat64())
+		}
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		dx, stored := emulate(t, p, c.k, dy, w)
+		id := func(v float32) float64 { return float64(v) }
+		worst := 0.0
+		for n := range s.N {
+			for ch := range s.C {
+				for h := range s.H {
+					for x := range s.W {
+						var at int
+						if c.lay == problem.NHWC {
+							at = ((n*s.H+h)*s.W+x)*s.C + ch
+						} else {
+							at = ((n*s.C+ch)*s.H+h)*s.W + x
+						}
+						if stored[at] != 1 {
+							t.Fatalf("%s %+v: dX[%d,%d,%d,%d] stored %d times", p, c.k, n, ch, h, x, stored[at])
+						}
+						want := convrt.ReferenceDgrad(p, id, dy, w, n, ch, h, x)
+						worst = max(worst, math.Abs(dx[at]-want))
+					}
+				}
+			}
+		}
+		if worst > 1e-9 {
+			t.Errorf("%s %+v: largest difference from the float64 reference %.3g", p, c.k, worst)
+		}
+	}
+}
+
+func rowsOf(s problem.Shape) dgradphase.Taps { return dgradphase.Rows(s) }
+func colsOf(s problem.Shape) dgradphase.Taps { return dgradphase.Cols(s) }

@@ -1,0 +1,130 @@
+package kernels
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/nvrtc"
+	"github.com/convgen/convgen/problem"
+)
+
+// TestDgradWinSpace: dgradwin serves strided tf32 data gradients whose
+// every phase meets a tap and whose folded columns fit one wgmma (the
+// flagship's 48), refuses the rest with a reason, and keeps its candidates
+// out of the search (soft-rejected: not yet run on a GPU) but pinnable:
+// every candidate that no hard rule rejects renders, with the flagship's
+// aligned 3 × 3 offsets, on the grid of its 57 × 57 phase grid.
+func TestDgradWinSpace(t *testing.T) {
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	prob := func(spec string, prec problem.Precision, lay problem.Layout) problem.Problem {
+		s, err := problem.ParseShape(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bias = false
+		return problem.Problem{Shape: s, Precision: prec, Layout: lay, Op: problem.OpDgrad}
+	}
+	flagship := "N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2"
+	for _, tc := range []struct {
+		p    problem.Problem
+		want string
+	}{
+		{prob(flagship, problem.FP16, problem.NHWC), "tf32"},
+		{prob("N=2,C=80,H=28,W=28,K=32,R=3,S=3,stride=2,pad=1", problem.TF32, problem.NHWC), "at most 256"},
+		{prob("N=2,C=8,H=28,W=28,K=32,R=3,S=3,pad=1", problem.TF32, problem.NHWC), "strided"},
+		{prob("N=2,C=8,H=28,W=28,K=32,R=1,S=1,stride=2", problem.TF32, problem.NCHW), "meets none"},
+	} {
+		if err := (DgradWin{}).Serves(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Serves = %v, want a refusal naming %q", tc.p, err, tc.want)
+		}
+	}
+	for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
+		p := prob(flagship, problem.TF32, lay)
+		if err := (DgradWin{}).Serves(p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		pinnable := 0
+		for _, c := range (DgradWin{}).Space(p, lim) {
+			if c.Rejected == "" {
+				t.Errorf("%s %s: kept, want it soft-rejected until it has run on a GPU", p, c.ID())
+			}
+			if !c.Rejection.Soft {
+				continue
+			}
+			pinnable++
+			k, err := RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, c.ID(), err)
+			}
+			want := [3]int{1, (57 + c.Config["TM"] - 1) / c.Config["TM"], 256}
+			if k.Grid != want || k.ArchSuffix != "a" {
+				t.Errorf("%s %s: grid %v arch suffix %q, want %v and sm_90a", p, c.ID(), k.Grid, k.ArchSuffix, want)
+			}
+			for _, d := range []string{"#define NDP 3", "#define NDQ 3", "#define HP 57", "#define NB 48", "SHIFT_H[STRIDE_H] = {0, 0, 1, 1}"} {
+				if !strings.Contains(k.Source, d) {
+					t.Errorf("%s %s: source lacks %q", p, c.ID(), d)
+				}
+			}
+		}
+		if pinnable == 0 {
+			t.Errorf("%s: no pinnable candidate", p)
+		}
+	}
+}
+
+// TestDgradWinFrontEnd runs dgradwin kernels through NVRTC's front end
+// for sm_90a (the static_asserts hold; the PTX holds the entry, the
+// m64n{NB}k8 tf32 wgmma, the rounding to TF32 and the async-proxy fence):
+// the flagship in both layouts, asymmetric strides with dilation (NB 16)
+// and a 7×7 stride-2 stem, each with two configurations.
+func TestDgradWinFrontEnd(t *testing.T) {
+	t.Parallel()
+	lib := nvrtctest.Open(t)
+	lim := DefaultLimits(90)
+	lim.SM90a = true
+	for _, c := range []struct {
+		spec string
+		lay  problem.Layout
+		nb   int
+	}{
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.NCHW, 48},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.NHWC, 48},
+		{"N=3,C=2,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.NCHW, 16},
+		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", problem.NHWC, 16},
+	} {
+		s, err := problem.ParseShape(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Bias = false
+		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: c.lay, Op: problem.OpDgrad}
+		var soft []Candidate
+		for _, cand := range (DgradWin{}).Space(p, lim) {
+			if cand.Rejection.Soft {
+				soft = append(soft, cand)
+			}
+		}
+		if len(soft) == 0 {
+			t.Fatalf("%s: no pinnable candidate", p)
+		}
+		for _, cand := range []Candidate{soft[0], soft[len(soft)-1]} {
+			k, err := RenderCandidate(p, cand)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p, cand.ID(), err)
+			}
+			res, err := memoCompile(lib, true, k.Source, nvrtc.Options{Name: k.Name + ".cu", Arch: "sm_90" + k.ArchSuffix})
+			if err != nil {
+				t.Errorf("%s %s: front end: %v", p, cand.ID(), err)
+				continue
+			}
+			for _, want := range []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.nb), "cvt.rna.tf32.f32", "fence.proxy.async"} {
+				if !strings.Contains(res.PTX, want) {
+					t.Errorf("%s %s: PTX lacks %q", p, cand.ID(), want)
+				}
+			}
+		}
+	}
+}
