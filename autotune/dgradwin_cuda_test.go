@@ -44,13 +44,13 @@ func dgradWinCandidates(t *testing.T, p problem.Problem, lim kernels.Limits) []k
 	return w
 }
 
-// TestDgradWin tunes dgradwin alone on dgradWinShapes in tf32, both
-// layouts, pinned to its first, middle and last configurations that no
-// hard rule rejects: each must pass the float64 checks within tf32's
-// bound.
+// TestDgradWin tunes dgradwin alone on dgradWinShapes in tf32 and
+// 3xtf32, both layouts, pinned to its first, middle and last
+// configurations that no hard rule rejects: each must pass the float64
+// checks within the precision's bound.
 func TestDgradWin(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
-	eachProblem(t, dgradWinShapes, []problem.Precision{problem.TF32}, func(p problem.Problem) {
+	eachProblem(t, dgradWinShapes, []problem.Precision{problem.TF32, problem.TF32x3}, func(p problem.Problem) {
 		p.Op = problem.OpDgrad
 		t.Run(p.String(), func(t *testing.T) {
 			w := dgradWinCandidates(t, p, lim)
@@ -71,23 +71,31 @@ func TestDgradWin(t *testing.T) {
 }
 
 // TestDgradWinTimes (CONVGEN_DGRADWIN_TIMES=1) times every dgradwin
-// configuration on the flagship's data gradient in tf32, both layouts,
-// beside the committed record's wgmmaigemm kernel (Fold=2), in one
-// process, each verified against float64.
+// configuration on the flagship's data gradient in tf32 (both layouts)
+// and 3xtf32 NCHW, beside the committed records' wgmmaigemm kernels
+// (Fold=2), in one process, each verified against float64.
 func TestDgradWinTimes(t *testing.T) {
 	if os.Getenv("CONVGEN_DGRADWIN_TIMES") != "1" {
 		t.Skip("CONVGEN_DGRADWIN_TIMES=1 times the flagship's data gradient")
 	}
 	lib, worker, lim := sm90aSetup(t)
-	for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
-		p := (relayoutCase{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, "", ""}).problem(t)
-		p.Layout, p.Op, p.Shape.Bias = lay, problem.OpDgrad, false
+	for _, c := range []struct {
+		prec   problem.Precision
+		lay    problem.Layout
+		record string
+	}{
+		{problem.TF32, problem.NCHW, "wgmmaigemm/ARegs=1,BK=32,BM=256,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2"},
+		{problem.TF32, problem.NHWC, "wgmmaigemm/ARegs=1,BK=32,BM=256,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2"},
+		{problem.TF32x3, problem.NCHW, "wgmmaigemm/BK=32,BM=128,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+	} {
+		p := (relayoutCase{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", c.prec, "", ""}).problem(t)
+		p.Layout, p.Op, p.Shape.Bias = c.lay, problem.OpDgrad, false
 		t.Run(p.String(), func(t *testing.T) {
 			var pins []string
 			for _, c := range dgradWinCandidates(t, p, lim) {
 				pins = append(pins, c.ID())
 			}
-			pins = append(pins, "wgmmaigemm/ARegs=1,BK=32,BM=256,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2")
+			pins = append(pins, c.record)
 			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
 				Trials: 0, Runs: 10, Seed: 28, Timeout: 60 * time.Second})
 			if err != nil {

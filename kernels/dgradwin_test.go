@@ -77,9 +77,11 @@ func TestDgradWinSpace(t *testing.T) {
 
 // TestDgradWinFrontEnd runs dgradwin kernels through NVRTC's front end
 // for sm_90a (the static_asserts hold; the PTX holds the entry, the
-// m64n{NB}k8 tf32 wgmma, the rounding to TF32 and the async-proxy fence):
-// the flagship in both layouts, asymmetric strides with dilation (NB 16)
-// and a 7×7 stride-2 stem, each with two configurations.
+// m64n{NB}k8 tf32 wgmma, the rounding to TF32 or 3xtf32's split, and the
+// async-proxy fence):
+// the flagship in both layouts and in 3xtf32, asymmetric strides with
+// dilation (NB 16) and a 7×7 stride-2 stem in 3xtf32, each with two
+// configurations.
 func TestDgradWinFrontEnd(t *testing.T) {
 	t.Parallel()
 	lib := nvrtctest.Open(t)
@@ -87,20 +89,22 @@ func TestDgradWinFrontEnd(t *testing.T) {
 	lim.SM90a = true
 	for _, c := range []struct {
 		spec string
+		prec problem.Precision
 		lay  problem.Layout
 		nb   int
 	}{
-		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.NCHW, 48},
-		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.NHWC, 48},
-		{"N=3,C=2,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.NCHW, 16},
-		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", problem.NHWC, 16},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, problem.NCHW, 48},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32, problem.NHWC, 48},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32x3, problem.NCHW, 48},
+		{"N=3,C=2,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.TF32, problem.NCHW, 16},
+		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", problem.TF32x3, problem.NHWC, 16},
 	} {
 		s, err := problem.ParseShape(c.spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Bias = false
-		p := problem.Problem{Shape: s, Precision: problem.TF32, Layout: c.lay, Op: problem.OpDgrad}
+		p := problem.Problem{Shape: s, Precision: c.prec, Layout: c.lay, Op: problem.OpDgrad}
 		var soft []Candidate
 		for _, cand := range (DgradWin{}).Space(p, lim) {
 			if cand.Rejection.Soft {
@@ -120,7 +124,11 @@ func TestDgradWinFrontEnd(t *testing.T) {
 				t.Errorf("%s %s: front end: %v", p, cand.ID(), err)
 				continue
 			}
-			for _, want := range []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.nb), "cvt.rna.tf32.f32", "fence.proxy.async"} {
+			round := "cvt.rna.tf32.f32" // tf32: rounded as staged
+			if c.prec == problem.TF32x3 {
+				round = "-8192" // 3xtf32: the high part's mask, 0xffffe000
+			}
+			for _, want := range []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.nb), round, "fence.proxy.async"} {
 				if !strings.Contains(res.PTX, want) {
 					t.Errorf("%s %s: PTX lacks %q", p, cand.ID(), want)
 				}

@@ -29,7 +29,8 @@ var templateFS embed.FS
 const TileCols = 64
 
 // Family is the windowed folded dgrad family (dgradwin.cu.tmpl). It
-// serves op=dgrad in tf32, both layouts, groups=1, a stride above 1 whose
+// serves op=dgrad in tf32 and 3xtf32 (each operand split into TF32 high
+// and low parts in shared memory, three wgmmas a step), both layouts, groups=1, a stride above 1 whose
 // every phase meets a filter tap, CF = stride_h·stride_w·C ≤ 256 folded
 // columns, on sm_90a.
 //
@@ -64,8 +65,8 @@ func (Family) Serves(p problem.Problem) error {
 	}
 	s := p.Shape
 	switch {
-	case p.Precision != problem.TF32:
-		return fmt.Errorf("dgradwin is tf32 (its window holds FP32 values read as TF32), not %s", p.Precision)
+	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
+		return fmt.Errorf("dgradwin is tf32 and 3xtf32 (its window holds FP32 values read as TF32), not %s", p.Precision)
 	case s.Groups != 1:
 		return fmt.Errorf("dgradwin serves groups=1, not groups=%d", s.Groups)
 	case s.StrideH*s.StrideW == 1:
@@ -108,11 +109,15 @@ type geometry struct {
 	// SUB fold rows a warpgroup; the window WR rows × WC columns; KCH
 	// chunks of KC channels; floats of a chunk's window and folded
 	// filter; copies (4 floats each) a thread makes of each per chunk.
-	SUB, WR, WC, KCH          int
-	WinFloats, BFloats        int
-	WinCopies, BCopies        int
-	Threads, Acc, TableBytes  int
-	SharedBytes               int
+	SUB, WR, WC, KCH         int
+	WinFloats, BFloats       int
+	WinCopies, BCopies       int
+	Threads, Acc, TableBytes int
+	SharedBytes              int
+	// Split3 (3xtf32): each chunk buffer holds the high parts, then the
+	// low parts LoFloats further; StageFloats is a buffer's floats.
+	Split3                    bool
+	LoFloats, StageFloats     int
 	TilesM, TilesN            int // grid: fold row tiles, fold column tiles
 	LBOA, LBOB, SBOA, SBOB    int // descriptor byte offsets
 	RegsPrefetch, RegsNeeded  int // the copies in flight and an estimate of a thread's registers
@@ -162,7 +167,13 @@ func geom(p problem.Problem, k knobs) geometry {
 	}
 	g.Acc = g.NB / 2
 	g.TableBytes = family.RoundUp(4*g.NT*g.NB, 16)
-	g.SharedBytes = 2*4*(g.WinFloats+g.BFloats) + g.TableBytes
+	g.Split3 = p.Precision == problem.TF32x3
+	g.LoFloats = g.WinFloats + g.BFloats
+	g.StageFloats = g.LoFloats
+	if g.Split3 {
+		g.StageFloats *= 2
+	}
+	g.SharedBytes = 2*4*g.StageFloats + g.TableBytes
 	if k.TM > 0 {
 		g.TilesM = family.CeilDiv(g.HP, k.TM)
 	}
@@ -238,7 +249,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	case g.RegsNeeded > min(255, regs/g.Threads):
 		return family.Hard("registers", "about %d registers a thread (%d accumulators, %d in flight) in blocks of %d threads", g.RegsNeeded, g.SUB*g.Acc, g.RegsPrefetch, g.Threads)
 	case lim.MaxSharedPerBlock > 0 && g.SharedBytes > lim.MaxSharedPerBlock:
-		return family.Hard("shared memory", "%d B per block (two chunks of window %d and folded filter %d floats, the table %d B) > %d", g.SharedBytes, g.WinFloats, g.BFloats, g.TableBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block (two chunks of window %d and folded filter %d floats, twice in 3xtf32, the table %d B) > %d", g.SharedBytes, g.WinFloats, g.BFloats, g.TableBytes, lim.MaxSharedPerBlock)
 	case g.WR*g.WC >= 1<<14:
 		return family.Hard("shape", "the window's channel-group pitch (%d × %d pixels) past the descriptor's 14-bit offset", g.WR, g.WC)
 	case g.TilesM > 65535 || s.N > 65535:
@@ -263,17 +274,21 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.NB > 256 {
 		return family.Kernel{}, fmt.Errorf("dgradwin: config %s: %d folded columns past wgmma's N of 256", cfg, g.CF)
 	}
-	name := fmt.Sprintf("convgen_dgradwin_tf32_%s", family.KernelSuffix(cfg))
+	name := fmt.Sprintf("convgen_dgradwin_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
+	doc := "FP32 data as TF32 operands (both rounded as they are staged), FP32 accumulation and output"
+	if g.Split3 {
+		doc = "FP32 data split into TF32 high and low parts as they are staged (3xTF32: three products a step), FP32 accumulation and output"
+	}
 	accOps, accCons := hopper.AccOperands(g.Acc)
 	data := struct {
 		family.ShapeData
 		geometry
 		knobs
-		Name, Config             string
+		Name, Config, Doc        string
 		AccOperands, AccConstrs  string
 		DescAOperand, ScaleOp    int
 		DescBOperand, TileColsIn int
-	}{family.NewShapeData(p), g, k, name, cfg.String(), accOps, accCons, g.Acc, g.Acc + 2, g.Acc + 1, TileCols}
+	}{family.NewShapeData(p), g, k, name, cfg.String(), doc, accOps, accCons, g.Acc, g.Acc + 2, g.Acc + 1, TileCols}
 	src, err := family.Render(templateFS, f.Template(), data)
 	if err != nil {
 		return family.Kernel{}, err
