@@ -93,6 +93,7 @@ package autotune
 //     tile that fill one wave (waveTwins), and Stage 0–4's cost model
 //     counts waves of whole clusters of 4 or more (session 28).
 //   - 29: a new data-gradient family, dgradwin (the aligned folded GEMM
-//     on wgmma, A read in place from a dY window), listed but
-//     soft-rejected until it has run on a GPU (session 28).
+//     on wgmma, A read in place from a dY window; tf32 and 3xtf32),
+//     listed but soft-rejected until it has run on a GPU; wgradmma's
+//     Stage=5 serves 3xtf32 (session 28).
 const SearchRevision = 29

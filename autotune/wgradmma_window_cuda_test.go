@@ -36,9 +36,9 @@ func windowCandidates(t *testing.T, p problem.Problem, lim kernels.Limits) []ker
 // configurations that no hard rule rejects, the first, middle and last and
 // the first with one sub-tile, with Clusters > 1, with Band=8 and with
 // Split=8, each checked against the float64 reference, in tf32, fp16 and
-// bf16 and both layouts: C=3 with K=20 (wgmma's N 24), per-axis stride,
-// padding and dilation; C=1 without a bias; C=5 with K=40 at stride 2; a
-// flagship at N=2.
+// bf16 and both layouts (3xtf32 on the first and third shapes): C=3 with
+// K=20 (wgmma's N 24), per-axis stride, padding and dilation; C=1 without
+// a bias; C=5 with K=40 at stride 2; a flagship at N=2.
 func TestWGradMMAWindow(t *testing.T) {
 	lib, worker, lim := gpuSetup(t)
 	if !lim.SM90a {
@@ -51,10 +51,13 @@ func TestWGradMMAWindow(t *testing.T) {
 		"N=2,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2",
 	}
 	for si, spec := range specs {
-		for pi, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+		for pi, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16, problem.TF32x3} {
 			for _, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
 				if si == 3 && pi == 2 {
 					continue // the flagship's bf16: fp16's kernel with another type
+				}
+				if pi == 3 && si%2 == 1 {
+					continue // 3xtf32 (session 28): the first and third shapes
 				}
 				p := (relayoutCase{spec, prec, "", ""}).problem(t)
 				p.Layout, p.Op = lay, problem.OpWgrad

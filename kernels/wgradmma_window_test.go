@@ -43,26 +43,27 @@ func windowConfig(p problem.Problem, cfg Config) Config {
 }
 
 // TestWGradMMAWindowCompile renders Stage=5 of wgradmma (windowSpecs in
-// tf32, fp16 and bf16, both layouts; a sample of them by default, all
-// under the full sweep) and compiles it to PTX for compute_90: its PTX holds the
-// register-A wgmma of its type and N, the cluster's reduction where
-// Split > 1 and the workspace's where Clusters > 1.
+// tf32, 3xtf32, fp16 and bf16, both layouts; a sample of them by default,
+// all under the full sweep) and compiles it to PTX for compute_90: its PTX
+// holds the register-A wgmma of its type and N (3xtf32: three times
+// tf32's wgmmas), the cluster's reduction where Split > 1 and the
+// workspace's where Clusters > 1.
 func TestWGradMMAWindowCompile(t *testing.T) {
 	t.Parallel()
 	lib := nvrtctest.Open(t) // PTX only (the front end, for compute_90: NVRTC 11.8 cannot target sm_90a; ptxas runs on the GPU machine's)
 	turn, n := 0, 0
 	for si, spec := range windowSpecs {
-		for pi, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16} {
+		for pi, prec := range []problem.Precision{problem.TF32, problem.FP16, problem.BF16, problem.TF32x3} {
 			for li, lay := range []problem.Layout{problem.NCHW, problem.NHWC} {
 				n++
-				if !fullSweep() && (si*6+pi*2+li)%7 != 0 {
-					continue // 5 of the 30 by default
+				if !fullSweep() && (si*8+pi*2+li)%7 != 0 {
+					continue // 6 of the 40 by default
 				}
 				p := gradProblem(t, spec, prec, lay, problem.OpWgrad)
 				for _, cfg := range sampleConfigs(windowConfigs, &turn) {
 					cfg = windowConfig(p, cfg)
 					k, ptx := renderPTX(t, lib, WgradMMA{}, p, cfg, "sm_90a")
-					typ := map[problem.Precision]string{problem.TF32: "k8.f32.tf32.tf32", problem.FP16: "k16.f32.f16.f16", problem.BF16: "k16.f32.bf16.bf16"}[prec]
+					typ := map[problem.Precision]string{problem.TF32: "k8.f32.tf32.tf32", problem.TF32x3: "k8.f32.tf32.tf32", problem.FP16: "k16.f32.f16.f16", problem.BF16: "k16.f32.bf16.bf16"}[prec]
 					want := []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%d%s", cfg["BM"], typ), "wgmma.wait_group.sync.aligned", "fence.proxy.async"}
 					if cfg["Split"] > 1 {
 						want = append(want, "barrier.cluster.arrive", "ld.shared::cluster", ".reqnctapercluster")
@@ -75,12 +76,20 @@ func TestWGradMMAWindowCompile(t *testing.T) {
 							t.Errorf("%s %v: PTX lacks %q", p, cfg, w)
 						}
 					}
+					if prec == problem.TF32x3 {
+						p1 := p
+						p1.Precision = problem.TF32
+						_, ptx1 := renderPTX(t, lib, WgradMMA{}, p1, cfg, "sm_90a")
+						if n3, n1 := strings.Count(ptx, "wgmma.mma_async"), strings.Count(ptx1, "wgmma.mma_async"); n3 != 3*n1 {
+							t.Errorf("%s %v: %d wgmmas in the PTX, want 3 × tf32's %d", p, cfg, n3, n1)
+						}
+					}
 				}
 			}
 		}
 	}
-	if n != 30 {
-		t.Fatalf("%d problems, want 30", n)
+	if n != 40 {
+		t.Fatalf("%d problems, want 40", n)
 	}
 }
 

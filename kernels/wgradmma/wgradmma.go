@@ -851,6 +851,11 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		if g.Parts > g.Win.Bands {
 			return family.Soft("waste", "Split=%d·Clusters=%d leaves a block without bands (%d)", k.Split, g.NClusters, g.Win.Bands)
 		}
+		if p.Precision == problem.TF32x3 {
+			// Out of the search (a pin lifts it) until autotune's
+			// TestWGradMMAWindow has passed its 3xtf32 problems on a GPU.
+			return family.Soft("unverified", "Stage=5's 3xtf32 has not run on a GPU yet: pin it to measure it")
+		}
 	}
 	maxAcc := 96
 	if k.Stage == 4 || k.Stage == 5 {

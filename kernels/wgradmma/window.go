@@ -35,6 +35,12 @@ type window struct {
 	DQ int
 	// Fetch is a thread's dY elements of a tile, ⌈BM·KT/threads⌉.
 	Fetch int
+	// Split3 (3xtf32): each stage holds the tile's TF32 high parts, then
+	// (StageBytes/2 further) its rounded residuals, and each thread a
+	// second pair of register sets (A's residuals); StageBytes is a
+	// stage's bytes, BM·128 or twice that.
+	Split3     bool
+	StageBytes int
 	// TableOff is the pixel tables' byte offset in shared memory (after
 	// the stages and two windows), Bytes the stages, windows and tables.
 	TableOff, Bytes int
@@ -105,7 +111,12 @@ func newWindow(p problem.Problem, k knobs, threads int) window {
 	if threads > 0 {
 		w.Fetch = family.CeilDiv(k.BM*w.KT, threads)
 	}
-	winOff := windowStages * k.BM * 128
+	w.Split3 = p.Precision == problem.TF32x3
+	w.StageBytes = k.BM * 128
+	if w.Split3 {
+		w.StageBytes *= 2
+	}
+	winOff := windowStages * w.StageBytes
 	w.TableOff = winOff + 2*family.RoundUp(w.Units*w.WB*eb, 16)
 	w.Bytes = w.TableOff + 2*4*w.Tiles*w.KT
 	acc := k.BM / 2
@@ -170,14 +181,15 @@ func bestDQ(p problem.Problem, w window) int {
 	return best
 }
 
-// windowRule says why Stage=5 cannot serve p, or "": tf32, fp16 or bf16
-// (3xtf32's split operands are not gathered), both layouts.
+// windowRule says why Stage=5 cannot serve p, or "": tf32, 3xtf32 (A's
+// residuals gathered beside its high parts, dY's stored beside its), fp16
+// or bf16, both layouts.
 func windowRule(p problem.Problem) string {
 	switch p.Precision {
-	case problem.TF32, problem.FP16, problem.BF16:
+	case problem.TF32, problem.TF32x3, problem.FP16, problem.BF16:
 		return ""
 	}
-	return "Stage=5 is tf32, fp16 and bf16 (3xtf32's low parts are not gathered)"
+	return "Stage=5 is tf32, 3xtf32, fp16 and bf16"
 }
 
 // windowCheck says what is wrong with a Stage=5 configuration's knobs, or "".
@@ -204,11 +216,16 @@ func windowCheck(k knobs) string {
 }
 
 // windowRegs is the registers a Stage=5 thread holds through its main
-// loop: the accumulators, two register sets of A fragments, two of the
-// tiles in flight and the rows' offsets.
+// loop: the accumulators, two register sets of A fragments (and in 3xtf32
+// two of their residuals), two of the tiles in flight and the rows'
+// offsets.
 func windowRegs(k knobs, w window) int {
 	sub := k.BN / (16 * k.WM)
-	return sub*k.BM/2 + 8*sub + 2*w.Fetch + 2*sub
+	sets := 8 * sub
+	if w.Split3 {
+		sets *= 2
+	}
+	return sub*k.BM/2 + sets + 2*w.Fetch + 2*sub
 }
 
 // The knob values Stage=5's space takes: (warpgroups, sub-tiles), bands,
