@@ -17,14 +17,15 @@ import (
 // flagship's geometry at a small size (11×11, stride 4: aligned 3 × 3
 // offsets), a map wider than one 64-column tile, ResNet's stem (7×7,
 // stride 2), per-axis strides with dilation and odd channel counts (K not
-// a multiple of 4: a chunk past K), and 256 folded columns (C=64 at
-// stride 2).
+// a multiple of 4: a chunk past K), 256 folded columns (C=64 at stride
+// 2), and a long reduction (16 offsets × K=160: 3xtf32's step sums).
 var dgradWinShapes = []string{
 	"N=2,C=3,H=61,W=67,K=24,R=11,S=11,stride=4,pad=2",
 	"N=2,C=3,H=21,W=290,K=20,R=11,S=11,stride=4,pad=2",
 	"N=2,C=3,H=32,W=30,K=64,R=7,S=7,stride=2,pad=3,bias=false",
 	"N=3,C=5,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2",
 	"N=2,C=64,H=20,W=21,K=40,R=3,S=3,stride=2,pad=1",
+	"N=2,C=3,H=30,W=30,K=160,R=7,S=7,stride=2,pad=3,bias=false",
 }
 
 // dgradWinCandidates is p's dgradwin candidates that no hard rule

@@ -23,7 +23,7 @@ func servesOp(name string, op problem.Op) bool {
 // familyOp is the op a family computes: wgradmma is a wgrad family too.
 func familyOp(name string) problem.Op {
 	switch name {
-	case "dgrad", "dgradmma", "dgradscatter":
+	case "dgrad", "dgradmma", "dgradscatter", "dgradwin":
 		return problem.OpDgrad
 	case "wgrad", "wgradmma":
 		return problem.OpWgrad

@@ -75,15 +75,12 @@ func (Family) Serves(p problem.Problem) error {
 		return err
 	}
 	s := p.Shape
+	if err := dgradphase.Strided("dgradscatter", s); err != nil {
+		return err
+	}
 	switch {
 	case s.C > MaxChannels:
 		return fmt.Errorf("dgradscatter keeps a block's dX tile of every channel in shared memory: C ≤ %d (a first layer), not C=%d (dgradmma, igemm and wgmmaigemm serve it)", MaxChannels, s.C)
-	case s.StrideH*s.StrideW == 1:
-		return fmt.Errorf("dgradscatter serves strided data gradients (at stride 1 dgradmma's GEMM has no holes to skip)")
-	case s.StrideH*s.StrideW > dgradphase.MaxPhases:
-		return fmt.Errorf("dgradscatter takes at most %d stride phases, not %d", dgradphase.MaxPhases, s.StrideH*s.StrideW)
-	case s.N > 65535:
-		return fmt.Errorf("dgradscatter takes an image a grid row (gridDim.z ≤ 65535), not N=%d", s.N)
 	case s.C*family.CeilDiv(s.R, s.StrideH)*family.CeilDiv(s.S, s.StrideW) > MaxCols:
 		// A lower bound of the columns (some phase has at least
 		// ⌈R/stride_h⌉ row taps), checked before the tap tables are built.

@@ -64,19 +64,16 @@ func (Family) Serves(p problem.Problem) error {
 		return err
 	}
 	s := p.Shape
+	if err := dgradphase.Strided("dgradwin", s); err != nil {
+		return err
+	}
 	switch {
 	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
 		return fmt.Errorf("dgradwin is tf32 and 3xtf32 (its window holds FP32 values read as TF32), not %s", p.Precision)
 	case s.Groups != 1:
 		return fmt.Errorf("dgradwin serves groups=1, not groups=%d", s.Groups)
-	case s.StrideH*s.StrideW == 1:
-		return fmt.Errorf("dgradwin folds a strided data gradient's phases (at stride 1 there is one)")
-	case s.StrideH*s.StrideW > dgradphase.MaxPhases:
-		return fmt.Errorf("dgradwin takes at most %d stride phases, not %d", dgradphase.MaxPhases, s.StrideH*s.StrideW)
 	case s.StrideH*s.StrideW*s.C > 256:
 		return fmt.Errorf("dgradwin's folded columns stride_h·stride_w·C are one wgmma's N: at most 256, not %d", s.StrideH*s.StrideW*s.C)
-	case s.N > 65535:
-		return fmt.Errorf("dgradwin takes an image a grid layer (gridDim.z ≤ 65535), not N=%d", s.N)
 	}
 	for a, taps := range dgradphase.Rows(s).Tap {
 		if len(taps) == 0 {
@@ -121,6 +118,7 @@ type geometry struct {
 	TilesM, TilesN            int // grid: fold row tiles, fold column tiles
 	LBOA, LBOB, SBOA, SBOB    int // descriptor byte offsets
 	RegsPrefetch, RegsNeeded  int // the copies in flight and an estimate of a thread's registers
+	Accumulators              int // a thread's: SUB·Acc, twice that in 3xtf32 (the totals)
 	GridY                     int
 	Aligned, UnalignedEntries int // reduction entries per channel aligned (NT) and as the union of offsets
 }
@@ -182,7 +180,11 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.LBOA, g.SBOA = 16*g.WR*g.WC, 128
 	g.LBOB, g.SBOB = 16*g.NB, 128
 	g.RegsPrefetch = 4 * (g.WinCopies + g.BCopies)
-	g.RegsNeeded = g.SUB*g.Acc + g.RegsPrefetch + 40
+	g.Accumulators = g.SUB * g.Acc
+	if p.Precision == problem.TF32x3 {
+		g.Accumulators *= 2 // the totals beside the chunk's sums
+	}
+	g.RegsNeeded = g.Accumulators + g.RegsPrefetch + 56 // addresses, indices and the copies' temporaries
 	return g
 }
 
@@ -236,7 +238,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	}
 	g := geom(p, k)
 	s := p.Shape
-	if r := hopper.ResourceReject(g.NB, g.Threads, g.SUB*g.Acc, lim); r.Rule != "" {
+	if r := hopper.ResourceReject(g.NB, g.Threads, g.Accumulators, lim); r.Rule != "" {
 		return r
 	}
 	regs := lim.RegistersPerSM
@@ -247,7 +249,7 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	case !lim.SM90a:
 		return family.Hard("arch", "dgradwin needs wgmma (sm_90a with NVRTC 12 or newer)")
 	case g.RegsNeeded > min(255, regs/g.Threads):
-		return family.Hard("registers", "about %d registers a thread (%d accumulators, %d in flight) in blocks of %d threads", g.RegsNeeded, g.SUB*g.Acc, g.RegsPrefetch, g.Threads)
+		return family.Hard("registers", "about %d registers a thread (%d accumulators, %d in flight) in blocks of %d threads", g.RegsNeeded, g.Accumulators, g.RegsPrefetch, g.Threads)
 	case lim.MaxSharedPerBlock > 0 && g.SharedBytes > lim.MaxSharedPerBlock:
 		return family.Hard("shared memory", "%d B per block (two chunks of window %d and folded filter %d floats, twice in 3xtf32, the table %d B) > %d", g.SharedBytes, g.WinFloats, g.BFloats, g.TableBytes, lim.MaxSharedPerBlock)
 	case g.WR*g.WC >= 1<<14:

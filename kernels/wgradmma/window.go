@@ -216,16 +216,16 @@ func windowCheck(k knobs) string {
 }
 
 // windowRegs is the registers a Stage=5 thread holds through its main
-// loop: the accumulators, two register sets of A fragments (and in 3xtf32
-// two of their residuals), two of the tiles in flight and the rows'
-// offsets.
+// loop: the accumulators (and in 3xtf32 the bands' totals), two register
+// sets of A fragments (and in 3xtf32 two of their residuals), two of the
+// tiles in flight and the rows' offsets.
 func windowRegs(k knobs, w window) int {
 	sub := k.BN / (16 * k.WM)
-	sets := 8 * sub
+	sets, acc := 8*sub, sub*k.BM/2
 	if w.Split3 {
-		sets *= 2
+		sets, acc = 2*sets, 2*acc // the residuals' sets; the bands' totals
 	}
-	return sub*k.BM/2 + sets + 2*w.Fetch + 2*sub
+	return acc + sets + 2*w.Fetch + 2*sub
 }
 
 // The knob values Stage=5's space takes: (warpgroups, sub-tiles), bands,

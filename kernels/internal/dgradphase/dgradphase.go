@@ -60,6 +60,22 @@ func Foldable(s problem.Shape) error {
 	return nil
 }
 
+// Strided says why family fam, which computes a data gradient by its
+// stride phases with an image a grid layer, does not serve s: a stride of
+// 1 (one phase: nothing to split), more than MaxPhases phases, or more
+// than 65535 images (gridDim.z); nil where it may.
+func Strided(fam string, s problem.Shape) error {
+	switch {
+	case s.StrideH*s.StrideW == 1:
+		return fmt.Errorf("%s serves strided data gradients (at stride 1 there is one phase: dgradmma, igemm and wgmmaigemm serve it)", fam)
+	case s.StrideH*s.StrideW > MaxPhases:
+		return fmt.Errorf("%s takes at most %d stride phases, not %d", fam, MaxPhases, s.StrideH*s.StrideW)
+	case s.N > 65535:
+		return fmt.Errorf("%s takes an image a grid layer (gridDim.z ≤ 65535), not N=%d", fam, s.N)
+	}
+	return nil
+}
+
 // Rows are s's filter rows' phases (R, stride, pad and dilation along H).
 func Rows(s problem.Shape) Taps { return Axis(s.R, s.StrideH, s.PadH, s.DilationH) }
 
