@@ -3,13 +3,11 @@
 package autotune
 
 import (
-	"context"
 	"os"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/convgen/convgen/kernels"
+	"github.com/convgen/convgen/kernels/dgradwin"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -28,47 +26,67 @@ var dgradWinShapes = []string{
 	"N=2,C=3,H=30,W=30,K=160,R=7,S=7,stride=2,pad=3,bias=false",
 }
 
-// dgradWinCandidates is p's dgradwin candidates that no hard rule
-// rejects (the family's are soft-rejected until it has run on a GPU).
-func dgradWinCandidates(t *testing.T, p problem.Problem, lim kernels.Limits) []kernels.Candidate {
+// dgradWinKernels renders p's dgradwin configurations that only the
+// unverified rule rejects (the family is out of the search until these
+// tests pass), and returns with them a pin the tuner must have: the first
+// kept candidate of another family.
+func dgradWinKernels(t *testing.T, p problem.Problem, lim kernels.Limits) ([]kernels.Kernel, string) {
 	t.Helper()
 	cands, err := kernels.Enumerate(p, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w []kernels.Candidate
+	var ks []kernels.Kernel
+	pin := ""
 	for _, c := range cands {
-		if c.Family == "dgradwin" && (c.Rejected == "" || c.Rejection.Soft) {
-			w = append(w, c)
+		switch {
+		case c.Family == "dgradwin" && c.Rejection.Rule == dgradwin.Unverified:
+			k, err := kernels.RenderCandidate(p, c)
+			if err != nil {
+				t.Fatalf("render %s: %v", c.ID(), err)
+			}
+			ks = append(ks, k)
+		case pin == "" && c.Rejected == "":
+			pin = c.ID()
 		}
 	}
-	return w
+	if len(ks) == 0 || pin == "" {
+		t.Fatalf("%d dgradwin kernels, pin %q", len(ks), pin)
+	}
+	return ks, pin
 }
 
-// TestDgradWin tunes dgradwin alone on dgradWinShapes in tf32 and
-// 3xtf32, both layouts, pinned to its first, middle and last
-// configurations that no hard rule rejects: each must pass the float64
-// checks within the precision's bound.
+// TestDgradWin tunes dgradwin on dgradWinShapes in tf32 and 3xtf32, both
+// layouts: its first, middle and last configurations that no rule but the
+// unverified one rejects, rendered and measured beside another family's
+// kernel; each must pass the float64 checks within the precision's
+// bound.
 func TestDgradWin(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
 	eachProblem(t, dgradWinShapes, []problem.Precision{problem.TF32, problem.TF32x3}, func(p problem.Problem) {
 		p.Op = problem.OpDgrad
 		t.Run(p.String(), func(t *testing.T) {
-			w := dgradWinCandidates(t, p, lim)
-			if len(w) == 0 {
-				t.Fatal("no dgradwin candidate")
+			ks, pin := dgradWinKernels(t, p, lim)
+			pick := []kernels.Kernel{ks[0]}
+			for _, k := range []kernels.Kernel{ks[len(ks)/2], ks[len(ks)-1]} {
+				if k.Name != pick[len(pick)-1].Name {
+					pick = append(pick, k)
+				}
 			}
-			pins := firstMiddleLast(w)
-			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
-				Trials: 0, Runs: 10, Seed: 28, Timeout: 60 * time.Second})
-			if err != nil {
-				t.Fatalf("tune: %v", err)
-			}
-			if passed := checkTrials(t, p, res.Trials); passed != len(pins) {
-				t.Errorf("%d of %d pinned dgradwin candidates passed", passed, len(pins))
+			res := tunePins(t, lib, worker, p, []string{pin}, pick, 28)
+			for _, tr := range res.Trials {
+				t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled%s", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores, warned(tr.Warnings))
 			}
 		})
 	})
+}
+
+// warned is a trial's compiler warnings for a log line ("" without).
+func warned(w string) string {
+	if w == "" {
+		return ""
+	}
+	return "; compiler: " + w
 }
 
 // TestDgradWinTimes (CONVGEN_DGRADWIN_TIMES=1) times every dgradwin
@@ -92,21 +110,10 @@ func TestDgradWinTimes(t *testing.T) {
 		p := (relayoutCase{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", c.prec, "", ""}).problem(t)
 		p.Layout, p.Op, p.Shape.Bias = c.lay, problem.OpDgrad, false
 		t.Run(p.String(), func(t *testing.T) {
-			var pins []string
-			for _, c := range dgradWinCandidates(t, p, lim) {
-				pins = append(pins, c.ID())
-			}
-			pins = append(pins, c.record)
-			res, err := Tune(context.Background(), lib, Options{Problem: p, Worker: worker, Only: pins,
-				Trials: 0, Runs: 10, Seed: 28, Timeout: 60 * time.Second})
-			if err != nil {
-				t.Fatalf("tune: %v", err)
-			}
-			checkTrials(t, p, res.Trials)
+			ks, _ := dgradWinKernels(t, p, lim)
+			res := tunePins(t, lib, worker, p, []string{c.record}, ks, 28)
 			for _, tr := range res.Trials {
-				if slices.Contains(pins, tr.ID) {
-					t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores)
-				}
+				t.Logf("%s: %s %.4f ms, error %.2e, %d registers, %d B spilled%s", tr.ID, tr.Status, tr.MedianMS, tr.RelError, tr.Registers, tr.SpillStores, warned(tr.Warnings))
 			}
 		})
 	}

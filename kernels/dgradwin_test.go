@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/internal/nvrtctest"
+	"github.com/convgen/convgen/kernels/dgradwin"
 	"github.com/convgen/convgen/nvrtc"
 	"github.com/convgen/convgen/problem"
 )
@@ -13,9 +14,11 @@ import (
 // TestDgradWinSpace: dgradwin serves strided tf32 data gradients whose
 // every phase meets a tap and whose folded columns fit one wgmma (the
 // flagship's 48), refuses the rest with a reason, and keeps its candidates
-// out of the search (soft-rejected: not yet run on a GPU) but pinnable:
-// every candidate that no hard rule rejects renders, with the flagship's
-// aligned 3 × 3 offsets, on the grid of its 57 × 57 phase grid.
+// out of the search — rejected as unverified (not yet run on a GPU), also
+// through Enumerate (which admits a family's soft-rejected candidates
+// where it keeps none) — while every one that no other rule rejects
+// renders, with the flagship's aligned 3 × 3 offsets, on the grid of its
+// 57 × 57 phase grid.
 func TestDgradWinSpace(t *testing.T) {
 	lim := DefaultLimits(90)
 	lim.SM90a = true
@@ -46,12 +49,19 @@ func TestDgradWinSpace(t *testing.T) {
 		if err := (DgradWin{}).Serves(p); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
+		cands, err := Enumerate(p, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
 		pinnable := 0
-		for _, c := range (DgradWin{}).Space(p, lim) {
-			if c.Rejected == "" {
-				t.Errorf("%s %s: kept, want it soft-rejected until it has run on a GPU", p, c.ID())
+		for _, c := range cands {
+			if c.Family != "dgradwin" {
+				continue
 			}
-			if !c.Rejection.Soft {
+			if c.Rejected == "" || c.Rejection.Soft {
+				t.Errorf("%s %s: %q, want it rejected (hard) until it has run on a GPU", p, c.ID(), c.Rejected)
+			}
+			if c.Rejection.Rule != dgradwin.Unverified {
 				continue
 			}
 			pinnable++
@@ -105,9 +115,9 @@ func TestDgradWinFrontEnd(t *testing.T) {
 		}
 		s.Bias = false
 		p := problem.Problem{Shape: s, Precision: c.prec, Layout: c.lay, Op: problem.OpDgrad}
-		var soft []Candidate
+		var soft []Candidate // the configurations only the unverified rule rejects
 		for _, cand := range (DgradWin{}).Space(p, lim) {
-			if cand.Rejection.Soft {
+			if cand.Rejection.Rule == dgradwin.Unverified {
 				soft = append(soft, cand)
 			}
 		}

@@ -108,7 +108,8 @@ type (
 	DgradScatter = dgradscatter.Family
 	// DgradWin is the strided data gradient as one folded GEMM on wgmma
 	// whose A, a dY window in shared memory, is read in place through
-	// descriptors (not yet run on a GPU: soft-rejected unless pinned).
+	// descriptors (not yet run on a GPU: rejected as unverified, which
+	// autotune's TestDgradWin renders and measures).
 	DgradWin = dgradwin.Family
 )
 

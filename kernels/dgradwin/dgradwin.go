@@ -226,9 +226,12 @@ func check(k knobs) string {
 	return ""
 }
 
-// unverified is the soft rule that keeps the family out of the search
-// until its kernels have passed the GPU tests: a pin (-pin) lifts it.
-const unverified = "dgradwin has not run on a GPU yet (autotune's TestDgradWin): pin it to measure it"
+// Unverified is the rule that keeps the family out of the search until
+// its kernels have passed the GPU tests: a hard rejection (a soft one
+// would be admitted where the family keeps nothing else, and a pin lifts
+// it), which the GPU tests look for (Rejection.Rule) to render the
+// configurations that pass every other rule.
+const Unverified = "unverified"
 
 // reject returns why a configuration is not worth compiling, or the zero
 // Rejection.
@@ -257,9 +260,9 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	case g.TilesM > 65535 || s.N > 65535:
 		return family.Hard("grid", "%d fold row tiles by %d images is past CUDA's grid", g.TilesM, s.N)
 	case k.KC > family.RoundUp(s.K, 8):
-		return family.Soft("waste", "KC=%d channels a chunk for K=%d", k.KC, s.K)
+		return family.Hard("waste", "KC=%d channels a chunk for K=%d", k.KC, s.K)
 	}
-	return family.Soft("unverified", "%s", unverified)
+	return family.Hard(Unverified, "dgradwin has not run on a GPU yet: autotune's TestDgradWin renders and measures it")
 }
 
 // Render implements family.Family.
