@@ -588,7 +588,8 @@ func appendSplits(ks []knobs, base knobs, splits []int) []knobs {
 // 0), its twin of the clusters that fill one wave (waveClusters) where
 // spaceClusters lacks that count: on the H100 only 15 clusters of 8
 // one-block-an-SM blocks run at once (Limits.ClusterSMs), and 16 took
-// 1.6–1.9× as long as 15 on Stage=5's first layers.
+// 1.6–1.9× as long as 15 on Stage=5's first layers; Stage=4's twins won
+// 15 of the 16 ResNet-50 tunes they were in (Stage=2's: not measured).
 func waveTwins(p problem.Problem, ks []knobs, lim family.Limits) []knobs {
 	var out []knobs
 	for i, k := range ks {
@@ -633,7 +634,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 	}
 	wgmmaKept := slices.ContainsFunc(wgmmaCands, func(c family.Candidate) bool { return c.Rejected == "" })
 	piped := false // a Stage=2 candidate without clusters is kept
-	for _, k := range pipeSpace(knobs{}) {
+	for _, k := range waveTwins(p, pipeSpace(knobs{}), lim) {
 		r := reject(p, k, lim)
 		piped = piped || (k.Clusters == 0 && r.Rule == "" && vectorPipe(p, k))
 		if r.Rule == "" && wgmmaKept && p.Precision != problem.TF32 {
@@ -652,7 +653,7 @@ func (f Family) Space(p problem.Problem, lim family.Limits) []family.Candidate {
 		variants = append(variants, knobs{Relayout: 1})
 	}
 	for _, v := range variants {
-		for _, k := range pipeSpace(v) {
+		for _, k := range waveTwins(p, pipeSpace(v), lim) {
 			out = append(out, family.NewCandidate(f.Name(), k, reject(p, k, lim)))
 		}
 	}
