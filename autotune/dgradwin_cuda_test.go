@@ -56,14 +56,14 @@ func dgradWinKernels(t *testing.T, p problem.Problem, lim kernels.Limits) ([]ker
 	return ks, pin
 }
 
-// TestDgradWin tunes dgradwin on dgradWinShapes in tf32 and 3xtf32, both
-// layouts: its first, middle and last configurations that no rule but the
+// TestDgradWin tunes dgradwin on dgradWinShapes in tf32, 3xtf32, fp16 and
+// bf16, both layouts: its first, middle and last configurations that no rule but the
 // unverified one rejects, rendered and measured beside another family's
 // kernel; each must pass the float64 checks within the precision's
 // bound.
 func TestDgradWin(t *testing.T) {
 	lib, worker, lim := sm90aSetup(t)
-	eachProblem(t, dgradWinShapes, []problem.Precision{problem.TF32, problem.TF32x3}, func(p problem.Problem) {
+	eachProblem(t, dgradWinShapes, []problem.Precision{problem.TF32, problem.TF32x3, problem.FP16, problem.BF16}, func(p problem.Problem) {
 		p.Op = problem.OpDgrad
 		t.Run(p.String(), func(t *testing.T) {
 			ks, pin := dgradWinKernels(t, p, lim)
@@ -90,9 +90,10 @@ func warned(w string) string {
 }
 
 // TestDgradWinTimes (CONVGEN_DGRADWIN_TIMES=1) times every dgradwin
-// configuration on the flagship's data gradient in tf32 (both layouts)
-// and 3xtf32 NCHW, beside the committed records' wgmmaigemm kernels
-// (Fold=2), in one process, each verified against float64.
+// configuration on the flagship's data gradient in tf32 (both layouts),
+// 3xtf32 NCHW and fp16 NHWC, beside the committed records' kernels
+// (wgmmaigemm Fold=2, dgradscatter), in one process, each verified
+// against float64.
 func TestDgradWinTimes(t *testing.T) {
 	if os.Getenv("CONVGEN_DGRADWIN_TIMES") != "1" {
 		t.Skip("CONVGEN_DGRADWIN_TIMES=1 times the flagship's data gradient")
@@ -106,6 +107,7 @@ func TestDgradWinTimes(t *testing.T) {
 		{problem.TF32, problem.NCHW, "wgmmaigemm/ARegs=1,BK=32,BM=256,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2"},
 		{problem.TF32, problem.NHWC, "wgmmaigemm/ARegs=1,BK=32,BM=256,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,TruncB=1,Warpgroups=2"},
 		{problem.TF32x3, problem.NCHW, "wgmmaigemm/BK=32,BM=128,BN=48,BlocksPerSM=1,Fold=2,Producer=0,Stages=4,Swizzle=1,Warpgroups=2"},
+		{problem.FP16, problem.NHWC, "dgradscatter/TP=10,TQ=19,WM=16"},
 	} {
 		p := (relayoutCase{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", c.prec, "", ""}).problem(t)
 		p.Layout, p.Op, p.Shape.Bias = c.lay, problem.OpDgrad, false

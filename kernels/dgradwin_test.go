@@ -11,9 +11,10 @@ import (
 	"github.com/convgen/convgen/problem"
 )
 
-// TestDgradWinSpace: dgradwin serves strided tf32 data gradients whose
-// every phase meets a tap and whose folded columns fit one wgmma (the
-// flagship's 48), refuses the rest with a reason, and keeps its candidates
+// TestDgradWinSpace: dgradwin serves strided data gradients (not strict
+// fp32) whose every phase meets a tap and whose folded columns fit one
+// wgmma (the flagship's 48), refuses the rest with a reason, and keeps its
+// candidates
 // out of the search — rejected as unverified (not yet run on a GPU), also
 // through Enumerate (which admits a family's soft-rejected candidates
 // where it keeps none) — while every one that no other rule rejects
@@ -35,7 +36,7 @@ func TestDgradWinSpace(t *testing.T) {
 		p    problem.Problem
 		want string
 	}{
-		{prob(flagship, problem.FP16, problem.NHWC), "tf32"},
+		{prob(flagship, problem.FP32, problem.NHWC), "not fp32"},
 		{prob("N=2,C=80,H=28,W=28,K=32,R=3,S=3,stride=2,pad=1", problem.TF32, problem.NHWC), "at most 256"},
 		{prob("N=2,C=8,H=28,W=28,K=32,R=3,S=3,pad=1", problem.TF32, problem.NHWC), "strided"},
 		{prob("N=2,C=8,H=28,W=28,K=32,R=1,S=1,stride=2", problem.TF32, problem.NCHW), "meets none"},
@@ -87,10 +88,11 @@ func TestDgradWinSpace(t *testing.T) {
 
 // TestDgradWinFrontEnd runs dgradwin kernels through NVRTC's front end
 // for sm_90a (the static_asserts hold; the PTX holds the entry, the
-// m64n{NB}k8 tf32 wgmma, the rounding to TF32 or 3xtf32's split, and the
-// async-proxy fence):
+// m64n{NB}k8 tf32 or k16 16-bit wgmma, the rounding to TF32, 3xtf32's
+// split or the 16-bit output's rounding, and the async-proxy fence):
 // the flagship in both layouts and in 3xtf32, asymmetric strides with
-// dilation (NB 16) and a 7×7 stride-2 stem in 3xtf32, each with its last
+// dilation (NB 16) and a 7×7 stride-2 stem in 3xtf32, the flagship in
+// fp16 NHWC and the asymmetric strides in bf16 NCHW, each with its last
 // configuration (and its first under the full sweep).
 func TestDgradWinFrontEnd(t *testing.T) {
 	t.Parallel()
@@ -108,6 +110,8 @@ func TestDgradWinFrontEnd(t *testing.T) {
 		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.TF32x3, problem.NCHW, 48},
 		{"N=3,C=2,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.TF32, problem.NCHW, 16},
 		{"N=2,C=3,H=40,W=40,K=64,R=7,S=7,stride=2,pad=3", problem.TF32x3, problem.NHWC, 16},
+		{"N=256,C=3,H=224,W=224,K=96,R=11,S=11,stride=4,pad=2", problem.FP16, problem.NHWC, 48},
+		{"N=3,C=2,H=19,W=23,K=17,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.BF16, problem.NCHW, 16},
 	} {
 		s, err := problem.ParseShape(c.spec)
 		if err != nil {
@@ -138,11 +142,16 @@ func TestDgradWinFrontEnd(t *testing.T) {
 				t.Errorf("%s %s: front end: %v", p, cand.ID(), err)
 				continue
 			}
-			round := "cvt.rna.tf32.f32" // tf32: rounded as staged
-			if c.prec == problem.TF32x3 {
+			round, mma := "cvt.rna.tf32.f32", fmt.Sprintf("m64n%dk8.f32.tf32.tf32", c.nb) // tf32: rounded as staged
+			switch c.prec {
+			case problem.TF32x3:
 				round = "-8192" // 3xtf32: the high part's mask, 0xffffe000
+			case problem.FP16:
+				round, mma = "cvt.rn.f16.f32", fmt.Sprintf("m64n%dk16.f32.f16.f16", c.nb) // the output's rounding
+			case problem.BF16:
+				round, mma = "cvt.rn.bf16.f32", fmt.Sprintf("m64n%dk16.f32.bf16.bf16", c.nb)
 			}
-			for _, want := range []string{".entry " + k.Name, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.nb), round, "fence.proxy.async"} {
+			for _, want := range []string{".entry " + k.Name, "wgmma.mma_async.sync.aligned." + mma, round, "fence.proxy.async"} {
 				if !strings.Contains(res.PTX, want) {
 					t.Errorf("%s %s: PTX lacks %q", p, cand.ID(), want)
 				}

@@ -1,10 +1,10 @@
 // Package dgradwin is a data-gradient (dgrad) kernel family for strided
 // layers on Hopper tensor cores whose A operand is never copied per tap: a
-// block stages a window of dY in shared memory with 4 channels of a pixel
-// side by side, and each wgmma reads its A straight from that window
-// through a matrix descriptor, the offset (dp, dq) of the folded GEMM an
-// address offset. Rendered through package kernels/family from
-// dgradwin.cu.tmpl.
+// block stages a window of dY in shared memory, a pixel's channels 16
+// bytes at a time side by side, and each wgmma reads its A straight from
+// that window through a matrix descriptor, the offset (dp, dq) of the
+// folded GEMM an address offset. Rendered through package kernels/family
+// from dgradwin.cu.tmpl.
 package dgradwin
 
 import (
@@ -29,8 +29,9 @@ var templateFS embed.FS
 const TileCols = 64
 
 // Family is the windowed folded dgrad family (dgradwin.cu.tmpl). It
-// serves op=dgrad in tf32 and 3xtf32 (each operand split into TF32 high
-// and low parts in shared memory, three wgmmas a step), both layouts, groups=1, a stride above 1 whose
+// serves op=dgrad in tf32, 3xtf32 (each operand split into TF32 high and
+// low parts in shared memory, three wgmmas a step), fp16 and bf16 (wgmma
+// k16, FP32 accumulation), both layouts, groups=1, a stride above 1 whose
 // every phase meets a filter tap, CF = stride_h·stride_w·C ≤ 256 folded
 // columns, on sm_90a.
 //
@@ -68,8 +69,8 @@ func (Family) Serves(p problem.Problem) error {
 		return err
 	}
 	switch {
-	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3:
-		return fmt.Errorf("dgradwin is tf32 and 3xtf32 (its window holds FP32 values read as TF32), not %s", p.Precision)
+	case p.Precision != problem.TF32 && p.Precision != problem.TF32x3 && p.Precision != problem.FP16 && p.Precision != problem.BF16:
+		return fmt.Errorf("dgradwin is tf32, 3xtf32, fp16 and bf16, not %s", p.Precision)
 	case s.Groups != 1:
 		return fmt.Errorf("dgradwin serves groups=1, not groups=%d", s.Groups)
 	case s.StrideH*s.StrideW*s.C > 256:
@@ -104,17 +105,21 @@ type geometry struct {
 	ShiftH, ShiftW                             string
 	ShiftHMax, ShiftWMax                       int
 	// SUB fold rows a warpgroup; the window WR rows × WC columns; KCH
-	// chunks of KC channels; floats of a chunk's window and folded
-	// filter; copies (4 floats each) a thread makes of each per chunk.
+	// chunks of KC channels; elements of a chunk's window and folded
+	// filter; copies (16 bytes, Vec elements, each) a thread makes of each
+	// per chunk; KStep the channels of a wgmma k step (2·Vec), MMAType
+	// wgmma's operand type.
 	SUB, WR, WC, KCH         int
-	WinFloats, BFloats       int
+	Vec, KStep, ElemBytes    int
+	MMAType                  string
+	WinElems, BElems         int
 	WinCopies, BCopies       int
 	Threads, Acc, TableBytes int
 	SharedBytes              int
 	// Split3 (3xtf32): each chunk buffer holds the high parts, then the
-	// low parts LoFloats further; StageFloats is a buffer's floats.
+	// low parts LoElems further; StageElems is a buffer's elements.
 	Split3                    bool
-	LoFloats, StageFloats     int
+	LoElems, StageElems       int
 	TilesM, TilesN            int // grid: fold row tiles, fold column tiles
 	LBOA, LBOB, SBOA, SBOB    int // descriptor byte offsets
 	RegsPrefetch, RegsNeeded  int // the copies in flight and an estimate of a thread's registers
@@ -151,27 +156,34 @@ func geom(p problem.Problem, k knobs) geometry {
 	if k.WG > 0 {
 		g.SUB = k.TM / k.WG
 	}
+	g.ElemBytes = p.Precision.ElementBytes()
+	g.Vec = 16 / g.ElemBytes
+	g.KStep = 2 * g.Vec
+	g.MMAType = map[problem.Precision]string{problem.FP16: "f16", problem.BF16: "bf16"}[p.Precision]
+	if g.MMAType == "" {
+		g.MMAType = "tf32"
+	}
 	g.WR = k.TM + g.NDP - 1
 	g.WC = TileCols + g.NDQ - 1
 	if k.KC > 0 {
 		g.KCH = family.CeilDiv(s.K, k.KC)
 	}
-	g.WinFloats = k.KC * g.WR * g.WC
-	g.BFloats = g.NT * k.KC * g.NB
+	g.WinElems = k.KC * g.WR * g.WC
+	g.BElems = g.NT * k.KC * g.NB
 	g.Threads = 128 * k.WG
 	if g.Threads > 0 {
-		g.WinCopies = family.CeilDiv(g.WinFloats/4, g.Threads)
-		g.BCopies = family.CeilDiv(g.BFloats/4, g.Threads)
+		g.WinCopies = family.CeilDiv(g.WinElems/g.Vec, g.Threads)
+		g.BCopies = family.CeilDiv(g.BElems/g.Vec, g.Threads)
 	}
 	g.Acc = g.NB / 2
 	g.TableBytes = family.RoundUp(4*g.NT*g.NB, 16)
 	g.Split3 = p.Precision == problem.TF32x3
-	g.LoFloats = g.WinFloats + g.BFloats
-	g.StageFloats = g.LoFloats
+	g.LoElems = g.WinElems + g.BElems
+	g.StageElems = g.LoElems
 	if g.Split3 {
-		g.StageFloats *= 2
+		g.StageElems *= 2
 	}
-	g.SharedBytes = 2*4*g.StageFloats + g.TableBytes
+	g.SharedBytes = 2*g.ElemBytes*g.StageElems + g.TableBytes
 	if k.TM > 0 {
 		g.TilesM = family.CeilDiv(g.HP, k.TM)
 	}
@@ -179,7 +191,7 @@ func geom(p problem.Problem, k knobs) geometry {
 	g.GridY = g.TilesM
 	g.LBOA, g.SBOA = 16*g.WR*g.WC, 128
 	g.LBOB, g.SBOB = 16*g.NB, 128
-	g.RegsPrefetch = 4 * (g.WinCopies + g.BCopies)
+	g.RegsPrefetch = 4 * (g.WinCopies + g.BCopies) // 16 bytes a copy
 	g.Accumulators = g.SUB * g.Acc
 	if p.Precision == problem.TF32x3 {
 		g.Accumulators *= 2 // the totals beside the chunk's sums
@@ -188,11 +200,12 @@ func geom(p problem.Problem, k knobs) geometry {
 	return g
 }
 
-// The knob values the space takes.
+// The knob values the space takes (KC: whole k steps, 8 channels in tf32
+// and 3xtf32, 16 in fp16 and bf16; 64 in 16 bits only).
 var (
 	spaceTM = []int{2, 4, 8}
 	spaceWG = []int{1, 2, 4}
-	spaceKC = []int{8, 16, 32}
+	spaceKC = []int{8, 16, 32, 64}
 )
 
 // Space implements family.Family. Without Limits.SM90a every
@@ -221,7 +234,7 @@ func check(k knobs) string {
 	case k.TM < k.WG || k.TM%k.WG != 0 || k.TM/k.WG > 4:
 		return "TM a multiple of WG, at most 4 rows a warpgroup"
 	case k.KC < 8 || k.KC%8 != 0 || k.KC > 64:
-		return "KC a multiple of 8 from 8 to 64"
+		return "KC a multiple of 8 from 8 to 64 (of 16 in fp16 and bf16)"
 	}
 	return ""
 }
@@ -251,10 +264,14 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 	switch {
 	case !lim.SM90a:
 		return family.Hard("arch", "dgradwin needs wgmma (sm_90a with NVRTC 12 or newer)")
+	case k.KC%g.KStep != 0:
+		return family.Hard("shape", "KC=%d channels a chunk: whole k steps of %d", k.KC, g.KStep)
+	case k.KC == 64 && g.ElemBytes == 4:
+		return family.Hard("shape", "KC=64 is for 16-bit elements (a tf32 chunk of 64 channels does not fit two buffers)")
 	case g.RegsNeeded > min(255, regs/g.Threads):
 		return family.Hard("registers", "about %d registers a thread (%d accumulators, %d in flight) in blocks of %d threads", g.RegsNeeded, g.Accumulators, g.RegsPrefetch, g.Threads)
 	case lim.MaxSharedPerBlock > 0 && g.SharedBytes > lim.MaxSharedPerBlock:
-		return family.Hard("shared memory", "%d B per block (two chunks of window %d and folded filter %d floats, twice in 3xtf32, the table %d B) > %d", g.SharedBytes, g.WinFloats, g.BFloats, g.TableBytes, lim.MaxSharedPerBlock)
+		return family.Hard("shared memory", "%d B per block (two chunks of window %d and folded filter %d elements, twice in 3xtf32, the table %d B) > %d", g.SharedBytes, g.WinElems, g.BElems, g.TableBytes, lim.MaxSharedPerBlock)
 	case g.WR*g.WC >= 1<<14:
 		return family.Hard("shape", "the window's channel-group pitch (%d × %d pixels) past the descriptor's 14-bit offset", g.WR, g.WC)
 	case g.TilesM > 65535 || s.N > 65535:
@@ -281,8 +298,11 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	}
 	name := fmt.Sprintf("convgen_dgradwin_%s_%s", family.PrecisionTag(p.Precision), family.KernelSuffix(cfg))
 	doc := "FP32 data as TF32 operands (both rounded as they are staged), FP32 accumulation and output"
-	if g.Split3 {
+	switch {
+	case g.Split3:
 		doc = "FP32 data split into TF32 high and low parts as they are staged (3xTF32: three products a step), FP32 accumulation and output"
+	case g.ElemBytes == 2:
+		doc = fmt.Sprintf("%s data and operands, FP32 accumulation, the output rounded once", p.Precision)
 	}
 	accOps, accCons := hopper.AccOperands(g.Acc)
 	data := struct {

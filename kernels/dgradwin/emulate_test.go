@@ -64,14 +64,15 @@ func emulate(t *testing.T, p problem.Problem, k knobs, dy, w []float32) ([]float
 				m0, j0 := by*k.TM, bx*TileCols
 				acc := make([]float64, k.TM*64*g.NB)
 				for ch := range g.KCH {
-					win := make([]float64, g.WinFloats)
-					bf := make([]float64, g.BFloats)
-					winLo := make([]float64, g.WinFloats)
-					bfLo := make([]float64, g.BFloats)
-					for i := range g.WinFloats / 4 {
+					win := make([]float64, g.WinElems)
+					bf := make([]float64, g.BElems)
+					winLo := make([]float64, g.WinElems)
+					bfLo := make([]float64, g.BElems)
+					vec := g.Vec
+					for i := range g.WinElems / vec {
 						col, row, kg := i%g.WC, i/g.WC%g.WR, i/(g.WC*g.WR)
-						pp, q, kk := m0+g.DPMin+row, j0+g.DQMin+col, ch*k.KC+4*kg
-						for e := range 4 {
+						pp, q, kk := m0+g.DPMin+row, j0+g.DQMin+col, ch*k.KC+vec*kg
+						for e := range vec {
 							if pp < 0 || pp >= P || q < 0 || q >= Q || kk+e >= s.K {
 								continue
 							}
@@ -81,31 +82,32 @@ func emulate(t *testing.T, p problem.Problem, k knobs, dy, w []float32) ([]float
 							} else {
 								at = ((n*s.K+kk+e)*P+pp)*Q + q
 							}
-							win[4*i+e], winLo[4*i+e] = stage(dy[at], g.Split3)
+							win[vec*i+e], winLo[vec*i+e] = stage(dy[at], g.Split3)
 						}
 					}
-					for i := range g.BFloats / 4 {
-						col, kg, tt := i%g.NB, i/g.NB%(k.KC/4), i/(g.NB*(k.KC/4))
-						kk := ch*k.KC + 4*kg
+					for i := range g.BElems / vec {
+						col, kg, tt := i%g.NB, i/g.NB%(k.KC/vec), i/(g.NB*(k.KC/vec))
+						kk := ch*k.KC + vec*kg
 						off := tbl[tt*g.NB+col]
-						for e := range 4 {
+						for e := range vec {
 							if off >= 0 && kk+e < s.K {
-								bf[4*i+e], bfLo[4*i+e] = stage(w[(kk+e)*crs+off], g.Split3)
+								bf[vec*i+e], bfLo[vec*i+e] = stage(w[(kk+e)*crs+off], g.Split3)
 							}
 						}
 					}
 					for rr := range k.TM {
 						for tt := range g.NT {
 							dpi, dqi := tt/g.NDQ, tt%g.NDQ
-							for ks := range k.KC / 8 {
-								aStart := ((2*ks*g.WR+rr+dpi)*g.WC + dqi) * 4
-								bStart := (tt*(k.KC/4) + 2*ks) * g.NB * 4
+							for ks := range k.KC / g.KStep {
+								aStart := ((2*ks*g.WR+rr+dpi)*g.WC + dqi) * vec
+								bStart := (tt*(k.KC/vec) + 2*ks) * g.NB * vec
+								eb := g.ElemBytes
 								for row := range 64 {
 									for col := range g.NB {
 										sum := 0.0
-										for kk := range 8 {
-											ai := aStart + row/8*g.SBOA/4 + kk/4*g.LBOA/4 + row%8*4 + kk%4
-											bi := bStart + col/8*g.SBOB/4 + kk/4*g.LBOB/4 + col%8*4 + kk%4
+										for kk := range g.KStep {
+											ai := aStart + row/8*g.SBOA/eb + kk/vec*g.LBOA/eb + row%8*vec + kk%vec
+											bi := bStart + col/8*g.SBOB/eb + kk/vec*g.LBOB/eb + col%8*vec + kk%vec
 											if ai >= len(win) || bi >= len(bf) {
 												t.Fatalf("%s %+v: a descriptor reads past its part (A %d of %d, B %d of %d)", p, k, ai, len(win), bi, len(bf))
 											}
@@ -197,6 +199,9 @@ func TestEmulated(t *testing.T) {
 		{"N=1,C=1,H=17,W=9,K=36,R=4,S=2,stride_h=3,stride_w=2,pad_h=2,pad_w=1", tf32, problem.NHWC, knobs{TM: 4, WG: 1, KC: 32}},
 		{"N=1,C=3,H=31,W=29,K=20,R=11,S=11,stride=4,pad=2", x3, problem.NCHW, knobs{TM: 4, WG: 2, KC: 16}},
 		{"N=1,C=2,H=19,W=23,K=13,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", x3, problem.NHWC, knobs{TM: 2, WG: 2, KC: 8}},
+		{"N=1,C=3,H=31,W=29,K=40,R=11,S=11,stride=4,pad=2", problem.FP16, problem.NHWC, knobs{TM: 4, WG: 2, KC: 32}},
+		{"N=2,C=2,H=19,W=23,K=21,R=3,S=5,stride_h=2,stride_w=3,pad_h=1,pad_w=2,dilation_w=2", problem.BF16, problem.NCHW, knobs{TM: 2, WG: 1, KC: 16}},
+		{"N=1,C=3,H=40,W=40,K=24,R=7,S=7,stride=2,pad=3", problem.FP16, problem.NCHW, knobs{TM: 8, WG: 4, KC: 64}},
 	}
 	rng := rand.New(rand.NewPCG(28, 1))
 	for _, c := range cases {
