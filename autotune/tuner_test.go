@@ -619,3 +619,25 @@ func wantMeasuredBefore(t *testing.T, progress, first, second string) {
 		t.Errorf("%s not measured before %s (or either missing) in the progress:\n%s", first, second, progress)
 	}
 }
+
+// TestLimitsClusterSMs: a 132-SM GPU keeps the H100's measured 120 SMs
+// for clusters of 4 or more (DefaultLimits); a GPU of another SM count has
+// them unknown (0: read as all its SMs), so that its waves are not
+// counted by the H100's grouping.
+func TestLimitsClusterSMs(t *testing.T) {
+	for _, c := range []struct {
+		sms, want int
+	}{{132, 120}, {114, 0}, {108, 0}} {
+		lim := Limits(gpu.Info{Arch: "sm_90", SMs: c.sms, SharedOptin: 232448}, "13.0")
+		if lim.ClusterSMs != c.want {
+			t.Errorf("Limits(%d SMs).ClusterSMs = %d, want %d", c.sms, lim.ClusterSMs, c.want)
+		}
+		want := c.sms / 8 * 8 // whole clusters of 8 on every SM
+		if c.want > 0 {
+			want = c.want
+		}
+		if got := lim.BlockSlots(8, 1); got != want {
+			t.Errorf("Limits(%d SMs).BlockSlots(8, 1) = %d, want %d", c.sms, got, want)
+		}
+	}
+}
