@@ -139,9 +139,8 @@ func firstMiddleLast(kept []kernels.Candidate) []string {
 }
 
 // tuneFoldedPins tunes p pinned to pins (which must all be folded, Fold=1
-// or 2)
-// and the extra kernels through tunePins, and logs each wgmmaigemm kernel's
-// status, time and errors.
+// or 2) and the extra kernels through tunePins, and logs each wgmmaigemm
+// kernel's status, time and errors.
 func tuneFoldedPins(t *testing.T, lib *nvrtc.Library, worker []string, p problem.Problem, pins []string, extra []kernels.Kernel, seed uint64) {
 	t.Helper()
 	for _, id := range pins {

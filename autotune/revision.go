@@ -94,8 +94,7 @@ package autotune
 //     counts waves of whole clusters of 4 or more (session 28).
 //   - 29: a new data-gradient family, dgradwin (the aligned folded GEMM
 //     on wgmma, A read in place from a dY window; tf32, 3xtf32, fp16,
-//     bf16),
-//     listed but rejected as unverified until it has run on a GPU;
+//     bf16), listed but rejected as unverified until it has run on a GPU;
 //     wgradmma's Stage=5 serves 3xtf32 (soft-rejected until then) and
 //     Stage=2's clustered tiles take wave twins too (session 28).
 const SearchRevision = 29

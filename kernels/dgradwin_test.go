@@ -36,10 +36,10 @@ func TestDgradWinSpace(t *testing.T) {
 		p    problem.Problem
 		want string
 	}{
-		{prob(flagship, problem.FP32, problem.NHWC), "not fp32"},
+		{prob(flagship, problem.FP32, problem.NHWC), "not strict fp32"},
 		{prob("N=2,C=80,H=28,W=28,K=32,R=3,S=3,stride=2,pad=1", problem.TF32, problem.NHWC), "at most 256"},
 		{prob("N=2,C=8,H=28,W=28,K=32,R=3,S=3,pad=1", problem.TF32, problem.NHWC), "strided"},
-		{prob("N=2,C=8,H=28,W=28,K=32,R=1,S=1,stride=2", problem.TF32, problem.NCHW), "meets none"},
+		{prob("N=2,C=8,H=28,W=28,K=32,R=1,S=1,stride=2", problem.TF32, problem.NCHW), "meet none"},
 	} {
 		if err := (DgradWin{}).Serves(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Serves = %v, want a refusal naming %q", tc.p, err, tc.want)
@@ -119,18 +119,18 @@ func TestDgradWinFrontEnd(t *testing.T) {
 		}
 		s.Bias = false
 		p := problem.Problem{Shape: s, Precision: c.prec, Layout: c.lay, Op: problem.OpDgrad}
-		var soft []Candidate // the configurations only the unverified rule rejects
+		var unverified []Candidate // the configurations only the unverified rule rejects
 		for _, cand := range (DgradWin{}).Space(p, lim) {
 			if cand.Rejection.Rule == dgradwin.Unverified {
-				soft = append(soft, cand)
+				unverified = append(unverified, cand)
 			}
 		}
-		if len(soft) == 0 {
+		if len(unverified) == 0 {
 			t.Fatalf("%s: no pinnable candidate", p)
 		}
-		picks := []Candidate{soft[len(soft)-1]}
+		picks := []Candidate{unverified[len(unverified)-1]}
 		if fullSweep() {
-			picks = append(picks, soft[0])
+			picks = append(picks, unverified[0])
 		}
 		for _, cand := range picks {
 			k, err := RenderCandidate(p, cand)

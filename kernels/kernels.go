@@ -107,10 +107,9 @@ type (
 	// each dX element's summed from shared memory.
 	DgradScatter = dgradscatter.Family
 	// DgradWin is the strided data gradient (tf32, 3xtf32, fp16, bf16) as
-	// one folded GEMM on wgmma
-	// whose A, a dY window in shared memory, is read in place through
-	// descriptors (not yet run on a GPU: rejected as unverified, which
-	// autotune's TestDgradWin renders and measures).
+	// one folded GEMM on wgmma whose A, a dY window in shared memory, is
+	// read in place through descriptors (not yet run on a GPU: rejected
+	// as unverified, which autotune's TestDgradWin renders and measures).
 	DgradWin = dgradwin.Family
 )
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/convgen/convgen/convrt"
-	"github.com/convgen/convgen/kernels/internal/dgradphase"
 	"github.com/convgen/convgen/problem"
 )
 
@@ -23,10 +22,10 @@ func foldTap(s problem.Shape, a, b, dp, dq int) (r, t int, ok bool) {
 
 // emulate runs the kernel's data movement and arithmetic on the CPU in
 // float64, block by block as the template does: the fold table, each
-// chunk's window and folded filter copies (copy i at float 4i of its part),
+// chunk's window and folded filter copies (copy i at element Vec·i of its part),
 // the wgmmas as the tensor cores read their operands through the
-// descriptors (core matrix (row/8, k/4) at start + (row/8)·SBO +
-// (k/4)·LBO, row%8 16 bytes and k%4 4 bytes into it), and the epilogue's
+// descriptors (core matrix (row/8, k/Vec) at start + (row/8)·SBO +
+// (k/Vec)·LBO, row%8 16 bytes and k%Vec elements into it), and the epilogue's
 // stores. It fails t where a descriptor reads past its part or a dX
 // element is stored twice, and returns dX and how often each element was
 // stored.
@@ -34,7 +33,7 @@ func emulate(t *testing.T, p problem.Problem, k knobs, dy, w []float32) ([]float
 	t.Helper()
 	s := p.Shape
 	g := geom(p, k)
-	shH, shW := shifts(s)
+	shH, shW := g.ShiftH, g.ShiftW
 	nhwc := p.Layout == problem.NHWC
 	P, Q := s.P(), s.Q()
 	crs := s.C * s.R * s.S
@@ -170,13 +169,6 @@ func stage(x float32, split3 bool) (hi, lo float64) {
 	return float64(h), float64(l)
 }
 
-// shifts are s's aligned phase shifts along the rows and columns.
-func shifts(s problem.Shape) (h, w []int) {
-	h, _, _ = rowsOf(s).Aligned()
-	w, _, _ = colsOf(s).Aligned()
-	return h, w
-}
-
 // TestEmulated: the kernel's data movement, descriptors and stores,
 // emulated on the CPU in float64, give convrt's float64 data gradient
 // (within rounding of the sums' order) at every dX element, each stored
@@ -254,6 +246,3 @@ func TestEmulated(t *testing.T) {
 		}
 	}
 }
-
-func rowsOf(s problem.Shape) dgradphase.Taps { return dgradphase.Rows(s) }
-func colsOf(s problem.Shape) dgradphase.Taps { return dgradphase.Cols(s) }

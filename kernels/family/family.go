@@ -38,11 +38,12 @@ type Limits struct {
 	RegistersPerSM     int // 65536
 	MaxRegsPerThread   int // 255
 	SMs                int // multiprocessors, for grids of one block per SM (132 on H100/H200 SXM)
-	// ClusterSMs is how many SMs thread-block clusters of 4 or 8 blocks
+	// ClusterSMs is how many SMs thread-block clusters of 4 or more blocks
 	// fill at once, the rest of the GPU's SMs left out by how they group
 	// (GPCs); 0 when unknown (read as SMs). The H100 SXM's driver
 	// (cuOccupancyMaxActiveClusters) runs 15 clusters of 8 or 30 of 4
-	// one-block-an-SM blocks at once: 120 of its 132 SMs.
+	// one-block-an-SM blocks at once: 120 of its 132 SMs (clusters of 5 to
+	// 7, not measured, are counted the same way).
 	ClusterSMs int
 	// Arch is the target's compute capability times ten (80, 90); 0 when
 	// unknown. The mma.sync families need 80 or more.
@@ -60,6 +61,11 @@ func DefaultLimits(arch int) Limits {
 	}
 	return l
 }
+
+// Unverified is the rule name of a rejection that keeps a configuration
+// out of the search until its kernels have run on a GPU (the GPU tests
+// that check them look for it).
+const Unverified = "unverified"
 
 // BlockSlots is how many blocks of a kernel in clusters of clusterSize
 // blocks (1: no clusters) run at once where each SM holds resident of

@@ -58,7 +58,7 @@ const Partial = "shape.tmpl"
 const MMAPartial = "mmasync.tmpl"
 
 // FoldPartial is the template file that defines "fold_tap", the folded
-// data gradient's tap lookup (igemm's and wgmmaigemm's Fold).
+// data gradient's tap lookup (igemm's and wgmmaigemm's Fold, dgradwin).
 const FoldPartial = "fold.tmpl"
 
 // ClaimsPartial is the template file that defines "rl_claims", how a

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/convgen/convgen/epilogue"
@@ -522,8 +521,8 @@ func aligns(p problem.Problem) string {
 	s := p.Shape
 	_, nr := dgradphase.Rows(s).OffsetSpan()
 	_, nc := dgradphase.Cols(s).OffsetSpan()
-	sh, _, ar := dgradphase.Rows(s).Aligned()
-	sw, _, ac := dgradphase.Cols(s).Aligned()
+	f := dgradphase.NewAlignedFold(s)
+	ar, ac := f.NDP, f.NDQ
 	hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
 	switch _, idle := phases(s); {
 	case !folds(p) || !tf32Like(p.Precision):
@@ -532,19 +531,10 @@ func aligns(p problem.Problem) string {
 		return fmt.Sprintf("aligned phases (Fold=2) need every phase to meet a tap (%d meet none)", len(idle))
 	case ar*ac >= nr*nc:
 		return fmt.Sprintf("aligned phases (Fold=2) span %d×%d offsets, no fewer than the union's %d×%d", ar, ac, nr, nc)
-	case (hp+slices.Max(sh))*(wp+slices.Max(sw))*ar*ac >= hp*wp*nr*nc:
-		return fmt.Sprintf("aligned phases (Fold=2) shorten the reduction from %d×%d to %d×%d offsets but lengthen the %d×%d phase grid to %d×%d: no less work", nr, nc, ar, ac, hp, wp, hp+slices.Max(sh), wp+slices.Max(sw))
+	case f.HP*f.WP*ar*ac >= hp*wp*nr*nc:
+		return fmt.Sprintf("aligned phases (Fold=2) shorten the reduction from %d×%d to %d×%d offsets but lengthen the %d×%d phase grid to %d×%d: no less work", nr, nc, ar, ac, hp, wp, f.HP, f.WP)
 	}
 	return ""
-}
-
-// cInts is v as a C initialiser ("0, 0, 1, 1").
-func cInts(v []int) string {
-	b := make([]string, len(v))
-	for i, x := range v {
-		b[i] = strconv.Itoa(x)
-	}
-	return strings.Join(b, ", ")
 }
 
 // folds says whether p is computed folded (Fold=1): a tf32 data gradient
@@ -728,13 +718,9 @@ func geom(p problem.Problem, c knobs) geometry {
 		g.DPMin, g.NDP = dgradphase.Rows(s).OffsetSpan()
 		g.DQMin, g.NDQ = dgradphase.Cols(s).OffsetSpan()
 		if c.Fold == 2 {
-			var sh, sw []int
-			sh, g.DPMin, g.NDP = dgradphase.Rows(s).Aligned()
-			sw, g.DQMin, g.NDQ = dgradphase.Cols(s).Aligned()
-			g.Aligned, g.ShiftH, g.ShiftW = true, cInts(sh), cInts(sw)
-			g.ShiftHMax, g.ShiftWMax = slices.Max(sh), slices.Max(sw)
-			g.HP += g.ShiftHMax
-			g.WP += g.ShiftWMax
+			f := dgradphase.NewAlignedFold(s)
+			g.Aligned, g.ShiftH, g.ShiftW, g.ShiftHMax, g.ShiftWMax = true, f.ShiftHInit, f.ShiftWInit, f.ShiftHMax, f.ShiftWMax
+			g.HP, g.WP, g.DPMin, g.NDP, g.DQMin, g.NDQ = f.HP, f.WP, f.DPMin, f.NDP, f.DQMin, f.NDQ
 		}
 		if act, idle := phases(s); len(idle) > 0 {
 			g.Active, g.Idle = act, idle
@@ -1463,8 +1449,8 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Folded && c.BN*c.BK%g.loaders(c) != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: BN=%d x BK=%d filter elements do not split over %d copying threads", cfg, c.BN, c.BK, g.loaders(c))
 	}
-	if c.Fold == 2 && aligns(p) != "" {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, aligns(p))
+	if msg := aligns(p); c.Fold == 2 && msg != "" {
+		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
 	}
 	if (c.Fold >= 1) != folds(p) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold (1 or 2) is for, and only for, a data gradient at a stride above 1 or a tf32 one in NCHW (%s op=%s %s, stride %dx%d)",

@@ -855,7 +855,9 @@ func reject(p problem.Problem, k knobs, lim family.Limits) family.Rejection {
 		if p.Precision == problem.TF32x3 {
 			// Out of the search (a pin lifts it) until autotune's
 			// TestWGradMMAWindow has passed its 3xtf32 problems on a GPU.
-			return family.Soft("unverified", "Stage=5's 3xtf32 has not run on a GPU yet: pin it to measure it")
+			// Soft is enough here: Stage=3 keeps candidates for every first
+			// layer, so Enumerate does not admit these.
+			return family.Soft(family.Unverified, "Stage=5's 3xtf32 has not run on a GPU yet: pin it to measure it")
 		}
 	}
 	maxAcc := 96
@@ -1092,7 +1094,7 @@ func (m costModel) cost(k knobs, g geometry, lim family.Limits) float64 {
 	sms := lim.SMs
 	resident := m.resident(g)
 	blocks := g.TilesM * g.TilesN * g.Parts
-	waves := family.CeilDiv(blocks, lim.BlockSlots(max(1, k.Split), resident)) // whole clusters of Split blocks
+	waves := family.CeilDiv(blocks, lim.BlockSlots(k.Split, resident)) // whole clusters of Split blocks
 	tile := float64(k.BM * k.BN)
 	eff := math.Pow(tile/8192, m.effExp)
 	if k.BP == 64 {
@@ -1121,7 +1123,7 @@ func (m costModel) resident(g geometry) int {
 // count of the blocks an SM holds (Limits.BlockSlots), or 0 where that is
 // at most 1 or more than 64.
 func waveClusters(p problem.Problem, k knobs, lim family.Limits) int {
-	k.Split, k.Clusters = 8, 2
+	k.Split, k.Clusters = 8, 2 // any Clusters > 1: the geometry with the workspace's tile sizes
 	g := geom(p, k)
 	tiles := g.TilesM * g.TilesN
 	cw := lim.BlockSlots(8, modelOf(p, k, g).resident(g)) / 8 / max(1, tiles)

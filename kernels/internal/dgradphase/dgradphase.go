@@ -1,7 +1,7 @@
 // Package dgradphase holds the stride-phase tap tables of the data
 // gradient (dgrad), shared by the families that split dX into stride
-// phases (dgradmma, igemm's op=dgrad) or fold them into the GEMM's columns
-// (igemm's and wgmmaigemm's Fold). Along an axis of stride s, the dX
+// phases (dgradmma, dgradscatter, igemm's op=dgrad) or fold them into the
+// GEMM's columns (igemm's and wgmmaigemm's Fold, dgradwin). Along an axis of stride s, the dX
 // indices of one phase ph (index ≡ ph mod s) all meet the same filter taps:
 // those t with ph + pad − t·dil divisible by s. A phase is then a GEMM over
 // its valid taps only, which never visits a stride hole; the templates read
@@ -113,18 +113,18 @@ func (ts Taps) OffsetSpan() (lo, n int) {
 // shifts are at least 0, the smallest 0; a phase without taps gets 0.
 func (ts Taps) Aligned() (shift []int, lo, n int) {
 	tops := make([]int, len(ts.Off))
-	least, any := 0, false
+	least, found := 0, false
 	for ph, offs := range ts.Off {
 		if len(offs) == 0 {
 			continue
 		}
 		tops[ph] = slices.Max(offs)
-		if !any || tops[ph] < least {
+		if !found || tops[ph] < least {
 			least = tops[ph]
 		}
-		any = true
+		found = true
 	}
-	if !any {
+	if !found {
 		return make([]int, len(ts.Off)), 0, 1
 	}
 	shift = make([]int, len(ts.Off))
@@ -137,6 +137,50 @@ func (ts Taps) Aligned() (shift []int, lo, n int) {
 		lo = min(lo, slices.Min(offs)-shift[ph])
 	}
 	return shift, lo, least - lo + 1
+}
+
+// Idle lists the phases that meet no tap (their dX is zero).
+func (ts Taps) Idle() []int {
+	var idle []int
+	for ph, taps := range ts.Tap {
+		if len(taps) == 0 {
+			idle = append(idle, ph)
+		}
+	}
+	return idle
+}
+
+// AlignedFold is a shape's folded data gradient with aligned phases
+// (Taps.Aligned along both axes): the phase grid HP × WP (⌈H/stride_h⌉ and
+// ⌈W/stride_w⌉ plus the largest shift), the aligned offsets DPMin ..
+// DPMin+NDP−1 and DQMin .. DQMin+NDQ−1, and the shifts, also as C
+// initialisers (SHIFT_H, SHIFT_W) with their largest values.
+type AlignedFold struct {
+	HP, WP, DPMin, NDP, DQMin, NDQ int
+	ShiftH, ShiftW                 []int
+	ShiftHMax, ShiftWMax           int
+	ShiftHInit, ShiftWInit         string
+}
+
+// NewAlignedFold is s's AlignedFold.
+func NewAlignedFold(s problem.Shape) AlignedFold {
+	var f AlignedFold
+	f.ShiftH, f.DPMin, f.NDP = Rows(s).Aligned()
+	f.ShiftW, f.DQMin, f.NDQ = Cols(s).Aligned()
+	f.ShiftHMax, f.ShiftWMax = slices.Max(f.ShiftH), slices.Max(f.ShiftW)
+	f.HP = (s.H+s.StrideH-1)/s.StrideH + f.ShiftHMax
+	f.WP = (s.W+s.StrideW-1)/s.StrideW + f.ShiftWMax
+	f.ShiftHInit, f.ShiftWInit = CInts(f.ShiftH), CInts(f.ShiftW)
+	return f
+}
+
+// CInts is v as a C initialiser's elements ("0, 0, 1, 1").
+func CInts(v []int) string {
+	b := make([]string, len(v))
+	for i, x := range v {
+		b[i] = fmt.Sprint(x)
+	}
+	return strings.Join(b, ", ")
 }
 
 // Count is the C initialiser of the taps per phase ("3, 2, 3, 3").
