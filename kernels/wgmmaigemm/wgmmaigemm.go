@@ -519,20 +519,24 @@ func servesDgrad(p problem.Problem) error {
 // maps the longer grid can outweigh the shorter reduction).
 func aligns(p problem.Problem) string {
 	s := p.Shape
+	if !folds(p) || !tf32Like(p.Precision) {
+		return fmt.Sprintf("aligned phases (Fold=2) are a folded tf32 data gradient's, not %s op=%s %s", p.Precision, p.Op, p.Layout)
+	}
+	if err := dgradphase.Foldable(s); err != nil { // before the phase tables: their size is the stride's
+		return err.Error()
+	}
+	if _, idle := phases(s); len(idle) > 0 {
+		return fmt.Sprintf("aligned phases (Fold=2) need every phase to meet a tap (%d meet none)", len(idle))
+	}
 	_, nr := dgradphase.Rows(s).OffsetSpan()
 	_, nc := dgradphase.Cols(s).OffsetSpan()
 	f := dgradphase.NewAlignedFold(s)
-	ar, ac := f.NDP, f.NDQ
 	hp, wp := family.CeilDiv(s.H, s.StrideH), family.CeilDiv(s.W, s.StrideW)
-	switch _, idle := phases(s); {
-	case !folds(p) || !tf32Like(p.Precision):
-		return fmt.Sprintf("aligned phases (Fold=2) are a folded tf32 data gradient's, not %s op=%s %s", p.Precision, p.Op, p.Layout)
-	case len(idle) > 0:
-		return fmt.Sprintf("aligned phases (Fold=2) need every phase to meet a tap (%d meet none)", len(idle))
-	case ar*ac >= nr*nc:
-		return fmt.Sprintf("aligned phases (Fold=2) span %d×%d offsets, no fewer than the union's %d×%d", ar, ac, nr, nc)
-	case f.HP*f.WP*ar*ac >= hp*wp*nr*nc:
-		return fmt.Sprintf("aligned phases (Fold=2) shorten the reduction from %d×%d to %d×%d offsets but lengthen the %d×%d phase grid to %d×%d: no less work", nr, nc, ar, ac, hp, wp, f.HP, f.WP)
+	switch {
+	case f.NDP*f.NDQ >= nr*nc:
+		return fmt.Sprintf("aligned phases (Fold=2) span %d×%d offsets, no fewer than the union's %d×%d", f.NDP, f.NDQ, nr, nc)
+	case f.HP*f.WP*f.NDP*f.NDQ >= hp*wp*nr*nc:
+		return fmt.Sprintf("aligned phases (Fold=2) shorten the reduction from %d×%d to %d×%d offsets but lengthen the %d×%d phase grid to %d×%d: no less work", nr, nc, f.NDP, f.NDQ, hp, wp, f.HP, f.WP)
 	}
 	return ""
 }
@@ -1449,8 +1453,10 @@ func (f Family) Render(p problem.Problem, cfg family.Config) (family.Kernel, err
 	if g.Folded && c.BN*c.BK%g.loaders(c) != 0 {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: BN=%d x BK=%d filter elements do not split over %d copying threads", cfg, c.BN, c.BK, g.loaders(c))
 	}
-	if msg := aligns(p); c.Fold == 2 && msg != "" {
-		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
+	if c.Fold == 2 {
+		if msg := aligns(p); msg != "" {
+			return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: %s", cfg, msg)
+		}
 	}
 	if (c.Fold >= 1) != folds(p) {
 		return family.Kernel{}, fmt.Errorf("wgmmaigemm: config %s: Fold (1 or 2) is for, and only for, a data gradient at a stride above 1 or a tf32 one in NCHW (%s op=%s %s, stride %dx%d)",
